@@ -1,0 +1,77 @@
+"""The queue-scope operator verbs: pause, resume, drain, obliterate.
+
+Pause is a field on the queue's meta hash that every claim reads first, not a move on
+any set. Drain and obliterate are bounded per server call.
+"""
+
+from __future__ import annotations
+
+from .context import Context, positive
+from .scripts import Eval, Plan, script
+
+DEFAULT_OBLITERATE_BUDGET = 1000
+DEFAULT_DRAIN_BUDGET = 10000
+
+
+def pause(ctx: Context) -> Plan[None]:
+    """Close the claim gate: every claim answers ``None``; the backlog is untouched.
+
+    Idempotent.
+    """
+    yield Eval(script("pause"), (ctx.keys.meta, ctx.keys.base))
+
+
+def resume(ctx: Context) -> Plan[None]:
+    """Open the claim gate: claims serve the head of pending again. Idempotent."""
+    yield Eval(script("resume"), (ctx.keys.meta, ctx.keys.base))
+
+
+def drain(
+    ctx: Context, include_schedule: bool = False, budget: int = DEFAULT_DRAIN_BUDGET
+) -> Plan[int]:
+    """Delete the pending backlog (flat and every lane), rows, logs and dedup keys.
+
+    Active jobs and the repeat registry survive. Each server call deletes at most
+    ``budget`` jobs; the verb calls again until the backlog is empty.
+
+    Args:
+        include_schedule: also delete the scheduled jobs.
+        budget: the most jobs one server call deletes.
+
+    Returns:
+        The total number of jobs drained.
+    """
+    positive(budget, "budget")
+    flag = "1" if include_schedule else ""
+    total = 0
+    while True:
+        n, more = yield Eval(script("drain"), (ctx.keys.base,), (flag, str(budget)))
+        total += int(n)
+        if not int(more):
+            return total
+
+
+def obliterate(
+    ctx: Context, force: bool = False, budget: int = DEFAULT_OBLITERATE_BUDGET
+) -> Plan[bool]:
+    """Destroy a paused queue, at most ``budget`` jobs of work per call.
+
+    Args:
+        force: also delete jobs in flight.
+        budget: the most jobs this call deletes.
+
+    Returns:
+        ``True`` when no key of the queue is left; ``False`` when more remains
+        (call again).
+
+    Raises:
+        QueueNotPaused: the queue is not paused; nothing changed.
+        QueueHasActiveJobs: jobs are in flight and ``force`` is not set; nothing changed.
+    """
+    positive(budget, "budget")
+    reply = yield Eval(
+        script("obliterate"),
+        (ctx.keys.meta, ctx.keys.base),
+        ("force" if force else "", str(budget)),
+    )
+    return int(reply) == 0

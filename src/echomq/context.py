@@ -1,0 +1,83 @@
+"""What every verb of one queue needs: its keys, its serializer, its defaults."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .errors import InvalidArgument
+from .keyspace import Keyspace
+
+
+class Serializer(Protocol):
+    """Turns payloads into the text stored in a row's ``payload`` field and back."""
+
+    def dumps(self, value: Any) -> str:
+        """Serialize ``value`` to text."""
+        ...
+
+    def loads(self, text: str) -> Any:
+        """Deserialize text written by :meth:`dumps`."""
+        ...
+
+
+class JsonSerializer:
+    """The default serializer: compact JSON text."""
+
+    def dumps(self, value: Any) -> str:
+        """Serialize ``value`` as compact JSON."""
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+    def loads(self, text: str) -> Any:
+        """Parse JSON text."""
+        return json.loads(text)
+
+
+#: How many failures dead-letter a job when neither the job nor the call says.
+DEFAULT_MAX_ATTEMPTS = 3
+
+
+@dataclass
+class Context:
+    """The per-queue state a verb's plan reads.
+
+    Attributes:
+        keys: the queue's keyspace.
+        serializer: payload codec.
+        max_attempts: default failures before a job is dead.
+        flat_first: which side a claim tries first; flipped per claim call so that
+            neither flat nor grouped work can starve the other.
+    """
+
+    keys: Keyspace
+    serializer: Serializer = field(default_factory=JsonSerializer)
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    flat_first: bool = True
+
+
+def as_str(value: Any) -> str:
+    """A reply element as text (clients may or may not decode responses)."""
+    if isinstance(value, bytes):
+        return value.decode()
+    return str(value)
+
+
+def opt_str(value: Any) -> str | None:
+    """Like :func:`as_str`, but ``None`` and ``''`` stay ``None``."""
+    if value is None:
+        return None
+    text = as_str(value)
+    return text or None
+
+
+def positive(value: int, what: str, *, zero: bool = False) -> int:
+    """Gate an integer argument before any I/O.
+
+    Raises:
+        InvalidArgument: it is not an int, or it is below 1 (below 0 with ``zero``).
+    """
+    low = 0 if zero else 1
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise InvalidArgument(f"{what} must be an integer >= {low}, got {value!r}")
+    return value

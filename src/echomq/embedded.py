@@ -1,0 +1,169 @@
+"""A private ``valkey-server`` or ``redis-server`` for tests, the demo and the CLI.
+
+It listens on a free loopback port (or a unix socket), keeps nothing on disk
+(``--save "" --appendonly no``) and is stopped by its own pid.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from typing_extensions import Self
+
+from .errors import ServerUnavailable
+
+BINARIES = ("valkey-server", "redis-server")
+
+
+def find_server_binary() -> str | None:
+    """The first of ``valkey-server``, ``redis-server`` on PATH (or ``EMQ_SERVER_BIN``)."""
+    env = os.environ.get("EMQ_SERVER_BIN")
+    if env:
+        return env
+    for name in BINARIES:
+        path = shutil.which(name)
+        if path:
+            return path
+    for d in ("/usr/bin", "/usr/local/bin", "/usr/sbin"):
+        for name in BINARIES:
+            p = Path(d) / name
+            if p.exists():
+                return str(p)
+    return None
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class EmbeddedServer:
+    """A private server process.
+
+    Args:
+        port: the TCP port on 127.0.0.1 (a free one when omitted).
+        unix_socket: listen on this unix socket path instead of TCP.
+        binary: the server executable (found on PATH when omitted).
+        extra_args: more server arguments.
+
+    Use as a context manager, or call :meth:`start` and :meth:`stop`.
+    """
+
+    def __init__(
+        self,
+        *,
+        port: int | None = None,
+        unix_socket: str | None = None,
+        binary: str | None = None,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
+        self.binary = binary or find_server_binary()
+        self.unix_socket = unix_socket
+        self.port = 0 if unix_socket else (port or free_port())
+        self.extra_args = extra_args
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._dir: str | None = None
+
+    @property
+    def url(self) -> str:
+        """The ``redis://`` (or ``unix://``) URL of this server."""
+        if self.unix_socket:
+            return f"unix://{self.unix_socket}"
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, timeout: float = 10.0) -> Self:
+        """Start the server and wait until it answers ``PING``.
+
+        Raises:
+            ServerUnavailable: no server binary, or it did not answer in time.
+        """
+        if not self.binary:
+            raise ServerUnavailable(
+                "no valkey-server or redis-server on PATH (install one: apt-get install "
+                "redis-server)"
+            )
+        self._dir = tempfile.mkdtemp(prefix="echomq-server-")
+        args = [
+            self.binary,
+            "--port", str(self.port),
+            "--bind", "127.0.0.1",
+            "--save", "",
+            "--appendonly", "no",
+            "--daemonize", "no",
+            "--dir", self._dir,
+            "--logfile", "",
+            "--loglevel", "warning",
+        ]  # fmt: skip
+        if self.unix_socket:
+            args += ["--unixsocket", self.unix_socket, "--unixsocketperm", "700"]
+        args += list(self.extra_args)
+        self.proc = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                self.stop()
+                raise ServerUnavailable(f"{self.binary} exited at start ({self.proc.returncode})")
+            if self._answers():
+                return self
+            time.sleep(0.02)
+        self.stop()
+        raise ServerUnavailable(f"{self.binary} did not answer within {timeout}s")
+
+    def _answers(self) -> bool:
+        try:
+            if self.unix_socket:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.settimeout(0.5)
+                s.connect(self.unix_socket)
+            else:
+                s = socket.create_connection(("127.0.0.1", self.port), timeout=0.5)
+            with s:
+                s.sendall(b"PING\r\n")
+                return s.recv(64).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        """Stop the server by its own pid and remove its directory."""
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+        if self._dir:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def server_answers(url: str, timeout: float = 0.5) -> bool:
+    """Whether a server answers ``PING`` at ``url``."""
+    import redis
+
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except (redis.ConnectionError, redis.TimeoutError, OSError):
+        return False

@@ -1,0 +1,150 @@
+"""The echomq error tree.
+
+Every error echomq raises derives from :class:`EchoMQError`. A *refusal* (a fenced
+transition that declined to run and changed nothing) derives from :class:`Refused`
+and carries a stable ``.reason`` string::
+
+    EchoMQError
+    ├── InvalidName            a queue, group or dedup name failed the gate (no I/O done)
+    ├── InvalidJobId           a job id is not a branded JOB id (no I/O done)
+    ├── InvalidArgument        another argument is out of range (no I/O done)
+    ├── VersionMismatch        the server's {emq}:version differs from this client's
+    ├── ScriptError            a script failed in a way that is not a refusal
+    ├── ServerUnavailable      no server answers at the configured address
+    └── Refused                .reason names why; nothing was written
+        ├── JobGone            gone        no such job row
+        ├── JobLocked          locked      a worker holds the job's lock
+        ├── JobNotDead         not_dead    reprocess of a job that is not dead
+        ├── JobNotPending      not_pending reassign of a job that is not pending
+        ├── QueueNotPaused     not_paused  obliterate of a queue that is not paused
+        ├── QueueHasActiveJobs active      obliterate (unforced) with jobs in flight
+        └── StaleToken         stale       the fencing token is not the current one
+
+Scripts refuse with an error reply whose first words are a stable code
+(``EMQSTALE``, ``EMQSTATE not paused``, ...) or with the sentinel integer ``-1``
+(no such row). :data:`REPLY_CODES` is the one table mapping codes to classes;
+:func:`from_reply` applies it, so Python callers never parse messages.
+"""
+
+from __future__ import annotations
+
+
+class EchoMQError(Exception):
+    """Base of every error raised by echomq."""
+
+
+class InvalidName(EchoMQError, ValueError):
+    """A queue, group, dedup or repeat name is malformed; nothing was sent."""
+
+
+class InvalidJobId(EchoMQError, ValueError):
+    """A job id is not a branded ``JOB`` id; nothing was sent."""
+
+
+class InvalidArgument(EchoMQError, ValueError):
+    """An argument (a budget, a lease, a priority, ...) is out of range; nothing was sent."""
+
+
+class VersionMismatch(EchoMQError):
+    """The server's keyspace version differs from the one this client speaks."""
+
+
+class ScriptError(EchoMQError):
+    """A script failed for a reason that is not a typed refusal."""
+
+
+class ServerUnavailable(EchoMQError):
+    """No Valkey/Redis server answers at the configured address."""
+
+
+class Refused(EchoMQError):
+    """A transition refused to run; the server's keys are exactly as they were.
+
+    Attributes:
+        reason: a stable code (``gone``, ``locked``, ``not_dead``, ``not_pending``,
+            ``not_paused``, ``active``, ``stale``).
+    """
+
+    reason: str = "refused"
+
+    def __init__(self, message: str = "", *, job_id: str | None = None) -> None:
+        super().__init__(message or self.reason)
+        self.job_id = job_id
+
+
+class JobGone(Refused):
+    """No row exists for this job id."""
+
+    reason = "gone"
+
+
+class JobLocked(Refused):
+    """A worker holds the job (its ``:lock`` key or ``lock`` field is present)."""
+
+    reason = "locked"
+
+
+class JobNotDead(Refused):
+    """Reprocess was asked of a job that is not in the dead set."""
+
+    reason = "not_dead"
+
+
+class JobNotPending(Refused):
+    """Reassign was asked of a job that is not pending."""
+
+    reason = "not_pending"
+
+
+class QueueNotPaused(Refused):
+    """Obliterate was asked of a queue that is not paused."""
+
+    reason = "not_paused"
+
+
+class QueueHasActiveJobs(Refused):
+    """Obliterate (unforced) was asked of a queue with jobs in flight."""
+
+    reason = "active"
+
+
+class StaleToken(Refused):
+    """The fencing token presented is not the job's current ``attempts``."""
+
+    reason = "stale"
+
+
+#: Server reply code (the error's leading words) -> exception class. Longest match wins.
+REPLY_CODES: dict[str, type[EchoMQError]] = {
+    "EMQGONE": JobGone,
+    "EMQLOCK": JobLocked,
+    "EMQSTALE": StaleToken,
+    "EMQSTATE not dead": JobNotDead,
+    "EMQSTATE not pending": JobNotPending,
+    "EMQSTATE not paused": QueueNotPaused,
+    "EMQSTATE active": QueueHasActiveJobs,
+    "EMQKIND": ScriptError,
+}
+
+#: Every refusal reason, for CLI exit codes and the console.
+REASONS: tuple[str, ...] = (
+    "gone",
+    "locked",
+    "not_dead",
+    "not_pending",
+    "not_paused",
+    "active",
+    "stale",
+)
+
+
+def from_reply(message: str) -> EchoMQError | None:
+    """Map a server error message to its echomq exception, or ``None`` if it is not ours."""
+    best: type[EchoMQError] | None = None
+    best_len = -1
+    for code, cls in REPLY_CODES.items():
+        if message.startswith(code) and len(code) > best_len:
+            best, best_len = cls, len(code)
+    if best is None:
+        return None
+    return best(message)

@@ -1,0 +1,149 @@
+"""The job-scope operator verbs: reach into one row, fenced and typed.
+
+Each verb is one script; the id is gated at the key builder before any I/O; a missing
+row is :class:`~echomq.errors.JobGone` and nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .context import Context, as_str, positive
+from .errors import InvalidArgument, JobGone
+from .scripts import Eval, Plan, script
+
+
+def _gone(reply: Any, job_id: str) -> Any:
+    if reply == -1:
+        raise JobGone(f"job {job_id} is gone", job_id=job_id)
+    return reply
+
+
+def _row(ctx: Context, job_id: str) -> tuple[str, str]:
+    return ctx.keys.base, ctx.keys.job(job_id)
+
+
+def update_data(ctx: Context, job_id: str, payload: Any) -> Plan[None]:
+    """Replace a job's payload, in any state.
+
+    Raises:
+        JobGone: no such job; nothing written.
+    """
+    keys = _row(ctx, job_id)
+    reply = yield Eval(script("update_data"), keys, (job_id, ctx.serializer.dumps(payload)))
+    _gone(reply, job_id)
+
+
+def progress_text(progress: Any) -> tuple[str, str]:
+    """How a progress value is stored: a number as its decimal text, a string as is,
+    anything else as JSON. Returns ``(text, kind)`` with kind ``json`` or ``str``."""
+    if isinstance(progress, bool):
+        return json.dumps(progress), "json"
+    if isinstance(progress, (int, float)):
+        if progress != progress or progress in (float("inf"), float("-inf")):
+            raise InvalidArgument(f"progress must be finite, got {progress!r}")
+        return repr(progress) if isinstance(progress, float) else str(progress), "json"
+    if isinstance(progress, str):
+        return progress, "str"
+    return json.dumps(progress, separators=(",", ":")), "json"
+
+
+def update_progress(ctx: Context, job_id: str, progress: Any) -> Plan[None]:
+    """Write a job's progress and publish ``{"event":"progress","job":id,"progress":v}``.
+
+    Args:
+        progress: a number (stored as decimal text), a string (as is) or any
+            JSON-serializable value (stored as JSON). The event carries the value.
+
+    Raises:
+        JobGone: no such job; nothing written, nothing published.
+    """
+    keys = _row(ctx, job_id)
+    text, kind = progress_text(progress)
+    reply = yield Eval(script("update_progress"), keys, (job_id, text, kind))
+    _gone(reply, job_id)
+
+
+def add_log(ctx: Context, job_id: str, line: str, keep: int = 0) -> Plan[int]:
+    """Append a line to a job's logs.
+
+    Args:
+        line: the text to append.
+        keep: when > 0, keep only the newest ``keep`` lines.
+
+    Returns:
+        The number of lines kept.
+
+    Raises:
+        JobGone: no such job; nothing written.
+    """
+    keys = _row(ctx, job_id)
+    positive(keep, "keep", zero=True)
+    reply = yield Eval(script("add_log"), keys, (job_id, str(line), str(keep)))
+    return int(_gone(reply, job_id))
+
+
+def get_job_logs(ctx: Context, job_id: str) -> Plan[list[str]]:
+    """A job's log lines in append order (``[]`` when none).
+
+    Raises:
+        JobGone: no such job.
+    """
+    reply = yield Eval(script("get_logs"), _row(ctx, job_id), (job_id,))
+    return [as_str(x) for x in _gone(reply, job_id)]
+
+
+def remove_job(ctx: Context, job_id: str, dedup_id: str | None = None) -> Plan[None]:
+    """Delete a job in any state, with its logs; release its dedup key.
+
+    Args:
+        dedup_id: also release this dedup key, only if it names this job.
+
+    Raises:
+        JobGone: no such job.
+        JobLocked: a worker holds it (lock key or field); the job is untouched.
+    """
+    keys = _row(ctx, job_id)
+    if dedup_id is not None:
+        ctx.keys.dedup(dedup_id)
+    reply = yield Eval(script("remove_job"), keys, (job_id, dedup_id or ""))
+    _gone(reply, job_id)
+
+
+def reprocess_job(ctx: Context, job_id: str) -> Plan[None]:
+    """Move a dead job back to the backlog (its lane when grouped), error cleared,
+    counters kept. On a paused queue it waits in pending until a claim after resume.
+
+    Raises:
+        JobGone: no such job.
+        JobNotDead: the job is not in the dead set; nothing changed.
+    """
+    k = ctx.keys
+    keys = (k.job(job_id), k.dead, k.pending, k.base)
+    reply = yield Eval(script("reprocess"), keys, (job_id,))
+    _gone(reply, job_id)
+
+
+def lock_job(ctx: Context, job_id: str, token: int, ttl_ms: int = 60000) -> Plan[None]:
+    """Mark an active job as held by the worker with ``token`` (``remove_job`` refuses it).
+
+    Raises:
+        JobGone, StaleToken: refused, nothing changed.
+    """
+    keys = _row(ctx, job_id)
+    positive(token, "token")
+    positive(ttl_ms, "ttl_ms")
+    reply = yield Eval(script("lock_job"), keys, (job_id, str(token), str(ttl_ms)))
+    _gone(reply, job_id)
+
+
+def unlock_job(ctx: Context, job_id: str, token: int) -> Plan[bool]:
+    """Release a job's lock if it still carries ``token``.
+
+    Returns:
+        ``True`` when a lock was released.
+    """
+    keys = _row(ctx, job_id)
+    positive(token, "token")
+    return bool((yield Eval(script("unlock_job"), keys, (job_id, str(token)))))

@@ -1,0 +1,149 @@
+"""Every key echomq touches is built here, and every name and id is gated here.
+
+A queue ``q`` lives under the base ``emq:{q}:``; the hash tag ``{q}`` keeps all of a
+queue's keys on one cluster slot. Names are checked before any I/O: a malformed one
+raises :class:`~echomq.errors.InvalidName` (or ``InvalidJobId``) and nothing is sent.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import ids
+from .errors import InvalidName
+
+NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,128}")
+VERSION_KEY = "{emq}:version"
+KEYSPACE_VERSION = "1"
+#: The pattern matching every queue's meta hash, for discovering queues.
+META_PATTERN = "emq:{*}:meta"
+MAX_DEDUP_LEN = 256
+
+
+def check_name(name: str, what: str = "queue") -> str:
+    """Return ``name`` if it matches ``[A-Za-z0-9._-]{1,128}``.
+
+    Raises:
+        InvalidName: it does not.
+    """
+    if not isinstance(name, str) or NAME_RE.fullmatch(name) is None:
+        raise InvalidName(f"invalid {what} name: {name!r} (want [A-Za-z0-9._-]{{1,128}})")
+    return name
+
+
+def check_dedup(dedup_id: str) -> str:
+    """Return ``dedup_id`` if it is a non-empty string of at most 256 characters.
+
+    Raises:
+        InvalidName: it is not.
+    """
+    if not isinstance(dedup_id, str) or not 0 < len(dedup_id) <= MAX_DEDUP_LEN:
+        raise InvalidName(f"invalid dedup id: {dedup_id!r}")
+    return dedup_id
+
+
+class Keyspace:
+    """The keys of one queue.
+
+    Args:
+        queue: the queue name, ``[A-Za-z0-9._-]{1,128}``.
+
+    Raises:
+        InvalidName: the queue name is malformed.
+    """
+
+    __slots__ = (
+        "active",
+        "base",
+        "dead",
+        "events",
+        "gactive",
+        "glimit",
+        "gpaused",
+        "groups",
+        "gturn",
+        "gweight",
+        "meta",
+        "metrics_completed",
+        "metrics_failed",
+        "name",
+        "pending",
+        "repeat",
+        "ring",
+        "schedule",
+        "wake",
+    )
+
+    def __init__(self, queue: str) -> None:
+        self.name = check_name(queue)
+        b = f"emq:{{{queue}}}:"
+        self.base = b
+        self.pending = b + "pending"
+        self.active = b + "active"
+        self.schedule = b + "schedule"
+        self.dead = b + "dead"
+        self.meta = b + "meta"
+        self.events = b + "events"
+        self.wake = b + "wake"
+        self.ring = b + "ring"
+        self.groups = b + "groups"
+        self.gactive = b + "gactive"
+        self.glimit = b + "glimit"
+        self.gweight = b + "gweight"
+        self.gpaused = b + "gpaused"
+        self.gturn = b + "gturn"
+        self.repeat = b + "repeat"
+        self.metrics_completed = b + "metrics:completed"
+        self.metrics_failed = b + "metrics:failed"
+
+    def job(self, job_id: str) -> str:
+        """The row of ``job_id`` (gated)."""
+        return self.base + "job:" + ids.validate(job_id)
+
+    def logs(self, job_id: str) -> str:
+        """The log list of ``job_id`` (gated)."""
+        return self.job(job_id) + ":logs"
+
+    def lock(self, job_id: str) -> str:
+        """The worker lock of ``job_id`` (gated)."""
+        return self.job(job_id) + ":lock"
+
+    def dedup(self, dedup_id: str) -> str:
+        """The dedup key for ``dedup_id`` (gated)."""
+        return self.base + "de:" + check_dedup(dedup_id)
+
+    def lane(self, group: str) -> str:
+        """The pending lane of ``group`` (gated)."""
+        return self.base + "g:" + check_name(group, "group") + ":pending"
+
+    def repeat_record(self, name: str) -> str:
+        """The record of the repeatable ``name`` (gated)."""
+        return self.base + "repeat:" + check_name(name, "repeat")
+
+    def state_set(self, state: str) -> str:
+        """The sorted set holding jobs in ``state`` (pending, active, scheduled, dead)."""
+        try:
+            return {
+                "pending": self.pending,
+                "active": self.active,
+                "scheduled": self.schedule,
+                "schedule": self.schedule,
+                "dead": self.dead,
+            }[state]
+        except KeyError:
+            raise InvalidName(f"unknown state: {state!r}") from None
+
+    def pattern(self) -> str:
+        """A SCAN pattern matching every key of this queue."""
+        return "emq:{" + _glob_escape(self.name) + "}:*"
+
+
+def _glob_escape(text: str) -> str:
+    # Queue names admit none of * ? [ ] \, but escape defensively for SCAN MATCH.
+    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
+
+
+def queue_of_meta(meta_key: str) -> str | None:
+    """The queue name inside a meta key ``emq:{q}:meta``, or ``None``."""
+    m = re.fullmatch(r"emq:\{([A-Za-z0-9._-]{1,128})\}:meta", meta_key)
+    return m.group(1) if m else None

@@ -1,0 +1,120 @@
+"""Per-group (lane) operator verbs: pause, resume, limit, weight, drain, reassign.
+
+A grouped job waits in its group's lane; the grouped claim serves the groups on the
+ring in turn. See ``docs/concepts.md`` for the ring law these verbs keep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .context import Context, as_str, positive
+from .errors import JobGone
+from .keyspace import check_name
+from .scripts import Cmd, Eval, Plan, script
+
+
+@dataclass(frozen=True)
+class GroupInfo:
+    """One group's lane.
+
+    Attributes:
+        name: the group.
+        depth: jobs waiting in its lane.
+        in_flight: its jobs in active.
+        limit: its concurrency limit, or ``None``.
+        weight: jobs served per turn of the ring.
+        paused: whether the group is held back.
+    """
+
+    name: str
+    depth: int
+    in_flight: int
+    limit: int | None
+    weight: int
+    paused: bool
+
+
+def _g(group: str) -> str:
+    return check_name(group, "group")
+
+
+def pause_group(ctx: Context, group: str) -> Plan[None]:
+    """Hold one group back; its backlog stays in its lane. Idempotent."""
+    yield Eval(script("group_pause"), (ctx.keys.base,), (_g(group),))
+
+
+def resume_group(ctx: Context, group: str) -> Plan[None]:
+    """Serve a paused group again. Idempotent."""
+    yield Eval(script("group_resume"), (ctx.keys.base,), (_g(group),))
+
+
+def set_group_limit(ctx: Context, group: str, limit: int) -> Plan[None]:
+    """Allow at most ``limit`` jobs of ``group`` in flight at once."""
+    positive(limit, "limit")
+    yield Eval(script("group_limit"), (ctx.keys.base,), (_g(group), str(limit)))
+
+
+def clear_group_limit(ctx: Context, group: str) -> Plan[None]:
+    """Remove the group's concurrency limit."""
+    yield Eval(script("group_limit"), (ctx.keys.base,), (_g(group), ""))
+
+
+def set_group_weight(ctx: Context, group: str, weight: int) -> Plan[None]:
+    """Serve up to ``weight`` jobs of ``group`` per turn of the ring (1 = plain turns)."""
+    positive(weight, "weight")
+    yield Eval(script("group_weight"), (ctx.keys.base,), (_g(group), str(weight)))
+
+
+def group_depth(ctx: Context, group: str) -> Plan[int]:
+    """How many jobs wait in the group's lane."""
+    return int((yield Cmd(("ZCARD", ctx.keys.lane(group)))))
+
+
+def groups(ctx: Context) -> Plan[list[GroupInfo]]:
+    """Every group of the queue with its depth, in-flight, limit, weight and pause."""
+    r = yield Eval(script("groups"), (ctx.keys.base,))
+    out: list[GroupInfo] = []
+    for i in range(0, len(r), 6):
+        lim = as_str(r[i + 3])
+        out.append(
+            GroupInfo(
+                name=as_str(r[i]),
+                depth=int(r[i + 1]),
+                in_flight=int(r[i + 2]),
+                limit=int(lim) if lim else None,
+                weight=int(r[i + 4]),
+                paused=bool(int(r[i + 5])),
+            )
+        )
+    return out
+
+
+def drain_group(ctx: Context, group: str, budget: int = 10000) -> Plan[int]:
+    """Delete one group's pending lane (rows, logs, dedup keys), bounded per call.
+
+    Returns:
+        How many jobs were drained.
+    """
+    positive(budget, "budget")
+    g = _g(group)
+    total = 0
+    while True:
+        n, more = yield Eval(script("drain_group"), (ctx.keys.base,), (g, str(budget)))
+        total += int(n)
+        if not int(more):
+            return total
+
+
+def reassign(ctx: Context, job_id: str, group: str | None) -> Plan[None]:
+    """Move a pending job to ``group``'s lane (``None``: to the flat pending set).
+
+    Raises:
+        JobGone: no such job.
+        JobNotPending: the job is not pending; nothing changed.
+    """
+    row = ctx.keys.job(job_id)
+    target = "" if group is None else _g(group)
+    reply = yield Eval(script("reassign"), (ctx.keys.base, row), (job_id, target))
+    if reply == -1:
+        raise JobGone(f"job {job_id} is gone", job_id=job_id)

@@ -1,0 +1,84 @@
+-- claim: lease up to `count` ready jobs, alternating flat pending and the lane ring.
+-- The queue-wide pause is NOT read here: the claim function reads meta.paused in its
+-- own round trip first (the separate gate), so this transition carries no pause logic.
+-- KEYS[1]  the queue base emq:{q}:
+-- ARGV[1]  lease_ms;  ARGV[2] count;  ARGV[3] 'f' (flat first) or 'g' (lanes first)
+-- ARGV[4]  lock ttl in ms: when > 0 the job's :lock key is set to its token
+-- Reply:   a flat array, 5 entries per job: id, payload, token, name, group ('' = none)
+-- Refusals: none (an empty array when nothing is ready).
+-- Writes:  ZPOPMIN pending|lane, HINCRBY attempts, state active, ZADD active deadline,
+--          gactive/ring/gturn for lanes, the :lock key; event 'active'.
+local B = KEYS[1]
+--! include common
+local lease = tonumber(ARGV[1])
+local count = tonumber(ARGV[2])
+local side = ARGV[3]
+local lockttl = tonumber(ARGV[4])
+local now = now_ms()
+local deadline = now + lease
+local ring = B .. 'ring'
+local out = {}
+local flat_dry, ring_dry = false, false
+
+local function pop_flat()
+  if flat_dry then return nil end
+  local r = redis.call('ZPOPMIN', B .. 'pending')
+  if #r == 0 then flat_dry = true; return nil end
+  return r[1]
+end
+
+local function pop_lane()
+  if ring_dry then return nil end
+  local len = redis.call('LLEN', ring)
+  for _ = 1, len do
+    local g = redis.call('LINDEX', ring, 0)
+    if not g then break end
+    if not serveable(g) then
+      -- defensive: a group that cannot be served leaves the ring
+      redis.call('LPOP', ring)
+      redis.call('HDEL', B .. 'gturn', g)
+    else
+      local r = redis.call('ZPOPMIN', lane_key(g))
+      redis.call('HINCRBY', B .. 'gactive', g, 1)
+      -- a weighted group keeps the head of the ring for `weight` claims per turn
+      local w = tonumber(redis.call('HGET', B .. 'gweight', g) or '1')
+      if w <= 1 or redis.call('HINCRBY', B .. 'gturn', g, 1) >= w then
+        if w > 1 then redis.call('HDEL', B .. 'gturn', g) end
+        redis.call('LMOVE', ring, ring, 'LEFT', 'RIGHT')
+      end
+      if not serveable(g) then
+        redis.call('LREM', ring, 0, g)
+        redis.call('HDEL', B .. 'gturn', g)
+      end
+      return r[1], g
+    end
+  end
+  ring_dry = true
+  return nil
+end
+
+while #out < count * 5 do
+  local id, g
+  if side == 'f' then
+    id = pop_flat()
+    if not id then id, g = pop_lane() end
+  else
+    id, g = pop_lane()
+    if not id then id = pop_flat() end
+  end
+  if not id then break end
+  local jk = B .. 'job:' .. id
+  local tok = redis.call('HINCRBY', jk, 'attempts', 1)
+  redis.call('HSET', jk, 'state', 'active')
+  redis.call('ZADD', B .. 'active', deadline, id)
+  local f = redis.call('HMGET', jk, 'payload', 'name')
+  if lockttl > 0 then redis.call('SET', jk .. ':lock', tok, 'PX', lockttl) end
+  out[#out + 1] = id
+  out[#out + 1] = f[1] or ''
+  out[#out + 1] = tok
+  out[#out + 1] = f[2] or ''
+  out[#out + 1] = g or ''
+  emit('{"event":"active","job":"' .. id .. '","attempt":' .. tok .. '}')
+  side = (side == 'f') and 'g' or 'f'
+end
+return out

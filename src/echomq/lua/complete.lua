@@ -1,0 +1,25 @@
+-- complete: settle an active job as done (token-fenced).
+-- KEYS[1]  the queue base emq:{q}:
+-- ARGV[1]  job id;  ARGV[2] token (the attempts value the claim handed out)
+-- Reply:   1
+-- Refusals: -1 no row (gone); EMQSTALE the job is not active under this token.
+-- Writes:  ZREM active, lane slot back (+ ring), row/logs/lock deleted, dedup key
+--          released, metrics:completed counted; event 'completed'.
+local B = KEYS[1]
+--! include common
+local id, token = ARGV[1], ARGV[2]
+local jk = B .. 'job:' .. id
+local f = redis.call('HMGET', jk, 'state', 'attempts', 'group')
+if not f[1] then return -1 end
+if f[1] ~= 'active' or f[2] ~= token then
+  return redis.error_reply('EMQSTALE token ' .. token .. ' is not current')
+end
+redis.call('ZREM', B .. 'active', id)
+if f[3] then
+  slot_back(f[3])
+  ring_sync(f[3])
+end
+delete_row(id, jk)
+count_metric('completed', 1, now_ms())
+emit(ev('completed', id))
+return 1

@@ -1,0 +1,27 @@
+-- delay: move an active job back to the schedule without counting a failure.
+-- KEYS[1]  the queue base emq:{q}:
+-- ARGV[1]  job id;  ARGV[2] token;  ARGV[3] delay_ms
+-- Reply:   the due time in ms (server clock)
+-- Refusals: -1 no row (gone); EMQSTALE not active under this token.
+-- Writes:  ZREM active, lane slot back (+ ring), lock deleted, state scheduled,
+--          ZADD schedule; event 'delayed'.
+local B = KEYS[1]
+--! include common
+local id, token = ARGV[1], ARGV[2]
+local jk = B .. 'job:' .. id
+local f = redis.call('HMGET', jk, 'state', 'attempts', 'group')
+if not f[1] then return -1 end
+if f[1] ~= 'active' or f[2] ~= token then
+  return redis.error_reply('EMQSTALE token ' .. token .. ' is not current')
+end
+local due = now_ms() + tonumber(ARGV[3])
+redis.call('ZREM', B .. 'active', id)
+redis.call('DEL', jk .. ':lock')
+if f[3] then
+  slot_back(f[3])
+  ring_sync(f[3])
+end
+redis.call('HSET', jk, 'state', 'scheduled')
+redis.call('ZADD', B .. 'schedule', due, id)
+emit('{"event":"delayed","job":"' .. id .. '","due":' .. due .. '}')
+return due

@@ -1,0 +1,18 @@
+-- drain_group: delete one group's pending lane, at most `budget` jobs per call.
+-- KEYS[1]  the queue base emq:{q}:
+-- ARGV[1]  group;  ARGV[2] budget
+-- Reply:   {drained in this call, more (1 when the budget was spent)}
+-- Refusals: none.
+-- Writes:  ZREM lane, rows + logs deleted, dedup released, ring; event 'drained'.
+local B = KEYS[1]
+--! include common
+local g = ARGV[1]
+local lane = lane_key(g)
+local ids = redis.call('ZRANGE', lane, 0, tonumber(ARGV[2]) - 1)
+for _, id in ipairs(ids) do delete_row(id, B .. 'job:' .. id) end
+zrem_all(lane, ids)
+ring_sync(g)
+if #ids > 0 then
+  emit(cjson.encode({event = 'drained', group = g, count = #ids}))
+end
+return {#ids, #ids >= tonumber(ARGV[2]) and 1 or 0}

@@ -1,0 +1,110 @@
+-- lib/common: helpers shared by the transition scripts (spliced in by the loader).
+-- The including script defines `local B = <the queue base emq:{q}:>` first; every key
+-- below derives from it, so a script touches nothing outside its queue's slot.
+local WAKE_CAP = 64
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function emit(json)
+  redis.call('PUBLISH', B .. 'events', json)
+end
+
+local function ev(name, id)
+  return '{"event":"' .. name .. '","job":"' .. id .. '"}'
+end
+
+-- push up to n wake tokens, never past the cap: idle workers block on this list
+local function push_wake(n)
+  local wk = B .. 'wake'
+  local room = WAKE_CAP - redis.call('LLEN', wk)
+  if n > room then n = room end
+  if n > 0 then
+    local t = {}
+    for i = 1, n do t[i] = '1' end
+    redis.call('RPUSH', wk, unpack(t))
+  end
+end
+
+local function lane_key(g)
+  return B .. 'g:' .. g .. ':pending'
+end
+
+-- a group can be served now: work in its lane, not paused, under its limit
+local function serveable(g)
+  if redis.call('ZCARD', lane_key(g)) == 0 then return false end
+  if redis.call('SISMEMBER', B .. 'gpaused', g) == 1 then return false end
+  local lim = redis.call('HGET', B .. 'glimit', g)
+  if lim then
+    local act = tonumber(redis.call('HGET', B .. 'gactive', g) or '0')
+    if act >= tonumber(lim) then return false end
+  end
+  return true
+end
+
+-- keep the ring law: a group is on the ring exactly once iff it can be served.
+-- A group that (re)joins pushes a wake token so an idle worker comes for it.
+local function ring_sync(g)
+  local ring = B .. 'ring'
+  local on = redis.call('LPOS', ring, g)
+  if serveable(g) then
+    if not on then
+      redis.call('RPUSH', ring, g)
+      push_wake(1)
+    end
+  elseif on then
+    redis.call('LREM', ring, 0, g)
+    redis.call('HDEL', B .. 'gturn', g)
+  end
+end
+
+-- give back the lane slot a claim took (exactly once per claimed grouped job)
+local function slot_back(g)
+  if redis.call('HINCRBY', B .. 'gactive', g, -1) <= 0 then
+    redis.call('HDEL', B .. 'gactive', g)
+  end
+end
+
+-- put a job (row jk) in the ready backlog: its lane when grouped, else pending
+local function make_ready(id, jk, g, score)
+  redis.call('HSET', jk, 'state', 'pending')
+  if g then
+    redis.call('ZADD', lane_key(g), score, id)
+    ring_sync(g)
+  else
+    redis.call('ZADD', B .. 'pending', score, id)
+  end
+end
+
+-- delete a row with its logs and lock; release its dedup key if it still names it
+local function delete_row(id, jk)
+  local d = redis.call('HGET', jk, 'dedup')
+  if d then
+    local dk = B .. 'de:' .. d
+    if redis.call('GET', dk) == id then redis.call('DEL', dk) end
+  end
+  redis.call('DEL', jk, jk .. ':logs', jk .. ':lock')
+end
+
+-- ZREM many members in chunks that stay under Lua's unpack limit
+local function zrem_all(key, ids)
+  local i = 1
+  while i <= #ids do
+    local j = math.min(i + 499, #ids)
+    redis.call('ZREM', key, unpack(ids, i, j))
+    i = j + 1
+  end
+end
+
+-- count n settled jobs: a running total plus per-minute buckets kept for a day
+local function count_metric(which, n, now)
+  local mk = B .. 'metrics:' .. which
+  redis.call('HINCRBY', mk, 'count', n)
+  local minute = math.floor(now / 60000)
+  if redis.call('HINCRBY', mk, tostring(minute), n) == n then
+    -- first count of a new minute: drop the bucket that just turned a day old
+    redis.call('HDEL', mk, tostring(minute - 1440))
+  end
+end

@@ -1,0 +1,21 @@
+-- promote: move due scheduled jobs to pending or their lane (bounded).
+-- KEYS[1]  the queue base emq:{q}:
+-- ARGV[1]  budget: at most this many jobs per call
+-- Reply:   the number moved (== budget means call again)
+-- Refusals: none.
+-- Writes:  ZREM schedule, state pending, ZADD pending|lane (score = priority),
+--          ring for lanes, wake; event 'promoted'.
+local B = KEYS[1]
+--! include common
+local ids = redis.call('ZRANGEBYSCORE', B .. 'schedule', '-inf', now_ms(),
+  'LIMIT', 0, tonumber(ARGV[1]))
+if #ids == 0 then return 0 end
+zrem_all(B .. 'schedule', ids)
+for _, id in ipairs(ids) do
+  local jk = B .. 'job:' .. id
+  local f = redis.call('HMGET', jk, 'group', 'priority')
+  make_ready(id, jk, f[1], f[2] or 0)
+  emit(ev('promoted', id))
+end
+push_wake(#ids)
+return #ids

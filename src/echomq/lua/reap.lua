@@ -1,0 +1,24 @@
+-- reap: return jobs whose lease expired to pending or their lane (bounded).
+-- The attempts token is kept, so the old holder's token is stale after the next claim.
+-- KEYS[1]  the queue base emq:{q}:
+-- ARGV[1]  budget
+-- Reply:   the number returned (== budget means call again)
+-- Refusals: none.
+-- Writes:  ZREM active, lock deleted, lane slot back, state pending, ZADD pending|lane,
+--          ring, wake; event 'stalled'.
+local B = KEYS[1]
+--! include common
+local ids = redis.call('ZRANGEBYSCORE', B .. 'active', '-inf', now_ms(),
+  'LIMIT', 0, tonumber(ARGV[1]))
+if #ids == 0 then return 0 end
+zrem_all(B .. 'active', ids)
+for _, id in ipairs(ids) do
+  local jk = B .. 'job:' .. id
+  local f = redis.call('HMGET', jk, 'group', 'priority')
+  redis.call('DEL', jk .. ':lock')
+  if f[1] then slot_back(f[1]) end
+  make_ready(id, jk, f[1], f[2] or 0)
+  emit(ev('stalled', id))
+end
+push_wake(#ids)
+return #ids

@@ -1,0 +1,34 @@
+-- remove_job: delete one job in any state, unless a worker holds it.
+-- KEYS[1]  the queue base emq:{q}:;  KEYS[2] the row emq:{q}:job:<id>
+-- ARGV[1]  job id;  ARGV[2] a dedup id to release when it names this job ('' = none)
+-- Reply:   1
+-- Refusals: -1 no row (gone); EMQLOCK a :lock key or a lock field is present.
+--          Both before any write.
+-- Writes:  ZREM from pending/active/schedule/dead and its lane; an in-flight grouped
+--          job gives its lane slot back (+ ring); row, logs deleted; dedup released.
+--          Event 'removed'.
+local B = KEYS[1]
+--! include common
+local id, jk = ARGV[1], KEYS[2]
+local f = redis.call('HMGET', jk, 'state', 'group', 'lock')
+if not f[1] then return -1 end
+if f[3] or redis.call('EXISTS', jk .. ':lock') == 1 then
+  return redis.error_reply('EMQLOCK job ' .. id .. ' is locked')
+end
+local g = f[2]
+local was_active = redis.call('ZREM', B .. 'active', id) == 1
+redis.call('ZREM', B .. 'pending', id)
+redis.call('ZREM', B .. 'schedule', id)
+redis.call('ZREM', B .. 'dead', id)
+if g then
+  redis.call('ZREM', lane_key(g), id)
+  if was_active then slot_back(g) end
+end
+if ARGV[2] ~= '' then
+  local dk = B .. 'de:' .. ARGV[2]
+  if redis.call('GET', dk) == id then redis.call('DEL', dk) end
+end
+delete_row(id, jk)
+if g then ring_sync(g) end
+emit(ev('removed', id))
+return 1

@@ -1,0 +1,30 @@
+-- reprocess: move one dead job back to the ready backlog (the seed's @reprocess2).
+-- KEYS[1]  the row emq:{q}:job:<id>;  KEYS[2] dead;  KEYS[3] pending;  KEYS[4] the base
+-- ARGV[1]  job id
+-- Reply:   1
+-- Refusals: -1 no row (gone); EMQSTATE not dead (the ZREM on dead is the check, so
+--          nothing is written before it).
+-- Writes:  ZREM dead, HDEL last_error, state pending; attempts/failures/stalled kept;
+--          a flat job to pending at score 0, a grouped one to its lane at score 0 and
+--          the ring; a wake token; event 'reprocessed'. The pause is not read here:
+--          on a paused queue the job waits in pending until a claim after resume.
+local B = KEYS[4]
+--! include common
+local jk, id = KEYS[1], ARGV[1]
+if redis.call('EXISTS', jk) == 0 then return -1 end
+if redis.call('ZREM', KEYS[2], id) ~= 1 then
+  return redis.error_reply('EMQSTATE not dead')
+end
+redis.call('HDEL', jk, 'last_error')
+redis.call('HSET', jk, 'state', 'pending')
+local g = redis.call('HGET', jk, 'group')
+if g then
+  redis.call('ZADD', lane_key(g), 0, id)
+  redis.call('SADD', B .. 'groups', g)
+  ring_sync(g)
+else
+  redis.call('ZADD', KEYS[3], 0, id)
+end
+push_wake(1)
+emit(ev('reprocessed', id))
+return 1

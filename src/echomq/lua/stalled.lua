@@ -1,0 +1,38 @@
+-- stalled: like reap, but count each expiry on the row's `stalled` counter and
+-- dead-letter a job that has stalled more than max_stalled times (bounded).
+-- KEYS[1]  the queue base emq:{q}:
+-- ARGV[1]  max_stalled;  ARGV[2] budget
+-- Reply:   {recovered ids, dead ids}
+-- Refusals: none.
+-- Writes:  ZREM active, lock deleted, lane slot back, stalled+1, then pending|lane
+--          (+ ring, wake) or dead (+ last_error, metrics:failed); events 'stalled'/'dead'.
+local B = KEYS[1]
+--! include common
+local maxs = tonumber(ARGV[1])
+local now = now_ms()
+local ids = redis.call('ZRANGEBYSCORE', B .. 'active', '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+local back, dead = {}, {}
+if #ids == 0 then return {back, dead} end
+zrem_all(B .. 'active', ids)
+for _, id in ipairs(ids) do
+  local jk = B .. 'job:' .. id
+  local f = redis.call('HMGET', jk, 'group', 'priority')
+  redis.call('DEL', jk .. ':lock')
+  if f[1] then slot_back(f[1]) end
+  local s = redis.call('HINCRBY', jk, 'stalled', 1)
+  if s > maxs then
+    local err = 'stalled: lease expired ' .. s .. ' times'
+    redis.call('HSET', jk, 'state', 'dead', 'last_error', err)
+    redis.call('ZADD', B .. 'dead', now, id)
+    if f[1] then ring_sync(f[1]) end
+    count_metric('failed', 1, now)
+    emit(cjson.encode({event = 'dead', job = id, error = err}))
+    dead[#dead + 1] = id
+  else
+    make_ready(id, jk, f[1], f[2] or 0)
+    emit(ev('stalled', id))
+    back[#back + 1] = id
+  end
+end
+if #back > 0 then push_wake(#back) end
+return {back, dead}

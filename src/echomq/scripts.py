@@ -1,0 +1,303 @@
+"""The script registry and the runners that drive verbs against a server.
+
+Each ``lua/<name>.lua`` is read once per process; a line ``--! include <lib>`` splices in
+``lua/lib/<lib>.lua`` (shared helpers such as the ring upkeep) so each transition stays
+one self-contained script on the server. The sha1 is computed locally and every call is
+an ``EVALSHA``; on ``NOSCRIPT`` the runner loads the body and retries once.
+
+A *verb* is written once, as a plan: a generator that yields :class:`Eval`, :class:`Cmd`
+or :class:`Batch` operations, receives their replies and returns the verb's result. The
+sync and async runners below are the only code that knows about I/O; they drive the
+same plans. A server error whose code is in :data:`echomq.errors.REPLY_CODES` is thrown
+into the plan as the typed exception.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any, TypeVar
+
+import redis
+import redis.asyncio
+
+from . import errors
+from .keyspace import KEYSPACE_VERSION, VERSION_KEY
+
+T = TypeVar("T")
+Arg = str | int | float | bytes
+
+_INCLUDE = re.compile(r"^--! include (\w+)\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Script:
+    """One Lua transition: its name, full body and locally computed sha1."""
+
+    name: str
+    body: str
+    sha: str
+
+
+@cache
+def script(name: str) -> Script:
+    """Load ``lua/<name>.lua`` (with its includes) once per process."""
+    root = resources.files("echomq") / "lua"
+    text = (root / f"{name}.lua").read_text(encoding="utf-8")
+
+    def splice(m: re.Match[str]) -> str:
+        return (root / "lib" / f"{m.group(1)}.lua").read_text(encoding="utf-8")
+
+    body = _INCLUDE.sub(splice, text)
+    return Script(name, body, hashlib.sha1(body.encode()).hexdigest())
+
+
+@dataclass(frozen=True)
+class Eval:
+    """Run a script by sha with ``keys`` and ``args``."""
+
+    script: Script
+    keys: Sequence[str]
+    args: Sequence[Arg] = ()
+
+
+@dataclass(frozen=True)
+class Cmd:
+    """Run one plain command (reads such as ``HGET`` or ``ZCARD``)."""
+
+    args: tuple[Arg, ...]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Run several operations in one pipelined round trip.
+
+    The reply is a list with one entry per operation: its reply, or the mapped
+    exception instance when that operation failed.
+    """
+
+    ops: tuple[Eval | Cmd, ...]
+
+
+Op = Eval | Cmd | Batch
+#: A verb's plan: yields operations, receives their replies, returns the result.
+Plan = Generator[Op, Any, T]
+
+
+def map_error(exc: redis.ResponseError) -> Exception:
+    """Translate a server error reply into the echomq tree (or a ScriptError)."""
+    msg = str(exc)
+    mapped = errors.from_reply(msg)
+    if mapped is not None:
+        return mapped
+    return errors.ScriptError(msg)
+
+
+def _is_noscript(exc: BaseException) -> bool:
+    return isinstance(exc, redis.exceptions.NoScriptError) or (
+        isinstance(exc, redis.ResponseError) and str(exc).startswith("NOSCRIPT")
+    )
+
+
+def _eval_args(op: Eval) -> tuple[Arg, ...]:
+    return (op.script.sha, len(op.keys), *op.keys, *op.args)
+
+
+def _queue_ops(pipe: Any, ops: Sequence[Eval | Cmd]) -> None:
+    for op in ops:
+        if isinstance(op, Eval):
+            pipe.execute_command("EVALSHA", *_eval_args(op))
+        else:
+            pipe.execute_command(*op.args)
+
+
+def _settle(
+    batch: Batch, todo: list[int], replies: list[Any], first: bool, results: list[Any]
+) -> list[int]:
+    """Store each reply (errors mapped); return the indexes to rerun after a NOSCRIPT."""
+    retry: list[int] = []
+    for i, reply in zip(todo, replies):
+        if first and _is_noscript(reply):
+            retry.append(i)
+        elif isinstance(reply, redis.ResponseError):
+            results[i] = map_error(reply)
+        else:
+            results[i] = reply
+    return retry
+
+
+def _scripts_of(batch: Batch, idx: list[int]) -> list[Script]:
+    return list(
+        {op.script.name: op.script for i in idx if isinstance(op := batch.ops[i], Eval)}.values()
+    )
+
+
+def _as_str(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _check_version(found: Any) -> None:
+    got = _as_str(found)
+    if got != KEYSPACE_VERSION:
+        raise errors.VersionMismatch(
+            f"server keyspace version {got!r}, this client speaks {KEYSPACE_VERSION!r}"
+        )
+
+
+class SyncRunner:
+    """Drives plans on a ``redis.Redis`` (or ``redis.RedisCluster``) client."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self._fenced = False
+
+    def fence(self) -> None:
+        """Set ``{emq}:version`` if absent and compare it, once per runner."""
+        if self._fenced:
+            return
+        try:
+            self.client.set(VERSION_KEY, KEYSPACE_VERSION, nx=True)
+            _check_version(self.client.get(VERSION_KEY))
+        except redis.ConnectionError as exc:
+            raise errors.ServerUnavailable(str(exc)) from exc
+        self._fenced = True
+
+    def _eval(self, op: Eval) -> Any:
+        try:
+            return self.client.execute_command("EVALSHA", *_eval_args(op))
+        except redis.ResponseError as exc:
+            if not _is_noscript(exc):
+                raise
+            self.client.script_load(op.script.body)
+            return self.client.execute_command("EVALSHA", *_eval_args(op))
+
+    def _batch(self, batch: Batch) -> list[Any]:
+        results: list[Any] = [None] * len(batch.ops)
+        todo = list(range(len(batch.ops)))
+        for first in (True, False):
+            pipe = self.client.pipeline(transaction=False)
+            _queue_ops(pipe, [batch.ops[i] for i in todo])
+            replies = pipe.execute(raise_on_error=False)
+            todo = _settle(batch, todo, replies, first, results)
+            if not todo:
+                break
+            for s in _scripts_of(batch, todo):
+                self.client.script_load(s.body)
+        return results
+
+    def execute(self, op: Op) -> Any:
+        """Run one operation and return its raw reply (errors mapped)."""
+        try:
+            if isinstance(op, Eval):
+                return self._eval(op)
+            if isinstance(op, Cmd):
+                return self.client.execute_command(*op.args)
+            return self._batch(op)
+        except redis.ResponseError as exc:
+            raise map_error(exc) from exc
+        except redis.ConnectionError as exc:
+            raise errors.ServerUnavailable(str(exc)) from exc
+
+    def drive(self, plan: Plan[T]) -> T:
+        """Run ``plan`` to completion and return its result."""
+        self.fence()
+        try:
+            op = next(plan)
+            while True:
+                try:
+                    reply = self.execute(op)
+                except errors.EchoMQError as exc:
+                    op = plan.throw(exc)
+                else:
+                    op = plan.send(reply)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+
+
+class AsyncRunner:
+    """Drives plans on a ``redis.asyncio.Redis`` client."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self._fenced = False
+
+    async def fence(self) -> None:
+        """Set ``{emq}:version`` if absent and compare it, once per runner."""
+        if self._fenced:
+            return
+        try:
+            await self.client.set(VERSION_KEY, KEYSPACE_VERSION, nx=True)
+            _check_version(await self.client.get(VERSION_KEY))
+        except redis.ConnectionError as exc:
+            raise errors.ServerUnavailable(str(exc)) from exc
+        self._fenced = True
+
+    async def _eval(self, op: Eval) -> Any:
+        try:
+            return await self.client.execute_command("EVALSHA", *_eval_args(op))
+        except redis.ResponseError as exc:
+            if not _is_noscript(exc):
+                raise
+            await self.client.script_load(op.script.body)
+            return await self.client.execute_command("EVALSHA", *_eval_args(op))
+
+    async def _batch(self, batch: Batch) -> list[Any]:
+        results: list[Any] = [None] * len(batch.ops)
+        todo = list(range(len(batch.ops)))
+        for first in (True, False):
+            pipe = self.client.pipeline(transaction=False)
+            _queue_ops(pipe, [batch.ops[i] for i in todo])
+            replies = await pipe.execute(raise_on_error=False)
+            todo = _settle(batch, todo, replies, first, results)
+            if not todo:
+                break
+            for s in _scripts_of(batch, todo):
+                await self.client.script_load(s.body)
+        return results
+
+    async def execute(self, op: Op) -> Any:
+        """Run one operation and return its raw reply (errors mapped)."""
+        try:
+            if isinstance(op, Eval):
+                return await self._eval(op)
+            if isinstance(op, Cmd):
+                return await self.client.execute_command(*op.args)
+            return await self._batch(op)
+        except redis.ResponseError as exc:
+            raise map_error(exc) from exc
+        except redis.ConnectionError as exc:
+            raise errors.ServerUnavailable(str(exc)) from exc
+
+    async def drive(self, plan: Plan[T]) -> T:
+        """Run ``plan`` to completion and return its result."""
+        await self.fence()
+        try:
+            op = next(plan)
+            while True:
+                try:
+                    reply = await self.execute(op)
+                except errors.EchoMQError as exc:
+                    op = plan.throw(exc)
+                else:
+                    op = plan.send(reply)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+
+
+def all_scripts() -> list[Script]:
+    """Every transition script shipped with echomq."""
+    root = resources.files("echomq") / "lua"
+    names = sorted(p.name[:-4] for p in root.iterdir() if p.name.endswith(".lua"))
+    return [script(n) for n in names]
+
+
+# Re-exported so plan modules need a single import for the async client type.
+AsyncRedis = redis.asyncio.Redis

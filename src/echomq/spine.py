@@ -1,0 +1,440 @@
+"""The job spine as data: enqueue, claim, settle, recover.
+
+Each verb is a plan (see :mod:`echomq.scripts`): it gates its arguments before any
+I/O, yields the operations to run and decodes their replies. ``Queue`` and
+``AsyncQueue`` run the same plans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import ids
+from .context import Context, as_str, opt_str, positive
+from .errors import InvalidArgument, JobGone, StaleToken
+from .keyspace import check_dedup, check_name
+from .scripts import Batch, Cmd, Eval, Plan, script
+
+#: Jobs per enqueue script call; enqueue_many pipelines the chunks in one round trip.
+ENQUEUE_CHUNK = 500
+_FIELDS = 11
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A job leased to a worker.
+
+    Attributes:
+        id: the job id.
+        payload: the deserialized payload.
+        token: the fencing token (the row's ``attempts`` after this claim).
+        name: the job's name, or ``None``.
+        group: the job's group, or ``None`` for a flat job.
+    """
+
+    id: str
+    payload: Any
+    token: int
+    name: str | None = None
+    group: str | None = None
+
+
+def _gone(reply: Any, job_id: str) -> Any:
+    if reply == -1:
+        raise JobGone(f"job {job_id} is gone", job_id=job_id)
+    return reply
+
+
+def _job_fields(
+    ctx: Context,
+    payload: Any,
+    *,
+    job_id: str | None,
+    name: str | None,
+    group: str | None,
+    delay_ms: int | None,
+    run_at_ms: int | None,
+    priority: int,
+    max_attempts: int | None,
+    dedup_id: str | None,
+    backoff: str | None,
+) -> list[str]:
+    if job_id is not None:
+        ids.validate(job_id)
+    if group is not None:
+        check_name(group, "group")
+    if name is not None and not (isinstance(name, str) and 0 < len(name) <= 256):
+        raise InvalidArgument(f"invalid job name: {name!r}")
+    if dedup_id is not None:
+        check_dedup(dedup_id)
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise InvalidArgument(f"priority must be an integer, got {priority!r}")
+    if delay_ms is not None:
+        positive(delay_ms, "delay_ms", zero=True)
+    if run_at_ms is not None:
+        positive(run_at_ms, "run_at_ms", zero=True)
+    if max_attempts is not None:
+        positive(max_attempts, "max_attempts")
+    return [
+        job_id or ids.new_id(),
+        ctx.serializer.dumps(payload),
+        name or "",
+        group or "",
+        str(priority),
+        "" if max_attempts is None else str(max_attempts),
+        "" if delay_ms is None else str(delay_ms),
+        "" if run_at_ms is None else str(run_at_ms),
+        dedup_id or "",
+        "1" if job_id is not None else "0",
+        backoff or "",
+    ]
+
+
+def enqueue(
+    ctx: Context,
+    payload: Any,
+    *,
+    job_id: str | None = None,
+    name: str | None = None,
+    group: str | None = None,
+    delay_ms: int | None = None,
+    run_at_ms: int | None = None,
+    priority: int = 0,
+    max_attempts: int | None = None,
+    dedup_id: str | None = None,
+    backoff: str | None = None,
+) -> Plan[str]:
+    """Enqueue one job in one round trip.
+
+    Args:
+        payload: the job's data, serialized by the queue's serializer (JSON by default).
+        job_id: your own ``JOB`` id (idempotent enqueue); minted when omitted.
+        name: a job name (a worker may route on it).
+        group: put the job in this group's lane instead of the flat pending set.
+        delay_ms: park the job in the schedule for this long (server clock).
+        run_at_ms: park the job until this absolute time in ms since the epoch.
+        priority: lower is served first; ties in mint order.
+        max_attempts: failures before the job is dead (queue default 3).
+        dedup_id: while a job holding this dedup id exists, enqueue returns its id.
+        backoff: a backoff policy spec stored on the row for workers.
+
+    Returns:
+        The job id; for a duplicate ``job_id`` or a held ``dedup_id``, the id of the
+        job that already exists (nothing is written then).
+
+    Raises:
+        InvalidJobId, InvalidName, InvalidArgument: before anything is sent.
+    """
+    fields = _job_fields(
+        ctx,
+        payload,
+        job_id=job_id,
+        name=name,
+        group=group,
+        delay_ms=delay_ms,
+        run_at_ms=run_at_ms,
+        priority=priority,
+        max_attempts=max_attempts,
+        dedup_id=dedup_id,
+        backoff=backoff,
+    )
+    reply = yield Eval(script("enqueue"), (ctx.keys.base,), ("1", *fields))
+    return as_str(reply[0])
+
+
+def enqueue_many(
+    ctx: Context,
+    payloads: Iterable[Any],
+    *,
+    name: str | None = None,
+    group: str | None = None,
+    delay_ms: int | None = None,
+    priority: int = 0,
+    max_attempts: int | None = None,
+) -> Plan[list[str]]:
+    """Enqueue many jobs in one round trip (script calls of 500 jobs, pipelined).
+
+    Args:
+        payloads: the jobs' data, one job each.
+        name, group, delay_ms, priority, max_attempts: as for :func:`enqueue`,
+            applied to every job.
+
+    Returns:
+        The new ids, in the order of ``payloads``.
+
+    Raises:
+        InvalidName, InvalidArgument: before anything is sent.
+    """
+    rows = [
+        _job_fields(
+            ctx,
+            p,
+            job_id=None,
+            name=name,
+            group=group,
+            delay_ms=delay_ms,
+            run_at_ms=None,
+            priority=priority,
+            max_attempts=max_attempts,
+            dedup_id=None,
+            backoff=None,
+        )
+        for p in payloads
+    ]
+    if not rows:
+        return []
+    ops = []
+    enq = script("enqueue")
+    for i in range(0, len(rows), ENQUEUE_CHUNK):
+        chunk = rows[i : i + ENQUEUE_CHUNK]
+        args: list[str] = [str(len(chunk))]
+        for r in chunk:
+            args.extend(r)
+        ops.append(Eval(enq, (ctx.keys.base,), args))
+    replies = yield Batch(tuple(ops))
+    out: list[str] = []
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
+        out.extend(as_str(x) for x in reply)
+    return out
+
+
+def _claim_batch(ctx: Context, count: int, lease_ms: int, lock_ms: int) -> Plan[list[Claimed]]:
+    # The separate gate: the pause is read in its own round trip, before the claim
+    # script, which itself carries no pause logic.
+    paused = yield Cmd(("HEXISTS", ctx.keys.meta, "paused"))
+    if int(paused):
+        return []
+    side = "f" if ctx.flat_first else "g"
+    ctx.flat_first = not ctx.flat_first
+    reply = yield Eval(
+        script("claim"), (ctx.keys.base,), (str(lease_ms), str(count), side, str(lock_ms))
+    )
+    loads = ctx.serializer.loads
+    return [
+        Claimed(
+            id=as_str(reply[i]),
+            payload=loads(as_str(reply[i + 1])),
+            token=int(reply[i + 2]),
+            name=opt_str(reply[i + 3]),
+            group=opt_str(reply[i + 4]),
+        )
+        for i in range(0, len(reply), 5)
+    ]
+
+
+def claim(ctx: Context, lease_ms: int = 30000) -> Plan[Claimed | None]:
+    """Lease the next ready job, flat or grouped.
+
+    The queue's ``paused`` field is read first; while it is set the answer is
+    ``None`` and nothing is touched. Successive claims alternate which side (flat
+    pending or the ring of lanes) is tried first, so neither starves the other.
+
+    Args:
+        lease_ms: the lease; past it, ``reap`` returns the job to the backlog.
+
+    Returns:
+        The claimed job, or ``None`` when the queue is paused or nothing is ready.
+    """
+    positive(lease_ms, "lease_ms")
+    got = yield from _claim_batch(ctx, 1, lease_ms, 0)
+    return got[0] if got else None
+
+
+def claim_many(
+    ctx: Context, count: int, lease_ms: int = 30000, *, lock_ms: int = 0
+) -> Plan[list[Claimed]]:
+    """Lease up to ``count`` ready jobs in one script call (the pause read first).
+
+    Args:
+        count: the most jobs to lease.
+        lease_ms: the lease of each.
+        lock_ms: when > 0, also set each job's ``:lock`` key to its token for this long.
+
+    Returns:
+        The claimed jobs, flat and grouped interleaved (``[]`` when paused or empty).
+    """
+    positive(count, "count")
+    positive(lease_ms, "lease_ms")
+    positive(lock_ms, "lock_ms", zero=True)
+    return (yield from _claim_batch(ctx, count, lease_ms, lock_ms))
+
+
+def _fenced(ctx: Context, job_id: str, token: int) -> str:
+    ctx.keys.job(job_id)
+    positive(token, "token")
+    return str(token)
+
+
+def complete(ctx: Context, job_id: str, token: int) -> Plan[None]:
+    """Settle an active job as done: its row and logs go, the completion is counted.
+
+    Raises:
+        JobGone: no such job.
+        StaleToken: the job is not active under ``token``.
+    """
+    tok = _fenced(ctx, job_id, token)
+    reply = yield Eval(script("complete"), (ctx.keys.base,), (job_id, tok))
+    _gone(reply, job_id)
+
+
+def complete_many(ctx: Context, pairs: Sequence[tuple[str, int]]) -> Plan[list[str]]:
+    """Complete many active jobs in one pipelined round trip.
+
+    Args:
+        pairs: ``(job_id, token)`` for each job.
+
+    Returns:
+        The ids that were NOT completed (gone or stale); ``[]`` when all were.
+    """
+    ops = tuple(
+        Eval(script("complete"), (ctx.keys.base,), (j, _fenced(ctx, j, t))) for j, t in pairs
+    )
+    if not ops:
+        return []
+    replies = yield Batch(ops)
+    missed: list[str] = []
+    for (j, _), r in zip(pairs, replies):
+        if r == -1 or isinstance(r, (JobGone, StaleToken)):
+            missed.append(j)
+        elif isinstance(r, Exception):
+            raise r
+    return missed
+
+
+def retry(
+    ctx: Context,
+    job_id: str,
+    token: int,
+    error: str,
+    *,
+    delay_ms: int = 0,
+    max_attempts: int | None = None,
+) -> Plan[str]:
+    """Record a failure of an active job and schedule it again, or dead-letter it.
+
+    Args:
+        error: the error text (kept as ``last_error``).
+        delay_ms: how long until the job is due again (from a backoff policy).
+        max_attempts: overrides the row's limit for this decision.
+
+    Returns:
+        ``"scheduled"``, or ``"dead"`` when its failures reached ``max_attempts``.
+
+    Raises:
+        JobGone, StaleToken: refused, nothing changed.
+    """
+    tok = _fenced(ctx, job_id, token)
+    positive(delay_ms, "delay_ms", zero=True)
+    if max_attempts is not None:
+        positive(max_attempts, "max_attempts")
+    reply = yield Eval(
+        script("retry"),
+        (ctx.keys.base,),
+        (
+            job_id,
+            tok,
+            str(error),
+            str(delay_ms),
+            "" if max_attempts is None else str(max_attempts),
+            str(ctx.max_attempts),
+        ),
+    )
+    return as_str(_gone(reply, job_id))
+
+
+def delay(ctx: Context, job_id: str, token: int, delay_ms: int) -> Plan[int]:
+    """Move an active job back to the schedule, counting no failure.
+
+    Returns:
+        The due time in ms (server clock).
+
+    Raises:
+        JobGone, StaleToken: refused, nothing changed.
+    """
+    tok = _fenced(ctx, job_id, token)
+    positive(delay_ms, "delay_ms", zero=True)
+    reply = yield Eval(script("delay"), (ctx.keys.base,), (job_id, tok, str(delay_ms)))
+    return int(_gone(reply, job_id))
+
+
+def _extend(ctx: Context, pairs: Sequence[tuple[str, int]], lease_ms: int, lock_ms: int) -> Eval:
+    positive(lease_ms, "lease_ms")
+    positive(lock_ms, "lock_ms", zero=True)
+    args: list[str] = [str(lease_ms), str(lock_ms)]
+    for j, t in pairs:
+        args += [j, _fenced(ctx, j, t)]
+    return Eval(script("extend"), (ctx.keys.base,), args)
+
+
+def extend_lock(ctx: Context, job_id: str, token: int, lease_ms: int) -> Plan[None]:
+    """Move an active job's lease deadline to now + ``lease_ms``.
+
+    Raises:
+        JobGone, StaleToken: refused, nothing changed.
+    """
+    reply = yield _extend(ctx, [(job_id, token)], lease_ms, 0)
+    if reply:
+        reason = as_str(reply[1])
+        cls = JobGone if reason == "gone" else StaleToken
+        raise cls(f"job {job_id}: {reason}", job_id=job_id)
+
+
+def extend_locks(
+    ctx: Context, pairs: Sequence[tuple[str, int]], lease_ms: int, *, lock_ms: int = 0
+) -> Plan[list[str]]:
+    """Extend the leases of many jobs in one call, each fenced by its own token.
+
+    Args:
+        pairs: ``(job_id, token)`` for each job.
+        lease_ms: the new lease from now.
+        lock_ms: when > 0, also push each job's ``:lock`` expiry to this long.
+
+    Returns:
+        The ids NOT extended (gone, or no longer active under that token).
+    """
+    if not pairs:
+        return []
+    reply = yield _extend(ctx, pairs, lease_ms, lock_ms)
+    return [as_str(reply[i]) for i in range(0, len(reply), 2)]
+
+
+def promote(ctx: Context, budget: int = 100) -> Plan[int]:
+    """Move due scheduled jobs to pending or their lane, at most ``budget``.
+
+    Returns:
+        How many moved; equal to ``budget`` means more may be due (call again).
+    """
+    positive(budget, "budget")
+    return int((yield Eval(script("promote"), (ctx.keys.base,), (str(budget),))))
+
+
+def reap(ctx: Context, budget: int = 100) -> Plan[int]:
+    """Return jobs whose lease expired to pending or their lane, at most ``budget``.
+
+    Returns:
+        How many returned; equal to ``budget`` means call again.
+    """
+    positive(budget, "budget")
+    return int((yield Eval(script("reap"), (ctx.keys.base,), (str(budget),))))
+
+
+def check_stalled(
+    ctx: Context, max_stalled: int = 2, budget: int = 100
+) -> Plan[tuple[list[str], list[str]]]:
+    """Recover expired leases, counting each on the row; dead-letter repeat stallers.
+
+    Args:
+        max_stalled: a job that has stalled more than this many times goes dead.
+        budget: the most jobs handled per call.
+
+    Returns:
+        ``(recovered_ids, dead_ids)``.
+    """
+    positive(max_stalled, "max_stalled", zero=True)
+    positive(budget, "budget")
+    reply = yield Eval(script("stalled"), (ctx.keys.base,), (str(max_stalled), str(budget)))
+    return [as_str(x) for x in reply[0]], [as_str(x) for x in reply[1]]
