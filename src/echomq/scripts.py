@@ -205,10 +205,14 @@ class SyncRunner:
             raise errors.ServerUnavailable(str(exc)) from exc
 
     def drive(self, plan: Plan[T]) -> T:
-        """Run ``plan`` to completion and return its result."""
-        self.fence()
+        """Run ``plan`` to completion and return its result.
+
+        The plan's first step (where it gates its arguments) runs before the version
+        fence, so a malformed id or name raises before anything is sent.
+        """
         try:
             op = next(plan)
+            self.fence()
             while True:
                 try:
                     reply = self.execute(op)
@@ -276,10 +280,10 @@ class AsyncRunner:
             raise errors.ServerUnavailable(str(exc)) from exc
 
     async def drive(self, plan: Plan[T]) -> T:
-        """Run ``plan`` to completion and return its result."""
-        await self.fence()
+        """Run ``plan`` to completion and return its result (gates before the fence)."""
         try:
             op = next(plan)
+            await self.fence()
             while True:
                 try:
                     reply = await self.execute(op)
