@@ -111,9 +111,10 @@ class EmbeddedServer:
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
+            code = self.proc.poll()
+            if code is not None:
                 self.stop()
-                raise ServerUnavailable(f"{self.binary} exited at start ({self.proc.returncode})")
+                raise ServerUnavailable(f"{self.binary} exited at start (status {code})")
             if self._answers():
                 return self
             time.sleep(0.02)
