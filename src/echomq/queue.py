@@ -1,9 +1,9 @@
 """``Queue`` and ``AsyncQueue``: thin shells that run the verbs' plans.
 
 Every verb is defined once, as a plan function in :mod:`spine`, :mod:`reads`,
-:mod:`jobs`, :mod:`admin` or :mod:`lanes`. A facade attribute binds one plan to the
-queue's context and runner: the sync shell returns the result, the async shell an
-awaitable of it. Both shells list the same verbs (a test pins it).
+:mod:`jobs`, :mod:`admin` or :mod:`lanes`, and listed once, on ``_Verbs``. A verb
+attribute binds its plan to the queue's context and runner: on ``Queue`` it returns
+the result, on ``AsyncQueue`` an awaitable of it.
 """
 
 from __future__ import annotations
@@ -34,8 +34,13 @@ def _bound_signature(plan: Callable[..., Any]) -> inspect.Signature:
     return sig.replace(parameters=params)
 
 
-class _SyncVerb(Generic[P, T]):
-    """Binds a plan to a :class:`Queue`: calling it runs the plan and returns its result."""
+class _Verb(Generic[P, T]):
+    """One verb, bound to a facade on attribute access.
+
+    On a :class:`Queue` calling it runs the plan and returns the result; on an
+    :class:`AsyncQueue` it returns an awaitable of the result. The verb list is
+    written once, on :class:`_Verbs`, for both facades.
+    """
 
     def __init__(self, plan: Callable[Concatenate[Context, P], Plan[T]]) -> None:
         self.plan = plan
@@ -49,50 +54,96 @@ class _SyncVerb(Generic[P, T]):
     def __get__(self, obj: None, owner: type) -> Self: ...
     @overload
     def __get__(self, obj: Queue, owner: type) -> Callable[P, T]: ...
-    def __get__(self, obj: Queue | None, owner: type) -> Self | Callable[P, T]:
+    @overload
+    def __get__(self, obj: AsyncQueue, owner: type) -> Callable[P, Awaitable[T]]: ...
+    def __get__(self, obj: _Verbs | None, owner: type) -> Any:
         if obj is None:
             return self
         plan, ctx, runner = self.plan, obj.ctx, obj.runner
+        call: Callable[..., Any]
+        if isinstance(runner, AsyncRunner):
+            arunner = runner
 
-        def call(*args: P.args, **kwargs: P.kwargs) -> T:
-            return runner.drive(plan(ctx, *args, **kwargs))
+            async def acall(*args: P.args, **kwargs: P.kwargs) -> T:
+                return await arunner.drive(plan(ctx, *args, **kwargs))
 
+            call = acall
+        else:
+            srunner = runner
+
+            def scall(*args: P.args, **kwargs: P.kwargs) -> T:
+                return srunner.drive(plan(ctx, *args, **kwargs))
+
+            call = scall
         functools.update_wrapper(call, plan)
-        call.__signature__ = _bound_signature(plan)  # type: ignore[attr-defined]
+        call.__signature__ = _bound_signature(plan)  # type: ignore[union-attr]
         obj.__dict__[self.name] = call  # later lookups skip the descriptor
         return call
 
 
-class _AsyncVerb(Generic[P, T]):
-    """Binds a plan to an :class:`AsyncQueue`: calling it returns an awaitable result."""
+class _Verbs:
+    """The verbs both facades expose, each bound to its plan once."""
 
-    def __init__(self, plan: Callable[Concatenate[Context, P], Plan[T]]) -> None:
-        self.plan = plan
-        self.__doc__ = plan.__doc__
-        self.name = plan.__name__
+    ctx: Context
+    runner: SyncRunner | AsyncRunner
 
-    def __set_name__(self, owner: type, name: str) -> None:
+    def __init__(self, name: str, serializer: Serializer | None, max_attempts: int) -> None:
         self.name = name
+        self.ctx = Context(Keyspace(name), serializer or JsonSerializer(), max_attempts)
 
-    @overload
-    def __get__(self, obj: None, owner: type) -> Self: ...
-    @overload
-    def __get__(self, obj: AsyncQueue, owner: type) -> Callable[P, Awaitable[T]]: ...
-    def __get__(self, obj: AsyncQueue | None, owner: type) -> Self | Callable[P, Awaitable[T]]:
-        if obj is None:
-            return self
-        plan, ctx, runner = self.plan, obj.ctx, obj.runner
+    @property
+    def keys(self) -> Keyspace:
+        """The queue's keyspace."""
+        return self.ctx.keys
 
-        async def call(*args: P.args, **kwargs: P.kwargs) -> T:
-            return await runner.drive(plan(ctx, *args, **kwargs))
+    # the spine
+    enqueue = _Verb(spine.enqueue)
+    enqueue_many = _Verb(spine.enqueue_many)
+    claim = _Verb(spine.claim)
+    claim_many = _Verb(spine.claim_many)
+    complete = _Verb(spine.complete)
+    complete_many = _Verb(spine.complete_many)
+    retry = _Verb(spine.retry)
+    delay = _Verb(spine.delay)
+    extend_lock = _Verb(spine.extend_lock)
+    extend_locks = _Verb(spine.extend_locks)
+    promote = _Verb(spine.promote)
+    reap = _Verb(spine.reap)
+    check_stalled = _Verb(spine.check_stalled)
+    # reads
+    counts = _Verb(reads.counts)
+    get_job = _Verb(reads.get_job)
+    job_state = _Verb(reads.job_state)
+    browse = _Verb(reads.browse)
+    is_paused = _Verb(reads.is_paused)
+    metrics = _Verb(reads.metrics)
+    # the operator plane: queue scope
+    pause = _Verb(admin.pause)
+    resume = _Verb(admin.resume)
+    drain = _Verb(admin.drain)
+    obliterate = _Verb(admin.obliterate)
+    # the operator plane: job scope
+    update_data = _Verb(jobs.update_data)
+    update_progress = _Verb(jobs.update_progress)
+    add_log = _Verb(jobs.add_log)
+    get_job_logs = _Verb(jobs.get_job_logs)
+    remove_job = _Verb(jobs.remove_job)
+    reprocess_job = _Verb(jobs.reprocess_job)
+    lock_job = _Verb(jobs.lock_job)
+    unlock_job = _Verb(jobs.unlock_job)
+    # lanes
+    pause_group = _Verb(lanes.pause_group)
+    resume_group = _Verb(lanes.resume_group)
+    set_group_limit = _Verb(lanes.set_group_limit)
+    clear_group_limit = _Verb(lanes.clear_group_limit)
+    set_group_weight = _Verb(lanes.set_group_weight)
+    group_depth = _Verb(lanes.group_depth)
+    groups = _Verb(lanes.groups)
+    drain_group = _Verb(lanes.drain_group)
+    reassign = _Verb(lanes.reassign)
 
-        functools.update_wrapper(call, plan)
-        call.__signature__ = _bound_signature(plan)  # type: ignore[attr-defined]
-        obj.__dict__[self.name] = call
-        return call
 
-
-class Queue:
+class Queue(_Verbs):
     """A queue on a Valkey/Redis server, synchronous.
 
     Args:
@@ -106,6 +157,8 @@ class Queue:
         InvalidName: the queue name is malformed (before any connection is made).
     """
 
+    runner: SyncRunner
+
     def __init__(
         self,
         name: str,
@@ -115,17 +168,10 @@ class Queue:
         serializer: Serializer | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     ) -> None:
-        keys = Keyspace(name)
-        self.name = name
-        self.ctx = Context(keys, serializer or JsonSerializer(), max_attempts)
+        super().__init__(name, serializer, max_attempts)
         self._owns_client = client is None
         self.client: Any = client or redis.Redis.from_url(url or DEFAULT_URL)
         self.runner = SyncRunner(self.client)
-
-    @property
-    def keys(self) -> Keyspace:
-        """The queue's keyspace."""
-        return self.ctx.keys
 
     def close(self) -> None:
         """Close the connection pool if this queue created it."""
@@ -138,54 +184,8 @@ class Queue:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # the spine
-    enqueue = _SyncVerb(spine.enqueue)
-    enqueue_many = _SyncVerb(spine.enqueue_many)
-    claim = _SyncVerb(spine.claim)
-    claim_many = _SyncVerb(spine.claim_many)
-    complete = _SyncVerb(spine.complete)
-    complete_many = _SyncVerb(spine.complete_many)
-    retry = _SyncVerb(spine.retry)
-    delay = _SyncVerb(spine.delay)
-    extend_lock = _SyncVerb(spine.extend_lock)
-    extend_locks = _SyncVerb(spine.extend_locks)
-    promote = _SyncVerb(spine.promote)
-    reap = _SyncVerb(spine.reap)
-    check_stalled = _SyncVerb(spine.check_stalled)
-    # reads
-    counts = _SyncVerb(reads.counts)
-    get_job = _SyncVerb(reads.get_job)
-    job_state = _SyncVerb(reads.job_state)
-    browse = _SyncVerb(reads.browse)
-    is_paused = _SyncVerb(reads.is_paused)
-    metrics = _SyncVerb(reads.metrics)
-    # the operator plane: queue scope
-    pause = _SyncVerb(admin.pause)
-    resume = _SyncVerb(admin.resume)
-    drain = _SyncVerb(admin.drain)
-    obliterate = _SyncVerb(admin.obliterate)
-    # the operator plane: job scope
-    update_data = _SyncVerb(jobs.update_data)
-    update_progress = _SyncVerb(jobs.update_progress)
-    add_log = _SyncVerb(jobs.add_log)
-    get_job_logs = _SyncVerb(jobs.get_job_logs)
-    remove_job = _SyncVerb(jobs.remove_job)
-    reprocess_job = _SyncVerb(jobs.reprocess_job)
-    lock_job = _SyncVerb(jobs.lock_job)
-    unlock_job = _SyncVerb(jobs.unlock_job)
-    # lanes
-    pause_group = _SyncVerb(lanes.pause_group)
-    resume_group = _SyncVerb(lanes.resume_group)
-    set_group_limit = _SyncVerb(lanes.set_group_limit)
-    clear_group_limit = _SyncVerb(lanes.clear_group_limit)
-    set_group_weight = _SyncVerb(lanes.set_group_weight)
-    group_depth = _SyncVerb(lanes.group_depth)
-    groups = _SyncVerb(lanes.groups)
-    drain_group = _SyncVerb(lanes.drain_group)
-    reassign = _SyncVerb(lanes.reassign)
 
-
-class AsyncQueue:
+class AsyncQueue(_Verbs):
     """A queue on a Valkey/Redis server, for asyncio. Same verbs as :class:`Queue`.
 
     Args:
@@ -199,6 +199,8 @@ class AsyncQueue:
         InvalidName: the queue name is malformed (before any connection is made).
     """
 
+    runner: AsyncRunner
+
     def __init__(
         self,
         name: str,
@@ -208,17 +210,10 @@ class AsyncQueue:
         serializer: Serializer | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     ) -> None:
-        keys = Keyspace(name)
-        self.name = name
-        self.ctx = Context(keys, serializer or JsonSerializer(), max_attempts)
+        super().__init__(name, serializer, max_attempts)
         self._owns_client = client is None
         self.client: Any = client or redis.asyncio.Redis.from_url(url or DEFAULT_URL)
         self.runner = AsyncRunner(self.client)
-
-    @property
-    def keys(self) -> Keyspace:
-        """The queue's keyspace."""
-        return self.ctx.keys
 
     async def aclose(self) -> None:
         """Close the connection pool if this queue created it."""
@@ -231,53 +226,7 @@ class AsyncQueue:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    # the spine
-    enqueue = _AsyncVerb(spine.enqueue)
-    enqueue_many = _AsyncVerb(spine.enqueue_many)
-    claim = _AsyncVerb(spine.claim)
-    claim_many = _AsyncVerb(spine.claim_many)
-    complete = _AsyncVerb(spine.complete)
-    complete_many = _AsyncVerb(spine.complete_many)
-    retry = _AsyncVerb(spine.retry)
-    delay = _AsyncVerb(spine.delay)
-    extend_lock = _AsyncVerb(spine.extend_lock)
-    extend_locks = _AsyncVerb(spine.extend_locks)
-    promote = _AsyncVerb(spine.promote)
-    reap = _AsyncVerb(spine.reap)
-    check_stalled = _AsyncVerb(spine.check_stalled)
-    # reads
-    counts = _AsyncVerb(reads.counts)
-    get_job = _AsyncVerb(reads.get_job)
-    job_state = _AsyncVerb(reads.job_state)
-    browse = _AsyncVerb(reads.browse)
-    is_paused = _AsyncVerb(reads.is_paused)
-    metrics = _AsyncVerb(reads.metrics)
-    # the operator plane: queue scope
-    pause = _AsyncVerb(admin.pause)
-    resume = _AsyncVerb(admin.resume)
-    drain = _AsyncVerb(admin.drain)
-    obliterate = _AsyncVerb(admin.obliterate)
-    # the operator plane: job scope
-    update_data = _AsyncVerb(jobs.update_data)
-    update_progress = _AsyncVerb(jobs.update_progress)
-    add_log = _AsyncVerb(jobs.add_log)
-    get_job_logs = _AsyncVerb(jobs.get_job_logs)
-    remove_job = _AsyncVerb(jobs.remove_job)
-    reprocess_job = _AsyncVerb(jobs.reprocess_job)
-    lock_job = _AsyncVerb(jobs.lock_job)
-    unlock_job = _AsyncVerb(jobs.unlock_job)
-    # lanes
-    pause_group = _AsyncVerb(lanes.pause_group)
-    resume_group = _AsyncVerb(lanes.resume_group)
-    set_group_limit = _AsyncVerb(lanes.set_group_limit)
-    clear_group_limit = _AsyncVerb(lanes.clear_group_limit)
-    set_group_weight = _AsyncVerb(lanes.set_group_weight)
-    group_depth = _AsyncVerb(lanes.group_depth)
-    groups = _AsyncVerb(lanes.groups)
-    drain_group = _AsyncVerb(lanes.drain_group)
-    reassign = _AsyncVerb(lanes.reassign)
-
 
 def verb_names(cls: type) -> list[str]:
-    """The verbs a facade class exposes, in definition order."""
-    return [n for n, v in vars(cls).items() if isinstance(v, (_SyncVerb, _AsyncVerb))]
+    """The verbs a facade class exposes (its own and inherited), sorted."""
+    return sorted(n for n in dir(cls) if isinstance(getattr(cls, n, None), _Verb))
