@@ -1,0 +1,138 @@
+"""The error tree, the reply-code table, and typed refusals coming back from the server."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+
+import echomq
+from conftest import dump
+from echomq import errors
+from echomq.errors import (
+    REASONS,
+    REPLY_CODES,
+    EchoMQError,
+    InvalidArgument,
+    InvalidJobId,
+    InvalidName,
+    JobGone,
+    JobLocked,
+    JobNotDead,
+    JobNotPending,
+    QueueHasActiveJobs,
+    QueueNotPaused,
+    Refused,
+    ScriptError,
+    ServerUnavailable,
+    StaleToken,
+    VersionMismatch,
+    from_reply,
+)
+from echomq.scripts import map_error
+
+REFUSALS = {
+    JobGone: "gone",
+    JobLocked: "locked",
+    JobNotDead: "not_dead",
+    JobNotPending: "not_pending",
+    QueueNotPaused: "not_paused",
+    QueueHasActiveJobs: "active",
+    StaleToken: "stale",
+}
+
+
+def test_the_tree() -> None:
+    for cls in (
+        InvalidName,
+        InvalidJobId,
+        InvalidArgument,
+        VersionMismatch,
+        ScriptError,
+        ServerUnavailable,
+        Refused,
+    ):
+        assert issubclass(cls, EchoMQError)
+    for cls, reason in REFUSALS.items():
+        assert issubclass(cls, Refused)
+        assert cls.reason == reason
+        assert cls().reason == reason
+    # gate errors are also ValueErrors, so generic callers can catch them
+    for cls in (InvalidName, InvalidJobId, InvalidArgument):
+        assert issubclass(cls, ValueError)
+        assert not issubclass(cls, Refused)
+    assert not issubclass(VersionMismatch, Refused)
+    assert not issubclass(ScriptError, Refused)
+
+
+def test_reasons_list_every_refusal_once() -> None:
+    assert sorted(REASONS) == sorted(REFUSALS.values())
+    assert len(set(REASONS)) == len(REASONS)
+
+
+def test_refusal_carries_job_id_and_message() -> None:
+    e = JobGone("job X is gone", job_id="JOB00000000001")
+    assert e.job_id == "JOB00000000001"
+    assert str(e) == "job X is gone"
+    assert str(StaleToken()) == "stale"
+
+
+def test_exported_from_the_package() -> None:
+    for cls in (*REFUSALS, EchoMQError, Refused, InvalidName, InvalidJobId, VersionMismatch):
+        assert getattr(echomq, cls.__name__) is cls
+    assert echomq.ScriptError is ScriptError
+
+
+def test_module_docstring_draws_the_tree() -> None:
+    doc = errors.__doc__ or ""
+    for cls, reason in REFUSALS.items():
+        assert cls.__name__ in doc and reason in doc
+
+
+@pytest.mark.parametrize(
+    ("message", "cls"),
+    [
+        ("EMQGONE job", JobGone),
+        ("EMQLOCK held by a worker", JobLocked),
+        ("EMQSTALE token 3 is not current", StaleToken),
+        ("EMQSTATE not dead", JobNotDead),
+        ("EMQSTATE not pending", JobNotPending),
+        ("EMQSTATE not paused", QueueNotPaused),
+        ("EMQSTATE active jobs present", QueueHasActiveJobs),
+        ("EMQKIND wrong type", ScriptError),
+    ],
+)
+def test_from_reply_maps_each_code(message: str, cls: type[EchoMQError]) -> None:
+    got = from_reply(message)
+    assert type(got) is cls
+    assert str(got) == message
+
+
+def test_longest_code_wins() -> None:
+    # "EMQSTATE not dead" and "EMQSTATE not pending" share a prefix with each other
+    # and with nothing shorter; every code must resolve to its own class
+    for code, cls in REPLY_CODES.items():
+        assert type(from_reply(code + " trailing words")) is cls
+
+
+def test_unknown_replies_are_not_ours() -> None:
+    assert from_reply("ERR unknown command") is None
+    assert from_reply("WRONGTYPE Operation against a key") is None
+    assert from_reply("emqstale lower case") is None
+    mapped = map_error(redis.ResponseError("ERR something broke"))
+    assert type(mapped) is ScriptError and "something broke" in str(mapped)
+    assert type(map_error(redis.ResponseError("EMQSTALE token 1"))) is StaleToken
+
+
+def test_server_refusals_arrive_typed(q: echomq.Queue, r: redis.Redis) -> None:
+    jid = q.enqueue("x")
+    c = q.claim()
+    assert c is not None
+    before = dump(r, q)
+    with pytest.raises(StaleToken) as stale:
+        q.complete(jid, c.token + 1)
+    assert stale.value.reason == "stale"
+    gone_id = echomq.new_id()
+    with pytest.raises(JobGone) as gone:
+        q.complete(gone_id, 1)
+    assert gone.value.reason == "gone" and gone.value.job_id == gone_id
+    assert dump(r, q) == before
