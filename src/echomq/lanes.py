@@ -1,7 +1,7 @@
 """Per-group (lane) operator verbs: pause, resume, limit, weight, drain, reassign.
 
 A grouped job waits in its group's lane; the grouped claim serves the groups on the
-ring in turn. See ``docs/concepts.md`` for the ring law these verbs keep.
+ring in turn. See ``docs/lanes.md`` for the ring law these verbs keep.
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ else
   redis.call('HSET', jk, 'group', to)
   redis.call('ZADD', lane_key(to), score, id)
   redis.call('SADD', B .. 'groups', to)
-  ring_sync(to)
+  -- quiet: the one wake token below covers the job, whether or not the group rejoined
+  ring_sync(to, true)
   push_wake(1)
 end
 if from then ring_sync(from) end

@@ -45,14 +45,16 @@ local function serveable(g)
 end
 
 -- keep the ring law: a group is on the ring exactly once iff it can be served.
--- A group that (re)joins pushes a wake token so an idle worker comes for it.
-local function ring_sync(g)
+-- A group that (re)joins pushes a wake token so an idle worker comes for it, unless
+-- `quiet`: the caller pushes one token per job it made ready and a second would only
+-- wake a worker for nothing.
+local function ring_sync(g, quiet)
   local ring = B .. 'ring'
   local on = redis.call('LPOS', ring, g)
   if serveable(g) then
     if not on then
       redis.call('RPUSH', ring, g)
-      push_wake(1)
+      if not quiet then push_wake(1) end
     end
   elseif on then
     redis.call('LREM', ring, 0, g)
@@ -67,12 +69,16 @@ local function slot_back(g)
   end
 end
 
--- put a job (row jk) in the ready backlog: its lane when grouped, else pending
+-- put a job (row jk) in the ready backlog: its lane when grouped, else pending.
+-- The group is recorded too: a job enqueued with a delay reaches its lane only here,
+-- and a lane missing from `groups` would be invisible to counts, drain and obliterate.
+-- Every caller pushes one wake token per job it made ready, so the ring stays quiet.
 local function make_ready(id, jk, g, score)
   redis.call('HSET', jk, 'state', 'pending')
   if g then
     redis.call('ZADD', lane_key(g), score, id)
-    ring_sync(g)
+    redis.call('SADD', B .. 'groups', g)
+    ring_sync(g, true)
   else
     redis.call('ZADD', B .. 'pending', score, id)
   end
