@@ -17,6 +17,10 @@ VERSION_KEY = "{emq}:version"
 KEYSPACE_VERSION = "1"
 #: The pattern matching every queue's meta hash, for discovering queues.
 META_PATTERN = "emq:{*}:meta"
+#: A SCAN pattern matching every key of every queue (a queue need not have a meta hash).
+ANY_QUEUE_PATTERN = "emq:{*}:*"
+#: A PSUBSCRIBE pattern matching every queue's events channel.
+EVENTS_PATTERN = "emq:{*}:events"
 MAX_DEDUP_LEN = 256
 
 
@@ -146,4 +150,10 @@ def _glob_escape(text: str) -> str:
 def queue_of_meta(meta_key: str) -> str | None:
     """The queue name inside a meta key ``emq:{q}:meta``, or ``None``."""
     m = re.fullmatch(r"emq:\{([A-Za-z0-9._-]{1,128})\}:meta", meta_key)
+    return m.group(1) if m else None
+
+
+def queue_of_key(key: str) -> str | None:
+    """The queue name of any key or channel ``emq:{q}:...``, or ``None``."""
+    m = re.match(r"emq:\{([A-Za-z0-9._-]{1,128})\}:", key)
     return m.group(1) if m else None
