@@ -1,0 +1,7 @@
+"""``python -m echomq.cli``: the same as ``emq``."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,242 @@
+"""The root of ``emq``: global options, the shared environment, errors to exit codes.
+
+Every subcommand receives an :class:`Env` (``--url``, ``--json``, one lazily made
+client, the consoles). Errors are turned into messages and exit statuses in one place,
+:meth:`EmqGroup.invoke`, so a command body only does its verb.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+import redis
+from rich.console import Console
+
+from .. import __version__
+from ..errors import (
+    EchoMQError,
+    InvalidArgument,
+    InvalidJobId,
+    InvalidName,
+    Refused,
+    ServerUnavailable,
+)
+from ..queue import DEFAULT_URL, Queue
+from . import exits
+
+#: How long a connect may take before the server counts as absent.
+CONNECT_TIMEOUT_S = 2.0
+
+
+class NotConfirmed(Exception):
+    """A destructive verb was not confirmed; nothing was sent."""
+
+
+class CommandFailed(Exception):
+    """A command's own failure with an exit status (e.g. a demo step)."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _console(stderr: bool) -> Console:
+    stream = sys.stderr if stderr else sys.stdout
+    # Off a terminal rich would wrap at 80 columns; queue names and ids must stay whole.
+    width = None if stream.isatty() else 200
+    return Console(stderr=stderr, width=width, highlight=False, soft_wrap=False)
+
+
+class Env:
+    """What every subcommand shares.
+
+    Attributes:
+        url: the URL given by ``--url``/``EMQ_URL``, or ``None`` (the default address).
+        json: print machine-readable JSON instead of text.
+        out: the console for results (stdout).
+        err: the console for messages and progress (stderr).
+    """
+
+    def __init__(self, url: str | None, as_json: bool) -> None:
+        self.url = url
+        self.json = as_json
+        self.out = _console(stderr=False)
+        self.err = _console(stderr=True)
+        self._client: redis.Redis | None = None
+
+    @property
+    def server_url(self) -> str:
+        """The URL commands connect to: the configured one, else the default address."""
+        return self.url or DEFAULT_URL
+
+    @property
+    def client(self) -> redis.Redis:
+        """One client for the whole command (made on first use; no I/O until a verb)."""
+        if self._client is None:
+            self._client = redis.Redis.from_url(
+                self.server_url, socket_connect_timeout=CONNECT_TIMEOUT_S
+            )
+        return self._client
+
+    def queue(self, name: str) -> Queue:
+        """A :class:`~echomq.Queue` on the shared client.
+
+        Raises:
+            InvalidName: the name is malformed (nothing is sent).
+        """
+        return Queue(name, client=self.client)
+
+    def close(self) -> None:
+        """Close the client if one was made."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def emit(self, data: Any, text: str | Callable[[], None]) -> None:
+        """Print a result: ``data`` as JSON with ``--json``, else ``text`` (or call it)."""
+        if self.json:
+            click.echo(json.dumps(data, ensure_ascii=False, default=str))
+        elif callable(text):
+            text()
+        else:
+            self.out.print(text, markup=False)
+
+    def say(self, text: str) -> None:
+        """A plain status line on stdout (suppressed with ``--json``)."""
+        if not self.json:
+            self.out.print(text, markup=False)
+
+    def note(self, text: str) -> None:
+        """A message on stderr (kept with ``--json``, which owns stdout)."""
+        self.err.print(text, markup=False)
+
+    def no_server_message(self) -> str:
+        """The message shown when nothing answers."""
+        if self.url:
+            return f"no server at {self.url}"
+        return (
+            f"no server at {DEFAULT_URL} (the default address); "
+            "run `emq server` or pass --url (or set EMQ_URL)"
+        )
+
+
+def stdin_is_terminal() -> bool:
+    """Whether a person can answer a prompt (a function so tests can pretend)."""
+    return sys.stdin.isatty()
+
+
+def confirm(env: Env, yes: bool, question: Callable[[], str]) -> None:
+    """Gate a destructive verb: ``--yes``, or a "y" on a terminal.
+
+    Args:
+        yes: the ``--yes`` flag.
+        question: builds the prompt (called only when a prompt is shown, so the
+            counts it may read are only read then).
+
+    Raises:
+        NotConfirmed: no ``--yes`` and no terminal, or the answer was no.
+    """
+    if yes:
+        return
+    if not stdin_is_terminal():
+        raise NotConfirmed("stdin is not a terminal; pass --yes to confirm")
+    if not click.confirm(question(), default=False, err=True):
+        raise NotConfirmed("not confirmed")
+
+
+def _error_doc(kind: str, message: str, code: int, **extra: Any) -> str:
+    return json.dumps({"ok": False, "error": kind, "message": message, "exit": code, **extra})
+
+
+@contextmanager
+def _translated(ctx: click.Context) -> Iterator[None]:
+    """Turn every known failure into a message on stderr and an exit status."""
+
+    def fail(kind: str, message: str, code: int, **extra: Any) -> click.exceptions.Exit:
+        click.echo(message, err=True)
+        env = ctx.find_object(Env)
+        if env is not None and env.json:
+            click.echo(_error_doc(kind, message, code, **extra))
+        return click.exceptions.Exit(code)
+
+    def no_server() -> str:
+        env = ctx.find_object(Env)
+        return env.no_server_message() if env is not None else "no server"
+
+    try:
+        yield
+    except Refused as exc:
+        detail = str(exc)
+        message = f"refused: {exc.reason}" + (f" ({detail})" if detail != exc.reason else "")
+        code = exits.for_reason(exc.reason)
+        raise fail("refused", message, code, reason=exc.reason) from None
+    except (InvalidJobId, InvalidName) as exc:
+        raise fail("malformed", f"error: {exc}", exits.MALFORMED) from None
+    except InvalidArgument as exc:
+        raise fail("usage", f"error: {exc}", exits.USAGE) from None
+    except (ServerUnavailable, redis.ConnectionError, redis.TimeoutError):
+        raise fail("no_server", f"error: {no_server()}", exits.NO_SERVER) from None
+    except NotConfirmed as exc:
+        raise fail("not_confirmed", f"not confirmed: {exc}", exits.NOT_CONFIRMED) from None
+    except CommandFailed as exc:
+        raise fail("failed", f"error: {exc}", exc.code) from None
+    except (EchoMQError, redis.RedisError) as exc:
+        raise fail("error", f"error: {exc}", exits.FAILURE) from None
+
+
+class EmqGroup(click.Group):
+    """The root group: runs the subcommand inside the error translation."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the subcommand; map echomq errors to messages and exit statuses."""
+        try:
+            with _translated(ctx):
+                return super().invoke(ctx)
+        finally:
+            env = ctx.find_object(Env)
+            if env is not None:
+                env.close()
+
+
+@click.group(cls=EmqGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--url",
+    envvar="EMQ_URL",
+    default=None,
+    metavar="URL",
+    help=f"Server URL (env EMQ_URL; default {DEFAULT_URL}).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
+@click.version_option(__version__, prog_name="emq")
+@click.pass_context
+def cli(ctx: click.Context, url: str | None, as_json: bool) -> None:
+    """emq: operate echomq queues on Valkey/Redis.
+
+    Destructive verbs (drain, obliterate, job remove, group drain) ask for
+    confirmation on a terminal and need --yes otherwise. A refusal prints
+    `refused: <reason>` and exits with the reason's status (see docs/cli.md).
+    """
+    ctx.obj = Env(url or None, as_json)
+
+
+def pass_env(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorator: hand the command the shared :class:`Env` as its first argument."""
+    return click.pass_obj(f)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``emq`` with ``argv`` (default: the process arguments); return the status."""
+    try:
+        rv = cli.main(args=argv, prog_name="emq", standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.Abort:
+        click.echo("interrupted", err=True)
+        return exits.INTERRUPTED
+    return rv if isinstance(rv, int) else exits.OK

@@ -1,0 +1,61 @@
+"""Finding the queues on a server: a bounded SCAN over ``emq:{*}:*``.
+
+Job rows, logs and locks (``emq:{q}:job:...``) are the bulk of any keyspace, so the
+match skips keys whose suffix starts with ``j``; every queue still shows through one
+of its sets, its meta hash or its metrics.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..context import as_str
+
+#: Every key of every queue except job rows and their sub-keys.
+QUEUE_KEYS_MATCH = "emq:{*}:[^j]*"
+_QUEUE_OF = re.compile(r"emq:\{([A-Za-z0-9._-]{1,128})\}:")
+#: Keys examined per SCAN call.
+SCAN_COUNT = 1000
+#: Keys examined in all before the search stops (a bound on the server work).
+DEFAULT_SCAN_LIMIT = 1_000_000
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """What a search found.
+
+    Attributes:
+        queues: the queue names, sorted.
+        complete: ``False`` when the scan stopped at its limit before the end.
+    """
+
+    queues: list[str]
+    complete: bool
+
+
+def discover_queues(client: Any, scan_limit: int = DEFAULT_SCAN_LIMIT) -> Discovery:
+    """Every queue with at least one key on the server, examining at most ``scan_limit`` keys.
+
+    Args:
+        client: a ``redis.Redis``.
+        scan_limit: stop after this many keys were examined by the server.
+
+    Returns:
+        The names found and whether the scan reached the end.
+    """
+    found: set[str] = set()
+    cursor: Any = 0
+    examined = 0
+    while True:
+        cursor, keys = client.scan(cursor=cursor, match=QUEUE_KEYS_MATCH, count=SCAN_COUNT)
+        examined += SCAN_COUNT
+        for key in keys:
+            m = _QUEUE_OF.match(as_str(key))
+            if m:
+                found.add(m.group(1))
+        if int(cursor) == 0:
+            return Discovery(sorted(found), True)
+        if examined >= scan_limit:
+            return Discovery(sorted(found), False)

@@ -1,0 +1,59 @@
+"""The exit statuses of ``emq``: one per outcome an operator's script may branch on.
+
+``docs/cli.md`` prints this table; a test checks the two agree.
+"""
+
+from __future__ import annotations
+
+OK = 0
+#: An unexpected error: a script failure, a keyspace version mismatch, ...
+FAILURE = 1
+#: A usage error: an unknown option, malformed JSON, an argument out of range.
+USAGE = 2
+#: No server answers at the URL (or at the default address when none is given).
+NO_SERVER = 3
+#: A malformed job id, queue, group or dedup name; nothing was sent.
+MALFORMED = 4
+#: A destructive verb was not confirmed (no ``--yes`` off a terminal, or answered no).
+NOT_CONFIRMED = 5
+#: An optional extra (the console) is not installed.
+MISSING_EXTRA = 6
+#: ``emq demo``: a step did not behave as the runbook says.
+DEMO_FAILED = 7
+#: Interrupted (Ctrl-C) before the command finished.
+INTERRUPTED = 130
+
+#: A refusal (nothing changed) exits with the status of its reason.
+REFUSED: dict[str, int] = {
+    "gone": 10,
+    "locked": 11,
+    "not_dead": 12,
+    "not_pending": 13,
+    "not_paused": 14,
+    "active": 15,
+    "stale": 16,
+}
+#: A refusal whose reason this table does not know (a newer server script).
+REFUSED_OTHER = 19
+
+
+def for_reason(reason: str) -> int:
+    """The exit status of a refusal with ``reason``."""
+    return REFUSED.get(reason, REFUSED_OTHER)
+
+
+def table() -> list[tuple[int, str]]:
+    """Every status with what it means, in order (the table ``docs/cli.md`` shows)."""
+    rows = [
+        (OK, "success"),
+        (FAILURE, "unexpected error (script error, keyspace version mismatch, ...)"),
+        (USAGE, "usage error: unknown option, malformed JSON, argument out of range"),
+        (NO_SERVER, "no server answers at the URL"),
+        (MALFORMED, "malformed job id, queue, group or dedup name (nothing sent)"),
+        (NOT_CONFIRMED, "destructive verb not confirmed (no --yes off a terminal, or declined)"),
+        (MISSING_EXTRA, "optional extra not installed (console)"),
+        (DEMO_FAILED, "a demo step did not behave as the runbook says"),
+    ]
+    rows += [(code, f"refused: {reason}") for reason, code in REFUSED.items()]
+    rows += [(REFUSED_OTHER, "refused: another reason"), (INTERRUPTED, "interrupted (Ctrl-C)")]
+    return rows

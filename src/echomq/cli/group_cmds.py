@@ -1,0 +1,97 @@
+"""Lane commands: ``emq group list|pause|resume|limit|weight|drain``."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import click
+
+from ..keyspace import check_name
+from .app import Env, cli, confirm, pass_env
+from .queue_cmds import print_groups
+
+
+@cli.group()
+def group() -> None:
+    """Operate one group's lane (see docs/lanes.md)."""
+
+
+@group.command("list")
+@click.argument("queue")
+@pass_env
+def list_groups(env: Env, queue: str) -> None:
+    """Every group of QUEUE: depth, in flight, limit, weight, paused."""
+    rows = [asdict(g) for g in env.queue(queue).groups()]
+
+    def text() -> None:
+        if rows:
+            print_groups(env, rows)
+        else:
+            env.out.print(f"no groups in {queue}", markup=False)
+
+    env.emit({"queue": queue, "groups": rows}, text)
+
+
+@group.command("pause")
+@click.argument("queue")
+@click.argument("name", metavar="GROUP")
+@pass_env
+def pause_group(env: Env, queue: str, name: str) -> None:
+    """Hold GROUP back; its backlog stays in its lane."""
+    env.queue(queue).pause_group(name)
+    env.emit({"queue": queue, "group": name, "paused": True}, f"paused group {name}")
+
+
+@group.command("resume")
+@click.argument("queue")
+@click.argument("name", metavar="GROUP")
+@pass_env
+def resume_group(env: Env, queue: str, name: str) -> None:
+    """Serve GROUP again."""
+    env.queue(queue).resume_group(name)
+    env.emit({"queue": queue, "group": name, "paused": False}, f"resumed group {name}")
+
+
+@group.command("limit")
+@click.argument("queue")
+@click.argument("name", metavar="GROUP")
+@click.argument("limit", type=click.IntRange(min=1), required=False)
+@click.option("--clear", is_flag=True, help="Remove the limit instead.")
+@pass_env
+def limit_group(env: Env, queue: str, name: str, limit: int | None, clear: bool) -> None:
+    """Allow at most LIMIT jobs of GROUP in flight (or --clear the limit)."""
+    if (limit is None) == (not clear):
+        raise click.UsageError("give either LIMIT or --clear")
+    q = env.queue(queue)
+    if clear:
+        q.clear_group_limit(name)
+        env.emit({"queue": queue, "group": name, "limit": None}, f"no limit on group {name}")
+    else:
+        assert limit is not None
+        q.set_group_limit(name, limit)
+        env.emit({"queue": queue, "group": name, "limit": limit}, f"group {name}: limit {limit}")
+
+
+@group.command("weight")
+@click.argument("queue")
+@click.argument("name", metavar="GROUP")
+@click.argument("weight", type=click.IntRange(min=1))
+@pass_env
+def weight_group(env: Env, queue: str, name: str, weight: int) -> None:
+    """Serve up to WEIGHT jobs of GROUP per turn of the ring."""
+    env.queue(queue).set_group_weight(name, weight)
+    env.emit({"queue": queue, "group": name, "weight": weight}, f"group {name}: weight {weight}")
+
+
+@group.command("drain")
+@click.argument("queue")
+@click.argument("name", metavar="GROUP")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@pass_env
+def drain_group(env: Env, queue: str, name: str, yes: bool) -> None:
+    """Delete the pending lane of GROUP (its jobs in flight survive)."""
+    q = env.queue(queue)
+    check_name(name, "group")
+    confirm(env, yes, lambda: f"drain the {q.group_depth(name)} pending jobs of group {name}?")
+    n = q.drain_group(name)
+    env.emit({"queue": queue, "group": name, "drained": n}, f"drained {n} jobs from group {name}")

@@ -1,0 +1,132 @@
+"""Job-scope commands: ``emq job show|data|progress|log|logs|remove|reprocess``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+from rich.table import Table
+
+from .. import ids
+from ..errors import JobGone
+from ..keyspace import check_dedup
+from .app import Env, cli, confirm, pass_env
+from .queue_cmds import parse_json
+
+
+@cli.group()
+def job() -> None:
+    """Reach into one job's row: read it, change it, remove or reprocess it."""
+
+
+def _progress_value(text: str) -> Any:
+    # A number or a JSON document is sent as that value; anything else as the text.
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+@job.command("show")
+@click.argument("queue")
+@click.argument("job_id", metavar="ID")
+@pass_env
+def show(env: Env, queue: str, job_id: str) -> None:
+    """Every field of job ID of QUEUE, its data decoded."""
+    q = env.queue(queue)
+    row = q.get_job(job_id)
+    if row is None:
+        raise JobGone(f"job {job_id} is gone", job_id=job_id)
+    row.pop("payload", None)
+
+    def text() -> None:
+        table = Table("field", "value", title=f"job {job_id}", title_justify="left")
+        for key in sorted(row):
+            if key not in ("id", "data"):
+                table.add_row(key, str(row[key]))
+        table.add_row("data", json.dumps(row.get("data"), ensure_ascii=False))
+        env.out.print(table)
+
+    env.emit(row, text)
+
+
+@job.command("data")
+@click.argument("queue")
+@click.argument("job_id", metavar="ID")
+@click.argument("payload", metavar="JSON")
+@pass_env
+def data(env: Env, queue: str, job_id: str, payload: str) -> None:
+    """Replace the data of job ID with JSON (any state)."""
+    value = parse_json(payload)
+    env.queue(queue).update_data(job_id, value)
+    env.emit({"id": job_id, "data": value}, f"updated the data of {job_id}")
+
+
+@job.command("progress")
+@click.argument("queue")
+@click.argument("job_id", metavar="ID")
+@click.argument("value")
+@pass_env
+def progress(env: Env, queue: str, job_id: str, value: str) -> None:
+    """Write the progress of job ID and publish the progress event.
+
+    VALUE is sent as a number or JSON document when it parses as one, else as text.
+    """
+    parsed = _progress_value(value)
+    env.queue(queue).update_progress(job_id, parsed)
+    env.emit({"id": job_id, "progress": parsed}, f"progress of {job_id}: {value}")
+
+
+@job.command("log")
+@click.argument("queue")
+@click.argument("job_id", metavar="ID")
+@click.argument("line")
+@click.option("--keep", type=click.IntRange(min=0), default=0, help="Keep only the newest N lines.")
+@pass_env
+def log(env: Env, queue: str, job_id: str, line: str, keep: int) -> None:
+    """Append LINE to the logs of job ID; print how many lines it keeps."""
+    n = env.queue(queue).add_log(job_id, line, keep=keep)
+    env.emit({"id": job_id, "lines": n}, f"{job_id} keeps {n} log line(s)")
+
+
+@job.command("logs")
+@click.argument("queue")
+@click.argument("job_id", metavar="ID")
+@pass_env
+def logs(env: Env, queue: str, job_id: str) -> None:
+    """The log lines of job ID, oldest first."""
+    lines = env.queue(queue).get_job_logs(job_id)
+
+    def text() -> None:
+        for line in lines:
+            env.out.print(line, markup=False)
+
+    env.emit({"id": job_id, "logs": lines}, text)
+
+
+@job.command("remove")
+@click.argument("queue")
+@click.argument("job_id", metavar="ID")
+@click.option("--dedup-id", help="Also release this dedup key if it names the job.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@pass_env
+def remove(env: Env, queue: str, job_id: str, dedup_id: str | None, yes: bool) -> None:
+    """Delete job ID in any state, with its logs (refused while a worker holds it)."""
+    q = env.queue(queue)
+    ids.validate(job_id)
+    if dedup_id is not None:
+        check_dedup(dedup_id)
+    confirm(env, yes, lambda: f"remove job {job_id} ({q.job_state(job_id) or 'gone'}) of {queue}?")
+    q.remove_job(job_id, dedup_id=dedup_id)
+    env.emit({"id": job_id, "removed": True}, f"removed {job_id}")
+
+
+@job.command("reprocess")
+@click.argument("queue")
+@click.argument("job_id", metavar="ID")
+@pass_env
+def reprocess(env: Env, queue: str, job_id: str) -> None:
+    """Move dead job ID back to the backlog (its lane when grouped), error cleared."""
+    env.queue(queue).reprocess_job(job_id)
+    env.emit({"id": job_id, "reprocessed": True}, f"reprocessed {job_id}")

@@ -1,0 +1,261 @@
+"""Queue-scope commands: queues, stats, pause, resume, drain, obliterate, enqueue, jobs."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+
+from ..admin import DEFAULT_OBLITERATE_BUDGET
+from ..queue import Queue
+from ..reads import STATES
+from .app import Env, cli, confirm, pass_env
+from .discover import DEFAULT_SCAN_LIMIT, discover_queues
+
+_COUNT_COLUMNS = ("pending", "active", "scheduled", "dead", "completed", "failed")
+
+
+def parse_json(text: str, what: str = "JSON") -> Any:
+    """Parse a JSON argument.
+
+    Raises:
+        click.BadParameter: it is not JSON (exit status 2).
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not valid {what}: {exc}") from None
+
+
+def queue_summary(q: Queue) -> dict[str, Any]:
+    """A queue's counts and pause state, as ``--json`` shows them."""
+    return {"queue": q.name, **q.counts(), "paused": q.is_paused()}
+
+
+def _counts_phrase(summary: dict[str, Any]) -> str:
+    return ", ".join(f"{summary[k]} {k}" for k in ("pending", "active", "scheduled", "dead"))
+
+
+@cli.command()
+@click.option(
+    "--scan-limit",
+    type=click.IntRange(min=1),
+    default=DEFAULT_SCAN_LIMIT,
+    show_default=True,
+    help="Stop the key scan after examining this many keys.",
+)
+@pass_env
+def queues(env: Env, scan_limit: int) -> None:
+    """Every queue found on the server, with its counts and pause state."""
+    found = discover_queues(env.client, scan_limit)
+    rows = [queue_summary(env.queue(name)) for name in found.queues]
+    if not found.complete:
+        env.note(f"note: the scan stopped after {scan_limit} keys; more queues may exist")
+
+    def show() -> None:
+        if not rows:
+            env.out.print("no queues", markup=False)
+            return
+        table = Table("queue", *_COUNT_COLUMNS, "paused")
+        for row in rows:
+            table.add_row(
+                row["queue"],
+                *(str(row[c]) for c in _COUNT_COLUMNS),
+                "yes" if row["paused"] else "no",
+            )
+        env.out.print(table)
+
+    env.emit({"queues": rows, "complete": found.complete}, show)
+
+
+@cli.command()
+@click.argument("queue")
+@pass_env
+def stats(env: Env, queue: str) -> None:
+    """Counts of every state, the pause state and the lanes of QUEUE."""
+    q = env.queue(queue)
+    summary = queue_summary(q)
+    groups = [asdict(g) for g in q.groups()]
+    summary["groups"] = groups
+
+    def show() -> None:
+        table = Table("state", "jobs", title=f"queue {queue}", title_justify="left")
+        for c in _COUNT_COLUMNS:
+            table.add_row(c, str(summary[c]))
+        table.add_row("paused", "yes" if summary["paused"] else "no")
+        env.out.print(table)
+        if groups:
+            print_groups(env, groups)
+
+    env.emit(summary, show)
+
+
+def print_groups(env: Env, groups: list[dict[str, Any]]) -> None:
+    table = Table("group", "depth", "in flight", "limit", "weight", "paused")
+    for g in groups:
+        table.add_row(
+            g["name"],
+            str(g["depth"]),
+            str(g["in_flight"]),
+            "-" if g["limit"] is None else str(g["limit"]),
+            str(g["weight"]),
+            "yes" if g["paused"] else "no",
+        )
+    env.out.print(table)
+
+
+@cli.command()
+@click.argument("queue")
+@pass_env
+def pause(env: Env, queue: str) -> None:
+    """Close the claim gate of QUEUE: claims answer empty, the backlog stays as it is."""
+    env.queue(queue).pause()
+    env.emit({"queue": queue, "paused": True}, f"paused {queue}")
+
+
+@cli.command()
+@click.argument("queue")
+@pass_env
+def resume(env: Env, queue: str) -> None:
+    """Open the claim gate of QUEUE again."""
+    env.queue(queue).resume()
+    env.emit({"queue": queue, "paused": False}, f"resumed {queue}")
+
+
+@cli.command()
+@click.argument("queue")
+@click.option("--include-schedule", is_flag=True, help="Also delete the scheduled jobs.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@pass_env
+def drain(env: Env, queue: str, include_schedule: bool, yes: bool) -> None:
+    """Delete the pending backlog of QUEUE (active jobs and repeatables survive)."""
+    q = env.queue(queue)
+    what = "pending and scheduled" if include_schedule else "pending"
+    confirm(
+        env, yes, lambda: f"drain every {what} job of {queue} ({_counts_phrase(queue_summary(q))})?"
+    )
+    n = q.drain(include_schedule=include_schedule)
+    env.emit({"queue": queue, "drained": n}, f"drained {n} jobs from {queue}")
+
+
+@cli.command()
+@click.argument("queue")
+@click.option("--force", is_flag=True, help="Also delete jobs in flight.")
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    default=DEFAULT_OBLITERATE_BUDGET,
+    show_default=True,
+    help="The most jobs one server call deletes.",
+)
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@pass_env
+def obliterate(env: Env, queue: str, force: bool, budget: int, yes: bool) -> None:
+    """Delete every key of a paused QUEUE, BUDGET jobs per call, until none is left."""
+    q = env.queue(queue)
+    confirm(
+        env,
+        yes,
+        lambda: f"obliterate {queue} ({_counts_phrase(queue_summary(q))}); every key goes?",
+    )
+    start = q.counts()
+    total = sum(start[s] for s in ("pending", "active", "scheduled", "dead"))
+    # The first call runs before any bar is drawn: a refusal shows no progress.
+    calls = 1
+    if not q.obliterate(force=force, budget=budget):
+        progress = Progress(
+            TextColumn("obliterate {task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            console=env.err,
+            disable=env.json,
+        )
+        with progress:
+            task = progress.add_task(queue, total=max(total, 1), completed=min(budget, total))
+            while True:
+                calls += 1
+                if q.obliterate(force=force, budget=budget):
+                    break
+                progress.advance(task, budget)
+            progress.update(task, completed=max(total, 1))
+    env.emit(
+        {"queue": queue, "obliterated": True, "calls": calls, "jobs": total},
+        f"obliterated {queue}: {total} jobs in {calls} calls",
+    )
+
+
+@cli.command()
+@click.argument("queue")
+@click.argument("payload", metavar="JSON")
+@click.option("--delay-ms", type=click.IntRange(min=0), help="Park the job this long first.")
+@click.option("--group", help="Put the job in this group's lane.")
+@click.option("--name", help="The job's name (workers may route on it).")
+@click.option("--priority", type=int, default=0, show_default=True, help="Lower runs first.")
+@click.option("--max-attempts", type=click.IntRange(min=1), help="Failures before dead.")
+@click.option("--dedup-id", help="While a job holds this id, return that job instead.")
+@click.option("--job-id", help="Your own JOB id (idempotent enqueue).")
+@pass_env
+def enqueue(
+    env: Env,
+    queue: str,
+    payload: str,
+    delay_ms: int | None,
+    group: str | None,
+    name: str | None,
+    priority: int,
+    max_attempts: int | None,
+    dedup_id: str | None,
+    job_id: str | None,
+) -> None:
+    """Enqueue one job on QUEUE with JSON as its data; print its id."""
+    data = parse_json(payload)
+    q = env.queue(queue)
+    jid = q.enqueue(
+        data,
+        job_id=job_id,
+        name=name,
+        group=group,
+        delay_ms=delay_ms,
+        priority=priority,
+        max_attempts=max_attempts,
+        dedup_id=dedup_id,
+    )
+    env.emit({"queue": queue, "id": jid}, jid)
+
+
+@cli.command()
+@click.argument("queue")
+@click.argument("state", type=click.Choice(STATES))
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True)
+@pass_env
+def jobs(env: Env, queue: str, state: str, limit: int, offset: int) -> None:
+    """A page of the jobs of QUEUE in STATE, newest first."""
+    q = env.queue(queue)
+    ids = q.browse(state, limit, offset)
+    rows = [row for row in (q.get_job(j) for j in ids) if row is not None]
+    for row in rows:
+        row.pop("payload", None)
+
+    def show() -> None:
+        if not rows:
+            env.out.print(f"no {state} jobs in {queue}", markup=False)
+            return
+        table = Table("id", "name", "group", "attempts", "progress", "last error")
+        for row in rows:
+            error = (row.get("last_error") or "").splitlines()
+            table.add_row(
+                row["id"],
+                row.get("name", ""),
+                row.get("group", ""),
+                row.get("attempts", "0"),
+                row.get("progress", ""),
+                error[-1][:60] if error else "",
+            )
+        env.out.print(table)
+
+    env.emit({"queue": queue, "state": state, "offset": offset, "jobs": rows}, show)

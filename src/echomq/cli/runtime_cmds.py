@@ -1,0 +1,194 @@
+"""Long-running commands: events, worker, server, demo, console."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import signal
+import threading
+import time
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+import click
+
+from ..context import as_str
+from ..embedded import EmbeddedServer, server_answers
+from ..errors import ServerUnavailable
+from . import exits
+from .app import CommandFailed, Env, cli, pass_env
+
+
+def _require_server(env: Env) -> None:
+    """Fail early, with the clear message, when nothing answers at the URL."""
+    if not server_answers(env.server_url, timeout=2.0):
+        raise ServerUnavailable(env.no_server_message())
+
+
+def _stop_on_sigterm() -> threading.Event:
+    """An event set by SIGTERM (and SIGINT), so a foreground command can stop cleanly."""
+    stop = threading.Event()
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+    return stop
+
+
+def _event_line(event: dict[str, Any]) -> str:
+    clock = time.strftime("%H:%M:%S")
+    rest = " ".join(f"{k}={json.dumps(v)}" for k, v in event.items() if k != "event")
+    return f"{clock} {event.get('event', '?')} {rest}".rstrip()
+
+
+@cli.command()
+@click.argument("queue")
+@click.option("--count", type=click.IntRange(min=1), help="Stop after this many events.")
+@click.option("--timeout", type=click.FloatRange(min=0), help="Stop after this many seconds.")
+@pass_env
+def events(env: Env, queue: str, count: int | None, timeout: float | None) -> None:
+    """Tail the live events of QUEUE (one line each; JSON lines with --json).
+
+    Pub/sub is at-most-once: an event is a notification, the sets are the truth.
+    """
+    q = env.queue(queue)
+    client: Any = env.client
+    pubsub = client.pubsub(ignore_subscribe_messages=True)
+    pubsub.subscribe(q.keys.events)
+    stop = _stop_on_sigterm()
+    env.note(f"listening on {q.keys.events} (Ctrl-C to stop)")
+    deadline = None if timeout is None else time.monotonic() + timeout
+    seen = 0
+    try:
+        while not stop.is_set() and (count is None or seen < count):
+            wait = 0.2 if deadline is None else min(0.2, deadline - time.monotonic())
+            if wait <= 0:
+                break
+            message = pubsub.get_message(timeout=wait)
+            if message is None or message.get("type") != "message":
+                continue
+            text = as_str(message["data"])
+            try:
+                event = json.loads(text)
+            except json.JSONDecodeError:
+                event = {"event": "raw", "data": text}
+            seen += 1
+            if env.json:
+                click.echo(json.dumps(event, ensure_ascii=False))
+            else:
+                env.out.print(_event_line(event), markup=False)
+    finally:
+        pubsub.close()
+
+
+def load_handler(spec: str) -> Callable[..., Any]:
+    """Import ``MODULE:FUNCTION`` and return the function.
+
+    Raises:
+        click.BadParameter: the spec is malformed, the module or the name is missing.
+    """
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise click.BadParameter(f"want MODULE:FUNCTION, got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise click.BadParameter(f"cannot import {module_name}: {exc}") from None
+    target: Any = module
+    for part in attr.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            raise click.BadParameter(f"{module_name} has no {attr}")
+    if not callable(target) and not isinstance(target, dict):
+        raise click.BadParameter(f"{spec} is not a function (or a mapping of name to handler)")
+    handler: Callable[..., Any] = target
+    return handler
+
+
+@cli.command()
+@click.argument("handler_spec", metavar="MODULE:FUNCTION")
+@click.option("--queue", "queue_name", required=True, help="The queue to work.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--lease-ms", type=click.IntRange(min=1), default=30000, show_default=True)
+@pass_env
+def worker(env: Env, handler_spec: str, queue_name: str, concurrency: int, lease_ms: int) -> None:
+    """Run a worker on QUEUE with the handler MODULE:FUNCTION until SIGINT/SIGTERM."""
+    from ..worker import Worker
+
+    env.queue(queue_name)  # gate the name before anything else
+    handler = load_handler(handler_spec)
+    _require_server(env)
+    w = Worker(queue_name, handler, url=env.server_url, concurrency=concurrency, lease_ms=lease_ms)
+    env.note(f"worker on {queue_name} at {env.server_url}, concurrency {concurrency}")
+    w.run()
+    env.note("worker stopped")
+
+
+@cli.command()
+@click.option("--port", type=click.IntRange(1, 65535), help="TCP port (a free one by default).")
+@pass_env
+def server(env: Env, port: int | None) -> None:
+    """Run a private embedded server in the foreground; print its URL; stop on Ctrl-C.
+
+    Nothing is kept on disk: stopping the server forgets every queue.
+    """
+    try:
+        srv = EmbeddedServer(port=port).start()
+    except ServerUnavailable as exc:
+        raise CommandFailed(str(exc), exits.FAILURE) from None
+    stop = _stop_on_sigterm()
+    try:
+        env.emit({"url": srv.url, "pid": srv.proc.pid if srv.proc else None}, srv.url)
+        env.note(f"serving at {srv.url}; use it with: export EMQ_URL={srv.url}")
+        env.note("Ctrl-C stops the server (nothing is kept on disk)")
+        while not stop.wait(0.2):
+            if srv.proc is None or srv.proc.poll() is not None:
+                raise CommandFailed("the server exited", exits.FAILURE)
+    finally:
+        srv.stop()
+    env.note("server stopped")
+
+
+@cli.command()
+@click.option("--queue", "queue_name", help="The queue to use (a fresh demo-* name by default).")
+@pass_env
+def demo(env: Env, queue_name: str | None) -> None:
+    """Walk the operator runbook end to end and check every step.
+
+    Uses --url/EMQ_URL when given (on its own fresh queue, obliterated at the end),
+    else a private embedded server it starts and stops. Never the default address.
+    """
+    from ..demo import DemoFailed, run_demo
+
+    try:
+        run_demo(url=env.url, queue=queue_name, console=env.out)
+    except DemoFailed as exc:
+        message = f"demo step {exc.step!r} failed: {exc.reason}"
+        raise CommandFailed(message, exits.DEMO_FAILED) from None
+    if env.json:
+        click.echo(json.dumps({"ok": True}))
+
+
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
+@click.option("--token", help="Require this bearer token for every request.")
+@click.option("--read-only", is_flag=True, help="Show the queues; refuse every write.")
+@pass_env
+def console(env: Env, host: str, port: int, token: str | None, read_only: bool) -> None:
+    """Serve the web console: the operator plane in a browser."""
+    try:
+        module = importlib.import_module("echomq.console")
+        serve = module.serve
+    except (ImportError, AttributeError) as exc:
+        raise CommandFailed(
+            "the console needs its extra: pip install 'echomq[console]' "
+            f"(starlette and uvicorn); import failed: {exc}",
+            exits.MISSING_EXTRA,
+        ) from None
+    _require_server(env)
+    env.note(f"console at http://{host}:{port}/ for {env.server_url}")
+    serve(url=env.server_url, host=host, port=port, token=token, read_only=read_only)
