@@ -7,6 +7,7 @@ row is :class:`~echomq.errors.JobGone` and nothing is written.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from .context import Context, as_str, positive
@@ -36,17 +37,27 @@ def update_data(ctx: Context, job_id: str, payload: Any) -> Plan[None]:
 
 
 def progress_text(progress: Any) -> tuple[str, str]:
-    """How a progress value is stored: a number as its decimal text, a string as is,
-    anything else as JSON. Returns ``(text, kind)`` with kind ``json`` or ``str``."""
-    if isinstance(progress, bool):
-        return json.dumps(progress), "json"
-    if isinstance(progress, (int, float)):
-        if progress != progress or progress in (float("inf"), float("-inf")):
-            raise InvalidArgument(f"progress must be finite, got {progress!r}")
-        return repr(progress) if isinstance(progress, float) else str(progress), "json"
+    """How a progress value is stored on the row and carried by the event.
+
+    A number is stored as its decimal text, a string as is, anything else as JSON.
+
+    Returns:
+        ``(text, kind)``: kind ``json`` when ``text`` is JSON (a number, a bool, a list,
+        an object, ...), ``str`` when it is a plain string the script JSON-encodes.
+
+    Raises:
+        InvalidArgument: a non-finite number, or a value JSON cannot carry.
+    """
     if isinstance(progress, str):
         return progress, "str"
-    return json.dumps(progress, separators=(",", ":")), "json"
+    if isinstance(progress, (int, float)) and not isinstance(progress, bool):
+        if isinstance(progress, float) and not math.isfinite(progress):
+            raise InvalidArgument(f"progress must be finite, got {progress!r}")
+        return (repr(progress) if isinstance(progress, float) else str(int(progress))), "json"
+    try:
+        return json.dumps(progress, separators=(",", ":"), allow_nan=False), "json"
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgument(f"progress is not JSON-serializable: {exc}") from None
 
 
 def update_progress(ctx: Context, job_id: str, progress: Any) -> Plan[None]:
@@ -139,11 +150,17 @@ def lock_job(ctx: Context, job_id: str, token: int, ttl_ms: int = 60000) -> Plan
 
 
 def unlock_job(ctx: Context, job_id: str, token: int) -> Plan[bool]:
-    """Release a job's lock if it still carries ``token``.
+    """Release a job's lock, only when it still carries ``token``.
 
     Returns:
-        ``True`` when a lock was released.
+        ``True`` when the lock was released; ``False`` when no lock was held (it
+        expired or was already cleared), nothing changed.
+
+    Raises:
+        JobGone: no such job.
+        StaleToken: the lock carries another token; it is left as it is.
     """
     keys = _row(ctx, job_id)
     positive(token, "token")
-    return bool((yield Eval(script("unlock_job"), keys, (job_id, str(token)))))
+    reply = yield Eval(script("unlock_job"), keys, (job_id, str(token)))
+    return bool(_gone(reply, job_id))

@@ -1,12 +1,21 @@
 -- obliterate: destroy a paused queue down to nothing, bounded by a per-call budget.
 -- KEYS[1]  the queue's meta hash emq:{q}:meta;  KEYS[2] the queue base emq:{q}:
--- ARGV[1]  'force' or '';  ARGV[2] budget (jobs per call)
+-- ARGV[1]  'force' or '';  ARGV[2] budget (jobs, then keys, per call)
 -- Reply:   0 the queue is gone (no emq:{q}:* key left); 1 work remains: call again
 -- Refusals: EMQSTATE not paused; EMQSTATE active jobs present (unless forced).
 --          Both are checked before the first write.
--- Writes:  deletes active (forced), pending, schedule, dead, every lane, each row with
---          its logs and lock (dedup keys released), then the repeat records, and once
---          every set is empty: metrics, lane structures, wake, repeat registry, meta.
+-- Writes:  in order, each step only once the one before is done, `budget` at most:
+--          1. active (forced), pending, schedule, dead, every lane: each row with its
+--             logs and lock, its dedup key released;
+--          2. the repeat records (emq:{q}:repeat:<name>) named by the registry;
+--          3. the named queue keys: metrics, lane structures, wake, the registry;
+--          4. a sweep over every other key under the base (a dedup key or a log list
+--             with no row, keys other modules added): SCAN MATCH emq:{q}:* from the
+--             cursor kept in meta field `sweep`, deleting what it finds, `budget` keys
+--             per call; SCAN returns only keys of this queue's slot-tagged prefix;
+--          5. when a full pass is done, meta itself (the paused flag); event 'obliterated'.
+-- A producer writing into the queue while it is swept may leave keys the pass missed:
+-- pause, stop producers, then obliterate.
 local meta = KEYS[1]
 local B = KEYS[2]
 --! include common
@@ -18,6 +27,8 @@ if not force and redis.call('EXISTS', B .. 'active') == 1 then
   return redis.error_reply('EMQSTATE active jobs present')
 end
 local budget = tonumber(ARGV[2])
+-- buckets visited per SCAN step, and SCAN steps per call: bounded, cheap work
+local SCAN_COUNT, SCAN_STEPS = 1000, 20
 
 -- delete up to `budget` members of a job set; true when the budget is spent
 local function sweep(setkey)
@@ -29,13 +40,15 @@ local function sweep(setkey)
   return budget <= 0
 end
 
+-- 1. the jobs
 for _, t in ipairs({'active', 'pending', 'schedule', 'dead'}) do
   if sweep(B .. t) then return 1 end
 end
 for _, g in ipairs(redis.call('SMEMBERS', B .. 'groups')) do
   if sweep(lane_key(g)) then return 1 end
 end
--- the repeat records, under the same budget
+
+-- 2. the repeat records, under the same budget
 local names = redis.call('ZRANGE', B .. 'repeat', 0, budget - 1)
 if #names > 0 then
   for _, nm in ipairs(names) do redis.call('DEL', B .. 'repeat:' .. nm) end
@@ -43,8 +56,36 @@ if #names > 0 then
   budget = budget - #names
   if budget <= 0 then return 1 end
 end
+
+-- 3. the keys every queue may have, by name
 redis.call('DEL', B .. 'metrics:completed', B .. 'metrics:failed', B .. 'groups',
   B .. 'ring', B .. 'gactive', B .. 'glimit', B .. 'gweight', B .. 'gpaused',
-  B .. 'gturn', B .. 'wake', B .. 'repeat', B .. 'repeat:lock', meta)
-emit('{"event":"obliterated"}')
-return 0
+  B .. 'gturn', B .. 'wake', B .. 'repeat')
+
+-- 4. the sweep. A step that finds more than the budget deletes `budget` of them and
+-- keeps its starting cursor, so the next call repeats it and sees the rest.
+local cursor = redis.call('HGET', meta, 'sweep') or '0'
+for _ = 1, SCAN_STEPS do
+  local r = redis.call('SCAN', cursor, 'MATCH', B .. '*', 'COUNT', SCAN_COUNT)
+  local found = {}
+  for _, k in ipairs(r[2]) do
+    if k ~= meta then found[#found + 1] = k end
+  end
+  if #found > budget then
+    for i = 1, budget do redis.call('DEL', found[i]) end
+    redis.call('HSET', meta, 'sweep', cursor)
+    return 1
+  end
+  for _, k in ipairs(found) do redis.call('DEL', k) end
+  budget = budget - #found
+  cursor = r[1]
+  if cursor == '0' then
+    -- 5. a full pass is done: nothing of the queue is left but meta
+    redis.call('DEL', meta)
+    emit('{"event":"obliterated"}')
+    return 0
+  end
+  if budget <= 0 then break end
+end
+redis.call('HSET', meta, 'sweep', cursor)
+return 1

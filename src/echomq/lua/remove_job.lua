@@ -5,23 +5,25 @@
 -- Refusals: -1 no row (gone); EMQLOCK a :lock key or a lock field is present.
 --          Both before any write.
 -- Writes:  ZREM from pending/active/schedule/dead and its lane; an in-flight grouped
---          job gives its lane slot back (+ ring); row, logs deleted; dedup released.
---          Event 'removed'.
+--          job gives its lane slot back; the lane's place on the ring is re-synced;
+--          row, logs, lock deleted; the row's dedup key and ARGV[2]'s released when
+--          they name this job. Event 'removed'.
 local B = KEYS[1]
 --! include common
 local id, jk = ARGV[1], KEYS[2]
-local f = redis.call('HMGET', jk, 'state', 'group', 'lock')
-if not f[1] then return -1 end
-if f[3] or redis.call('EXISTS', jk .. ':lock') == 1 then
+if redis.call('EXISTS', jk) == 0 then return -1 end
+local f = redis.call('HMGET', jk, 'group', 'lock')
+if f[2] or redis.call('EXISTS', jk .. ':lock') == 1 then
   return redis.error_reply('EMQLOCK job ' .. id .. ' is locked')
 end
-local g = f[2]
+local g = f[1]
 local was_active = redis.call('ZREM', B .. 'active', id) == 1
 redis.call('ZREM', B .. 'pending', id)
 redis.call('ZREM', B .. 'schedule', id)
 redis.call('ZREM', B .. 'dead', id)
 if g then
   redis.call('ZREM', lane_key(g), id)
+  -- the slot the claim took is given back exactly once, here
   if was_active then slot_back(g) end
 end
 if ARGV[2] ~= '' then

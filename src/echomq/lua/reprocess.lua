@@ -5,9 +5,10 @@
 -- Refusals: -1 no row (gone); EMQSTATE not dead (the ZREM on dead is the check, so
 --          nothing is written before it).
 -- Writes:  ZREM dead, HDEL last_error, state pending; attempts/failures/stalled kept;
---          a flat job to pending at score 0, a grouped one to its lane at score 0 and
---          the ring; a wake token; event 'reprocessed'. The pause is not read here:
---          on a paused queue the job waits in pending until a claim after resume.
+--          a flat job to pending at score 0; a grouped one to its lane at score 0,
+--          `groups`, and the ring when its lane can be served; one wake token;
+--          event 'reprocessed'. The pause is not read here: on a paused queue the job
+--          waits in pending until a claim after resume.
 local B = KEYS[4]
 --! include common
 local jk, id = KEYS[1], ARGV[1]
@@ -21,7 +22,8 @@ local g = redis.call('HGET', jk, 'group')
 if g then
   redis.call('ZADD', lane_key(g), 0, id)
   redis.call('SADD', B .. 'groups', g)
-  ring_sync(g)
+  -- quiet: the one wake token below covers this job
+  ring_sync(g, true)
 else
   redis.call('ZADD', KEYS[3], 0, id)
 end

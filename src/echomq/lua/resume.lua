@@ -1,11 +1,16 @@
--- resume: open the claim gate again; claims serve the head of pending. Idempotent.
+-- resume: open the claim gate again; the next claim serves the head of pending.
+-- Idempotent: resuming a running queue changes nothing.
 -- KEYS[1]  the queue's meta hash emq:{q}:meta;  KEYS[2] the queue base emq:{q}:
+-- ARGV     none
 -- Reply:   1
 -- Refusals: none.
--- Writes:  HDEL meta paused, a wake token for idle workers; event 'resumed'.
+-- Writes:  HDEL meta paused; only when the gate was closed: wake tokens for the ready
+--          work (flat pending plus the groups on the ring, capped) so idle workers come
+--          back, and event 'resumed'.
 local B = KEYS[2]
 --! include common
-redis.call('HDEL', KEYS[1], 'paused')
-push_wake(1)
-emit('{"event":"resumed"}')
+if redis.call('HDEL', KEYS[1], 'paused') == 1 then
+  push_wake(redis.call('ZCARD', B .. 'pending') + redis.call('LLEN', B .. 'ring'))
+  emit('{"event":"resumed"}')
+end
 return 1
