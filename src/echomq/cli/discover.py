@@ -7,15 +7,14 @@ of its sets, its meta hash or its metrics.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from ..context import as_str
+from ..keyspace import ANY_QUEUE_PATTERN, queue_of_key
 
-#: Every key of every queue except job rows and their sub-keys.
-QUEUE_KEYS_MATCH = "emq:{*}:[^j]*"
-_QUEUE_OF = re.compile(r"emq:\{([A-Za-z0-9._-]{1,128})\}:")
+#: Every key of every queue except job rows and their sub-keys (``job:...``).
+QUEUE_KEYS_MATCH = ANY_QUEUE_PATTERN.removesuffix("*") + "[^j]*"
 #: Keys examined per SCAN call.
 SCAN_COUNT = 1000
 #: Keys examined in all before the search stops (a bound on the server work).
@@ -52,9 +51,9 @@ def discover_queues(client: Any, scan_limit: int = DEFAULT_SCAN_LIMIT) -> Discov
         cursor, keys = client.scan(cursor=cursor, match=QUEUE_KEYS_MATCH, count=SCAN_COUNT)
         examined += SCAN_COUNT
         for key in keys:
-            m = _QUEUE_OF.match(as_str(key))
-            if m:
-                found.add(m.group(1))
+            name = queue_of_key(as_str(key))
+            if name is not None:
+                found.add(name)
         if int(cursor) == 0:
             return Discovery(sorted(found), True)
         if examined >= scan_limit:

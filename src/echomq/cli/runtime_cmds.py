@@ -172,6 +172,17 @@ def demo(env: Env, queue_name: str | None) -> None:
         click.echo(json.dumps({"ok": True}))
 
 
+def load_console() -> Callable[..., Any]:
+    """Import the console (it needs the ``console`` extra) and return its ``serve``.
+
+    Raises:
+        ImportError: the console or one of its dependencies is not installed.
+    """
+    module = importlib.import_module("echomq.console")
+    serve: Callable[..., Any] = module.serve
+    return serve
+
+
 @cli.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
@@ -181,9 +192,8 @@ def demo(env: Env, queue_name: str | None) -> None:
 def console(env: Env, host: str, port: int, token: str | None, read_only: bool) -> None:
     """Serve the web console: the operator plane in a browser."""
     try:
-        module = importlib.import_module("echomq.console")
-        serve = module.serve
-    except (ImportError, AttributeError) as exc:
+        serve = load_console()
+    except ImportError as exc:
         raise CommandFailed(
             "the console needs its extra: pip install 'echomq[console]' "
             f"(starlette and uvicorn); import failed: {exc}",

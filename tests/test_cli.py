@@ -1,0 +1,475 @@
+"""``emq`` driven as a subprocess against the private server.
+
+Each test runs the real command line (``python -m echomq.cli --url <private>``) and
+checks its output, its exit status and the keys it leaves on the server. A few cases
+that need a pretend terminal or a pretend default address run in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from click.testing import CliRunner
+
+from conftest import dump, queue_keys
+from echomq import Queue
+from echomq.cli import app as cli_app
+from echomq.cli import exits
+from echomq.embedded import EmbeddedServer, free_port, server_answers
+from echomq.errors import REASONS
+
+ROOT = Path(__file__).resolve().parents[1]
+BAD_ID = "JOB-not-an-id"
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "EMQ_URL"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    env.update(extra or {})
+    return env
+
+
+def emq_at(
+    url: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``emq --url URL ARGS`` with stdin off a terminal."""
+    return subprocess.run(
+        [sys.executable, "-m", "echomq.cli", "--url", url, *args],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=_env(env),
+        timeout=60,
+    )
+
+
+@pytest.fixture()
+def emq(server: EmbeddedServer) -> Any:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return emq_at(server.url, *args)
+
+    return run
+
+
+def as_json(proc: subprocess.CompletedProcess[str]) -> Any:
+    return json.loads(proc.stdout)
+
+
+def test_enqueue_stats_jobs_and_show(emq: Any, q: Queue, r: redis.Redis) -> None:
+    b = q.keys.base
+    p = emq("enqueue", q.name, '{"n": 1}')
+    assert p.returncode == 0, p.stderr
+    first = p.stdout.strip()
+    assert re.fullmatch(r"JOB[0-9A-Za-z]{11}", first)
+    p = emq(
+        "--json", "enqueue", q.name, "[1, 2]",
+        "--name", "resize", "--priority", "5", "--group", "g1", "--max-attempts", "2",
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    doc = as_json(p)
+    assert set(doc) == {"queue", "id"} and doc["queue"] == q.name
+    grouped = doc["id"]
+    later = as_json(emq("--json", "enqueue", q.name, '"x"', "--delay-ms", "60000"))["id"]
+    assert r.hget(b + "job:" + first, "payload") == '{"n":1}'
+    assert r.hmget(b + "job:" + grouped, "name", "group", "priority", "max_attempts") == [
+        "resize", "g1", "5", "2",
+    ]  # fmt: skip
+    assert r.zrange(b + "pending", 0, -1) == [first]
+    assert r.zrange(b + "g:g1:pending", 0, -1) == [grouped]
+    assert r.zrange(b + "schedule", 0, -1) == [later]
+
+    stats = as_json(emq("--json", "stats", q.name))
+    assert stats == {
+        "queue": q.name,
+        "pending": 2, "active": 0, "scheduled": 1, "dead": 0, "completed": 0, "failed": 0,
+        "paused": False,
+        "groups": [
+            {"name": "g1", "depth": 1, "in_flight": 0, "limit": None, "weight": 1, "paused": False}
+        ],
+    }  # fmt: skip
+    text = emq("stats", q.name)
+    assert text.returncode == 0 and "pending" in text.stdout and "g1" in text.stdout
+
+    page = as_json(emq("--json", "jobs", q.name, "pending"))
+    assert [j["id"] for j in page["jobs"]] == [grouped, first]  # newest first
+    assert page["jobs"][0]["name"] == "resize" and page["jobs"][0]["data"] == [1, 2]
+    assert "payload" not in page["jobs"][0]
+    one = as_json(emq("--json", "jobs", q.name, "pending", "--limit", "1", "--offset", "1"))
+    assert [j["id"] for j in one["jobs"]] == [first]
+    listing = emq("jobs", q.name, "scheduled")
+    assert listing.returncode == 0 and later in listing.stdout
+    assert "no dead jobs" in emq("jobs", q.name, "dead").stdout
+
+    shown = as_json(emq("--json", "job", "show", q.name, first))
+    assert shown == {"id": first, "state": "pending", "attempts": "0", "data": {"n": 1}}
+    human = emq("job", "show", q.name, first)
+    assert human.returncode == 0 and "pending" in human.stdout and '{"n": 1}' in human.stdout
+    assert queue_keys(r, q) == {
+        b + "pending", b + "schedule", b + "groups", b + "ring", b + "wake", b + "g:g1:pending",
+        b + "job:" + first, b + "job:" + grouped, b + "job:" + later,
+    }  # fmt: skip
+
+
+def test_usage_errors_write_nothing(emq: Any, q: Queue, r: redis.Redis) -> None:
+    q.enqueue({"keep": True})
+    before = dump(r, q)
+    bad_json = emq("enqueue", q.name, "{not json")
+    assert bad_json.returncode == exits.USAGE and "not valid JSON" in bad_json.stderr
+    bad_state = emq("jobs", q.name, "finished")
+    assert bad_state.returncode == exits.USAGE
+    bad_name = emq("--json", "enqueue", "no spaces allowed", "{}")
+    assert bad_name.returncode == exits.MALFORMED
+    assert "invalid queue name" in bad_name.stderr
+    assert as_json(bad_name)["error"] == "malformed"
+    bad_group = emq("enqueue", q.name, "{}", "--group", "a/b")
+    assert bad_group.returncode == exits.MALFORMED and "invalid group name" in bad_group.stderr
+    assert dump(r, q) == before
+
+
+def test_queues_finds_every_queue(emq: Any, make_queue: Any, qname: str, r: redis.Redis) -> None:
+    flat, only_scheduled, paused = (make_queue(f"{qname}-{i}") for i in range(3))
+    flat.enqueue(1)
+    flat.enqueue(2)
+    only_scheduled.enqueue(3, delay_ms=60000)  # a queue with no meta hash and no pending
+    paused.enqueue(4, group="g")
+    paused.pause()
+    doc = as_json(emq("--json", "queues"))
+    assert doc["complete"] is True
+    found = {row["queue"]: row for row in doc["queues"]}
+    assert found[flat.name] == {
+        "queue": flat.name, "pending": 2, "active": 0, "scheduled": 0, "dead": 0,
+        "completed": 0, "failed": 0, "paused": False,
+    }  # fmt: skip
+    assert found[only_scheduled.name]["scheduled"] == 1
+    assert found[paused.name]["paused"] is True and found[paused.name]["pending"] == 1
+    text = emq("queues")
+    assert text.returncode == 0
+    assert all(name in text.stdout for name in (flat.name, only_scheduled.name, paused.name))
+
+
+def test_pause_and_resume(emq: Any, q: Queue, r: redis.Redis) -> None:
+    jid = q.enqueue("x")
+    pending_before = r.dump(q.keys.pending)
+    p = emq("--json", "pause", q.name)
+    assert p.returncode == 0 and as_json(p) == {"queue": q.name, "paused": True}
+    assert r.hget(q.keys.meta, "paused") == "1"
+    assert q.claim() is None
+    assert r.dump(q.keys.pending) == pending_before
+    again = emq("pause", q.name)  # idempotent
+    assert again.returncode == 0 and again.stdout.strip() == f"paused {q.name}"
+    p = emq("--json", "resume", q.name)
+    assert p.returncode == 0 and as_json(p) == {"queue": q.name, "paused": False}
+    assert r.hexists(q.keys.meta, "paused") is False
+    got = q.claim()
+    assert got is not None and got.id == jid
+
+
+def test_drain_refuses_without_yes_and_drains_with_it(emq: Any, q: Queue, r: redis.Redis) -> None:
+    running = q.enqueue("running")
+    got = q.claim()
+    assert got is not None and got.id == running
+    for i in range(3):
+        q.enqueue(i, dedup_id=f"d{i}")
+    q.enqueue("later", delay_ms=60000)
+    q.enqueue("lane", group="g")
+    before = dump(r, q)
+    p = emq("drain", q.name)
+    assert p.returncode == exits.NOT_CONFIRMED
+    assert "pass --yes" in p.stderr
+    assert dump(r, q) == before
+
+    p = emq("--json", "drain", q.name, "--yes")
+    assert p.returncode == 0, p.stderr
+    assert as_json(p) == {"queue": q.name, "drained": 4}
+    counts = q.counts()
+    assert counts["pending"] == 0 and counts["active"] == 1 and counts["scheduled"] == 1
+    assert not r.keys(q.keys.base + "de:*")
+    assert r.exists(q.keys.job(running)) == 1
+    p = emq("drain", q.name, "--include-schedule", "-y")
+    assert p.returncode == 0 and p.stdout.strip() == f"drained 1 jobs from {q.name}"
+    assert q.counts()["scheduled"] == 0 and r.exists(q.keys.schedule) == 0
+
+
+def test_obliterate_refusals_then_budgeted_loop(
+    emq: Any, q: Queue, make_queue: Any, qname: str, r: redis.Redis
+) -> None:
+    other = make_queue(qname + "-other")
+    other.enqueue("bystander")
+    other_before = dump(r, other)
+    ids = [q.enqueue(i) for i in range(6)]
+    q.enqueue("g", group="g1")
+    q.add_log(ids[0], "a line")
+    held = q.claim()
+    assert held is not None
+    before = dump(r, q)
+
+    p = emq("--json", "obliterate", q.name, "--yes")
+    assert p.returncode == exits.REFUSED["not_paused"] == 14
+    assert p.stderr.startswith("refused: not_paused")
+    assert as_json(p) == {
+        "ok": False, "error": "refused", "reason": "not_paused",
+        "message": p.stderr.strip(), "exit": 14,
+    }  # fmt: skip
+    assert dump(r, q) == before
+
+    q.pause()
+    before = dump(r, q)
+    p = emq("obliterate", q.name, "--yes")
+    assert p.returncode == exits.REFUSED["active"] == 15
+    assert p.stderr.startswith("refused: active")
+    assert dump(r, q) == before
+
+    p = emq("--json", "obliterate", q.name, "--yes", "--force", "--budget", "2")
+    assert p.returncode == 0, p.stderr
+    doc = as_json(p)
+    assert doc["obliterated"] is True and doc["jobs"] == 7 and doc["calls"] >= 4
+    assert queue_keys(r, q) == set()
+    assert dump(r, other) == other_before
+
+    gone = emq("obliterate", q.name, "--yes")  # the meta hash went too: not paused
+    assert gone.returncode == 14 and queue_keys(r, q) == set()
+    text = emq("obliterate", other.name)
+    assert text.returncode == exits.NOT_CONFIRMED and dump(r, other) == other_before
+
+
+def test_job_verbs(emq: Any, q: Queue, r: redis.Redis) -> None:
+    jid = q.enqueue({"v": 1}, dedup_id="once")
+    row = q.keys.job(jid)
+
+    p = emq("--json", "job", "data", q.name, jid, '{"v": 2}')
+    assert p.returncode == 0 and as_json(p) == {"id": jid, "data": {"v": 2}}
+    assert r.hget(row, "payload") == '{"v":2}'
+
+    for value, stored, shown in (("50", "50", 50), ("halfway", "halfway", "halfway")):
+        p = emq("--json", "job", "progress", q.name, jid, value)
+        assert p.returncode == 0 and as_json(p) == {"id": jid, "progress": shown}
+        assert r.hget(row, "progress") == stored
+
+    assert as_json(emq("--json", "job", "log", q.name, jid, "one")) == {"id": jid, "lines": 1}
+    assert emq("job", "log", q.name, jid, "two").stdout.strip() == f"{jid} keeps 2 log line(s)"
+    p = emq("--json", "job", "log", q.name, jid, "three", "--keep", "2")
+    assert as_json(p) == {"id": jid, "lines": 2}
+    assert r.lrange(row + ":logs", 0, -1) == ["two", "three"]
+    assert as_json(emq("--json", "job", "logs", q.name, jid)) == {
+        "id": jid,
+        "logs": ["two", "three"],
+    }
+    assert emq("job", "logs", q.name, jid).stdout.splitlines() == ["two", "three"]
+
+    before = dump(r, q)
+    p = emq("job", "reprocess", q.name, jid)
+    assert p.returncode == exits.REFUSED["not_dead"] and p.stderr.startswith("refused: not_dead")
+    p = emq("job", "remove", q.name, jid)
+    assert p.returncode == exits.NOT_CONFIRMED
+    assert dump(r, q) == before
+
+    p = emq("--json", "job", "remove", q.name, jid, "--dedup-id", "once", "--yes")
+    assert p.returncode == 0 and as_json(p) == {"id": jid, "removed": True}
+    assert queue_keys(r, q) == {q.keys.base + "wake"}
+
+    gone_before = dump(r, q)
+    for args in (("job", "show"), ("job", "logs"), ("job", "reprocess")):
+        p = emq(*args, q.name, jid)
+        assert p.returncode == exits.REFUSED["gone"] == 10, args
+        assert p.stderr.startswith("refused: gone")
+    for args in (
+        ("job", "show", q.name, BAD_ID),
+        ("job", "data", q.name, BAD_ID, "{}"),
+        ("job", "progress", q.name, BAD_ID, "1"),
+        ("job", "log", q.name, BAD_ID, "x"),
+        ("job", "remove", q.name, BAD_ID, "--yes"),
+        ("job", "reprocess", q.name, BAD_ID),
+    ):
+        p = emq(*args)
+        assert p.returncode == exits.MALFORMED == 4, args
+        assert "not a job id" in p.stderr
+    assert dump(r, q) == gone_before
+
+
+def test_job_remove_locked_and_reprocess_dead(emq: Any, q: Queue, r: redis.Redis) -> None:
+    held = q.enqueue("held")
+    c = q.claim()
+    assert c is not None and c.id == held
+    q.lock_job(held, c.token)
+    before = dump(r, q)
+    p = emq("--json", "job", "remove", q.name, held, "--yes")
+    assert p.returncode == exits.REFUSED["locked"] == 11
+    assert as_json(p)["reason"] == "locked"
+    assert dump(r, q) == before
+
+    assert q.retry(held, c.token, "boom", max_attempts=1) == "dead"
+    assert r.hget(q.keys.job(held), "last_error") == "boom"
+    q.unlock_job(held, c.token)
+    p = emq("--json", "job", "reprocess", q.name, held)
+    assert p.returncode == 0 and as_json(p) == {"id": held, "reprocessed": True}
+    assert r.zrange(q.keys.pending, 0, -1) == [held]
+    assert r.hget(q.keys.job(held), "last_error") is None
+    assert r.hget(q.keys.job(held), "state") == "pending"
+
+
+def test_group_verbs(emq: Any, q: Queue, r: redis.Redis) -> None:
+    b = q.keys.base
+    for i in range(3):
+        q.enqueue(i, group="g1")
+    q.enqueue("other", group="g2")
+    assert emq("group", "pause", q.name, "g1").returncode == 0
+    assert r.sismember(b + "gpaused", "g1")
+    assert as_json(emq("--json", "group", "limit", q.name, "g1", "2")) == {
+        "queue": q.name, "group": "g1", "limit": 2,
+    }  # fmt: skip
+    assert r.hget(b + "glimit", "g1") == "2"
+    assert emq("group", "weight", q.name, "g1", "3").returncode == 0
+    assert r.hget(b + "gweight", "g1") == "3"
+    listing = as_json(emq("--json", "group", "list", q.name))
+    assert listing["groups"] == [
+        {"name": "g1", "depth": 3, "in_flight": 0, "limit": 2, "weight": 3, "paused": True},
+        {"name": "g2", "depth": 1, "in_flight": 0, "limit": None, "weight": 1, "paused": False},
+    ]
+    assert "g2" in emq("group", "list", q.name).stdout
+    assert emq("group", "limit", q.name, "g1", "--clear").returncode == 0
+    assert r.hexists(b + "glimit", "g1") is False
+    both = emq("group", "limit", q.name, "g1")
+    assert both.returncode == exits.USAGE
+    p = emq("--json", "group", "resume", q.name, "g1")
+    assert as_json(p) == {"queue": q.name, "group": "g1", "paused": False}
+    assert not r.sismember(b + "gpaused", "g1")
+
+    before = dump(r, q)
+    assert emq("group", "drain", q.name, "g1").returncode == exits.NOT_CONFIRMED
+    assert emq("group", "drain", q.name, "bad/group", "--yes").returncode == exits.MALFORMED
+    assert dump(r, q) == before
+    p = emq("--json", "group", "drain", q.name, "g1", "--yes")
+    assert as_json(p) == {"queue": q.name, "group": "g1", "drained": 3}
+    assert r.exists(b + "g:g1:pending") == 0 and r.zcard(b + "g:g2:pending") == 1
+
+
+def test_events_tail_receives_progress_and_pause(
+    server: EmbeddedServer, q: Queue, r: redis.Redis
+) -> None:
+    jid = q.enqueue("x")
+    tail = subprocess.Popen(
+        [sys.executable, "-m", "echomq.cli", "--url", server.url, "--json",
+         "events", q.name, "--count", "2", "--timeout", "20"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        text=True, env=_env(),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 15
+        while r.pubsub_numsub(q.keys.events)[0][1] < 1:
+            assert time.monotonic() < deadline, "the tail never subscribed"
+            time.sleep(0.02)
+        q.update_progress(jid, 42)
+        q.pause()
+        out, err = tail.communicate(timeout=20)
+    finally:
+        tail.kill()
+    assert tail.returncode == 0, err
+    assert "listening on" in err
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert lines == [{"event": "progress", "job": jid, "progress": 42}, {"event": "paused"}]
+    assert r.hget(q.keys.job(jid), "progress") == "42"
+
+
+def test_events_human_lines_and_timeout(emq: Any, q: Queue) -> None:
+    p = emq("events", q.name, "--timeout", "0.3")
+    assert p.returncode == 0 and p.stdout == "" and "listening on" in p.stderr
+
+
+def test_no_server_is_a_clear_error(q: Queue) -> None:
+    nowhere = f"redis://127.0.0.1:{free_port()}/0"
+    p = emq_at(nowhere, "--json", "stats", "somequeue")
+    assert p.returncode == exits.NO_SERVER == 3
+    assert f"no server at {nowhere}" in p.stderr
+    assert as_json(p)["error"] == "no_server"
+    p = emq_at(nowhere, "pause", "bad name")  # the name is gated before any connection
+    assert p.returncode == exits.MALFORMED
+
+
+def test_no_url_names_the_default_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Pretend the default address is a free port, so the default path runs without
+    # touching the real 127.0.0.1:6379.
+    nowhere = f"redis://127.0.0.1:{free_port()}/0"
+    monkeypatch.setattr(cli_app, "DEFAULT_URL", nowhere)
+    monkeypatch.delenv("EMQ_URL", raising=False)
+    result = CliRunner().invoke(cli_app.cli, ["stats", "somequeue"])
+    assert result.exit_code == exits.NO_SERVER
+    assert f"no server at {nowhere} (the default address)" in result.output
+    assert "run `emq server` or pass --url" in result.output
+
+
+def test_confirmation_on_a_terminal(
+    server: EmbeddedServer, q: Queue, r: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cli_app, "stdin_is_terminal", lambda: True)
+    jid = q.enqueue("x")
+    q.enqueue("y")
+    before = dump(r, q)
+    runner = CliRunner()
+    args = ["--url", server.url, "drain", q.name]
+    no = runner.invoke(cli_app.cli, args, input="n\n")
+    assert no.exit_code == exits.NOT_CONFIRMED
+    assert f"drain every pending job of {q.name} (2 pending" in no.output
+    assert dump(r, q) == before
+    no = runner.invoke(cli_app.cli, ["--url", server.url, "job", "remove", q.name, jid], input="\n")
+    assert no.exit_code == exits.NOT_CONFIRMED and "(pending)" in no.output
+    assert dump(r, q) == before
+    yes = runner.invoke(cli_app.cli, args, input="y\n")
+    assert yes.exit_code == 0 and "drained 2 jobs" in yes.output
+    assert queue_keys(r, q) <= {q.keys.base + "wake"}
+
+
+def test_server_command_serves_until_interrupted() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "echomq.cli", "--json", "server"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        text=True, env=_env(),
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        doc = json.loads(proc.stdout.readline())
+        url = doc["url"]
+        assert url.startswith("redis://127.0.0.1:") and not url.endswith(":6379/0")
+        assert server_answers(url)
+        queue = Queue("served", url=url)
+        queue.enqueue("hello")
+        assert queue.counts()["pending"] == 1
+        queue.close()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "server stopped" in err
+    assert not server_answers(url)
+
+
+def test_console_without_its_extra(server: EmbeddedServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from echomq.cli import runtime_cmds
+
+    def missing() -> Any:
+        raise ModuleNotFoundError("No module named 'starlette'", name="starlette")
+
+    monkeypatch.setattr(runtime_cmds, "load_console", missing)
+    result = CliRunner().invoke(cli_app.cli, ["--url", server.url, "console"])
+    assert result.exit_code == exits.MISSING_EXTRA
+    assert "pip install 'echomq[console]'" in result.output
+    assert "No module named 'starlette'" in result.output
+
+
+def test_exit_statuses_cover_every_reason_and_are_documented() -> None:
+    assert set(exits.REFUSED) == set(REASONS)
+    codes = [code for code, _ in exits.table()]
+    assert len(codes) == len(set(codes)), "two outcomes share an exit status"
+    doc = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    documented = dict(re.findall(r"^\| `(\d+)` \| (.+?) \|$", doc, re.MULTILINE))
+    assert documented == {str(code): meaning for code, meaning in exits.table()}
