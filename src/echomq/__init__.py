@@ -1,5 +1,6 @@
 """echomq: a job queue for Python on Valkey/Redis with a fenced operator plane."""
 
+from .backoff import Backoff
 from .context import JsonSerializer, Serializer
 from .errors import (
     EchoMQError,
@@ -18,21 +19,32 @@ from .errors import (
     StaleToken,
     VersionMismatch,
 )
+from .events import AsyncEventStream, Event, EventStream
 from .ids import new_id
+from .job_context import JobCancelled, JobContext
 from .lanes import GroupInfo
 from .queue import AsyncQueue, Queue
+from .repeat import Repeatable
 from .spine import Claimed
+from .worker import Worker, WorkerStats
+from .worker_config import WorkerConfig
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncEventStream",
     "AsyncQueue",
+    "Backoff",
     "Claimed",
     "EchoMQError",
+    "Event",
+    "EventStream",
     "GroupInfo",
     "InvalidArgument",
     "InvalidJobId",
     "InvalidName",
+    "JobCancelled",
+    "JobContext",
     "JobGone",
     "JobLocked",
     "JobNotDead",
@@ -42,11 +54,15 @@ __all__ = [
     "QueueHasActiveJobs",
     "QueueNotPaused",
     "Refused",
+    "Repeatable",
     "ScriptError",
     "Serializer",
     "ServerUnavailable",
     "StaleToken",
     "VersionMismatch",
+    "Worker",
+    "WorkerConfig",
+    "WorkerStats",
     "__version__",
     "new_id",
 ]

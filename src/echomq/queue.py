@@ -17,8 +17,10 @@ import redis
 import redis.asyncio
 from typing_extensions import ParamSpec, Self
 
-from . import admin, jobs, lanes, reads, spine
+from . import admin, jobs, lanes, reads, settle, spine
+from . import repeat as repeating
 from .context import DEFAULT_MAX_ATTEMPTS, Context, JsonSerializer, Serializer
+from .events import AsyncEventStream, EventStream
 from .keyspace import Keyspace
 from .scripts import AsyncRunner, Plan, SyncRunner
 
@@ -110,6 +112,7 @@ class _Verbs:
     promote = _Verb(spine.promote)
     reap = _Verb(spine.reap)
     check_stalled = _Verb(spine.check_stalled)
+    release = _Verb(settle.release)
     # reads
     counts = _Verb(reads.counts)
     get_job = _Verb(reads.get_job)
@@ -141,6 +144,10 @@ class _Verbs:
     groups = _Verb(lanes.groups)
     drain_group = _Verb(lanes.drain_group)
     reassign = _Verb(lanes.reassign)
+    # repeatables
+    repeat = _Verb(repeating.repeat)
+    cancel_repeat = _Verb(repeating.cancel_repeat)
+    repeats = _Verb(repeating.repeats)
 
 
 class Queue(_Verbs):
@@ -172,6 +179,10 @@ class Queue(_Verbs):
         self._owns_client = client is None
         self.client: Any = client or redis.Redis.from_url(url or DEFAULT_URL)
         self.runner = SyncRunner(self.client)
+
+    def events(self) -> EventStream:
+        """The queue's lifecycle events: ``with q.events() as stream: for ev in stream``."""
+        return EventStream(self.client, self.name, self.keys.events)
 
     def close(self) -> None:
         """Close the connection pool if this queue created it."""
@@ -214,6 +225,10 @@ class AsyncQueue(_Verbs):
         self._owns_client = client is None
         self.client: Any = client or redis.asyncio.Redis.from_url(url or DEFAULT_URL)
         self.runner = AsyncRunner(self.client)
+
+    def events(self) -> AsyncEventStream:
+        """The queue's events: ``async with aq.events() as stream: async for ev in stream``."""
+        return AsyncEventStream(self.client, self.name, self.keys.events)
 
     async def aclose(self) -> None:
         """Close the connection pool if this queue created it."""

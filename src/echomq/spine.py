@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import ids
+from .backoff import Backoff, as_spec
 from .context import Context, as_str, opt_str, positive
 from .errors import InvalidArgument, JobGone, StaleToken
 from .keyspace import check_dedup, check_name
@@ -59,7 +60,7 @@ def _job_fields(
     priority: int,
     max_attempts: int | None,
     dedup_id: str | None,
-    backoff: str | None,
+    backoff: str | Backoff | None,
 ) -> list[str]:
     if job_id is not None:
         ids.validate(job_id)
@@ -88,7 +89,7 @@ def _job_fields(
         "" if run_at_ms is None else str(run_at_ms),
         dedup_id or "",
         "1" if job_id is not None else "0",
-        backoff or "",
+        as_spec(backoff) or "",
     ]
 
 
@@ -104,7 +105,7 @@ def enqueue(
     priority: int = 0,
     max_attempts: int | None = None,
     dedup_id: str | None = None,
-    backoff: str | None = None,
+    backoff: str | Backoff | None = None,
 ) -> Plan[str]:
     """Enqueue one job in one round trip.
 
@@ -118,7 +119,8 @@ def enqueue(
         priority: lower is served first; ties in mint order.
         max_attempts: failures before the job is dead (queue default 3).
         dedup_id: while a job holding this dedup id exists, enqueue returns its id.
-        backoff: a backoff policy spec stored on the row for workers.
+        backoff: a :class:`~echomq.backoff.Backoff` (or its spec text) stored on the
+            row; a worker retrying the job waits as it says.
 
     Returns:
         The job id; for a duplicate ``job_id`` or a held ``dedup_id``, the id of the

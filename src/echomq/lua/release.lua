@@ -1,0 +1,27 @@
+-- release: hand an active job back to the ready backlog (a worker shutting down).
+-- The job is not failed: attempts (the token), failures and stalled are kept, so the
+-- next claim serves it with attempts + 1 and the released holder's token is stale.
+-- KEYS[1]  the queue base emq:{q}:
+-- ARGV[1]  job id;  ARGV[2] token (the attempts value the claim handed out)
+-- Reply:   1
+-- Refusals: -1 no row (gone); EMQSTALE the job is not active under this token.
+--          Both before any write.
+-- Writes:  ZREM active, lock deleted, a grouped job's lane slot given back (once),
+--          state pending, ZADD pending|lane at its priority (+ ring), one wake token;
+--          event 'released'.
+local B = KEYS[1]
+--! include common
+local id, token = ARGV[1], ARGV[2]
+local jk = B .. 'job:' .. id
+local f = redis.call('HMGET', jk, 'state', 'attempts', 'group', 'priority')
+if not f[1] then return -1 end
+if f[1] ~= 'active' or f[2] ~= token then
+  return redis.error_reply('EMQSTALE token ' .. token .. ' is not current')
+end
+redis.call('ZREM', B .. 'active', id)
+redis.call('DEL', jk .. ':lock')
+if f[3] then slot_back(f[3]) end
+make_ready(id, jk, f[3], f[4] or 0)
+push_wake(1)
+emit('{"event":"released","job":"' .. id .. '","attempt":' .. token .. '}')
+return 1

@@ -1,0 +1,38 @@
+-- repeat_add: register (or update) a repeatable: its cadence and the job it makes.
+-- KEYS[1]  the queue base emq:{q}:
+-- ARGV[1]  name;  ARGV[2] kind 'every' or 'cron';  ARGV[3] every_ms or the cron text
+-- ARGV[4]  first run: for 'every' the delay from now in ms (server clock); for 'cron'
+--          the absolute ms of the first slot, computed by the caller from server TIME
+-- ARGV[5]  payload (serialized);  ARGV[6] job name;  ARGV[7] group;  ARGV[8] priority
+-- ARGV[9]  max_attempts;  ARGV[10] backoff spec   ('' = absent for 6..10)
+-- Reply:   the next run in ms. A record that already has this same cadence keeps its
+--          next run and counters (re-registering at every worker start fires nothing
+--          early); a new or changed cadence is scheduled at the first run.
+-- Refusals: none (the caller gates the name and the cadence).
+-- Writes:  repeat:<name> hash replaced (count/last kept), ZADD repeat; event
+--          'repeat_added'.
+local B = KEYS[1]
+--! include common
+local name, kind, spec = ARGV[1], ARGV[2], ARGV[3]
+local rk = B .. 'repeat:' .. name
+local old = redis.call('HMGET', rk, 'kind', 'spec', 'count', 'last')
+local next_run = redis.call('ZSCORE', B .. 'repeat', name)
+if not (old[1] == kind and old[2] == spec and next_run) then
+  if kind == 'every' then
+    next_run = now_ms() + tonumber(ARGV[4])
+  else
+    next_run = tonumber(ARGV[4])
+  end
+end
+next_run = tonumber(next_run)
+redis.call('DEL', rk)
+local f = {'kind', kind, 'spec', spec, 'payload', ARGV[5], 'count', old[3] or '0'}
+if old[4] then f[#f + 1] = 'last'; f[#f + 1] = old[4] end
+local opt = {'job_name', 'group', 'priority', 'max_attempts', 'backoff'}
+for i, k in ipairs(opt) do
+  if ARGV[5 + i] ~= '' then f[#f + 1] = k; f[#f + 1] = ARGV[5 + i] end
+end
+redis.call('HSET', rk, unpack(f))
+redis.call('ZADD', B .. 'repeat', next_run, name)
+emit(cjson.encode({event = 'repeat_added', name = name, next = next_run}))
+return next_run

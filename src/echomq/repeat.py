@@ -1,0 +1,231 @@
+"""Repeatables: jobs made on a cadence (every N ms, or a cron expression).
+
+The registry is the zset ``emq:{q}:repeat`` (member = repeat name, score = the next
+run in ms, server clock) plus one hash ``emq:{q}:repeat:<name>`` holding the cadence
+and the template of the job each occurrence makes. Workers fire due repeatables from
+their beat (:func:`fire_due`): every occurrence is a fresh job; the fire script
+compares and sets the registry score, so two workers that see the same slot make
+one job; the next slot is always the first one after now, so missed runs are skipped,
+not replayed in a burst.
+
+Cron expressions are read by ``croniter`` (5 fields, or 6 with seconds last) and
+evaluated in UTC; Python computes the next slot from the server's time and the fire
+script checks the slot it replaces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from croniter import croniter
+
+from . import ids
+from .backoff import Backoff, as_spec
+from .context import Context, as_str, opt_str, positive
+from .errors import InvalidArgument
+from .keyspace import check_name
+from .scripts import Batch, Cmd, Eval, Plan, script
+
+
+@dataclass(frozen=True)
+class Repeatable:
+    """A registered repeatable.
+
+    Attributes:
+        name: its name (also the default name of the jobs it makes).
+        every_ms: the interval, or ``None`` for a cron repeatable.
+        cron: the cron expression, or ``None``.
+        next_run_ms: when it fires next (ms since the epoch, server clock).
+        payload: the deserialized payload of each occurrence.
+        job_name: the name given to each job.
+        group: the group each job goes to, or ``None``.
+        priority: each job's priority.
+        max_attempts: each job's failure limit, or ``None`` (the queue's).
+        backoff: each job's backoff spec, or ``None``.
+        count: how many occurrences it has made.
+        last_run_ms: the slot of the last occurrence, or ``None``.
+    """
+
+    name: str
+    every_ms: int | None
+    cron: str | None
+    next_run_ms: int
+    payload: Any
+    job_name: str
+    group: str | None
+    priority: int
+    max_attempts: int | None
+    backoff: str | None
+    count: int
+    last_run_ms: int | None
+
+
+def next_cron_ms(expr: str, after_ms: int) -> int:
+    """The first slot of ``expr`` strictly after ``after_ms`` (UTC), in ms."""
+    return int(croniter(expr, after_ms / 1000.0).get_next(float) * 1000)
+
+
+def _server_ms(reply: Any) -> int:
+    return int(as_str(reply[0])) * 1000 + int(as_str(reply[1])) // 1000
+
+
+def repeat(
+    ctx: Context,
+    name: str,
+    *,
+    every_ms: int | None = None,
+    cron: str | None = None,
+    payload: Any = None,
+    first_in_ms: int = 0,
+    job_name: str | None = None,
+    group: str | None = None,
+    priority: int = 0,
+    max_attempts: int | None = None,
+    backoff: str | Backoff | None = None,
+) -> Plan[int]:
+    """Register a repeatable (or update one of that name).
+
+    Exactly one of ``every_ms`` and ``cron`` is given. Registering again with the
+    same cadence keeps the next run (so a worker may register at every start); the
+    job template is replaced.
+
+    Args:
+        name: the repeatable's name, ``[A-Za-z0-9._-]{1,128}``.
+        every_ms: fire every this many ms.
+        cron: fire on this cron expression (UTC).
+        payload: the data of each occurrence.
+        first_in_ms: the first run is this long from now (for cron: the first slot
+            after that).
+        job_name: the name of each job (default: the repeatable's name).
+        group, priority, max_attempts, backoff: as for ``enqueue``, for each job.
+
+    Returns:
+        The next run in ms since the epoch (server clock).
+
+    Raises:
+        InvalidName, InvalidArgument: before anything is sent.
+    """
+    check_name(name, "repeat")
+    if (every_ms is None) == (cron is None):
+        raise InvalidArgument("give exactly one of every_ms and cron")
+    if every_ms is not None:
+        positive(every_ms, "every_ms")
+    if cron is not None and not (isinstance(cron, str) and croniter.is_valid(cron)):
+        raise InvalidArgument(f"invalid cron expression: {cron!r}")
+    positive(first_in_ms, "first_in_ms", zero=True)
+    if group is not None:
+        check_name(group, "group")
+    if job_name is not None and not (isinstance(job_name, str) and 0 < len(job_name) <= 256):
+        raise InvalidArgument(f"invalid job name: {job_name!r}")
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise InvalidArgument(f"priority must be an integer, got {priority!r}")
+    if max_attempts is not None:
+        positive(max_attempts, "max_attempts")
+    if cron is not None:
+        now = _server_ms((yield Cmd(("TIME",))))
+        kind, spec, first = "cron", cron, str(next_cron_ms(cron, now + first_in_ms - 1))
+    else:
+        kind, spec, first = "every", str(every_ms), str(first_in_ms)
+    args = (
+        name,
+        kind,
+        spec,
+        first,
+        ctx.serializer.dumps(payload),
+        job_name or "",
+        group or "",
+        "" if priority == 0 else str(priority),
+        "" if max_attempts is None else str(max_attempts),
+        as_spec(backoff) or "",
+    )
+    return int((yield Eval(script("repeat_add"), (ctx.keys.base,), args)))
+
+
+def cancel_repeat(ctx: Context, name: str) -> Plan[bool]:
+    """Remove a repeatable; the jobs it already made stay.
+
+    Returns:
+        ``True`` when it existed.
+
+    Raises:
+        InvalidName: before anything is sent.
+    """
+    check_name(name, "repeat")
+    return bool((yield Eval(script("repeat_cancel"), (ctx.keys.base,), (name,))))
+
+
+def _pairs(raw: Any) -> Iterator[tuple[Any, Any]]:
+    if isinstance(raw, dict):
+        return iter(raw.items())
+    if raw and isinstance(raw[0], (list, tuple)):
+        return ((p[0], p[1]) for p in raw)
+    return zip(raw[::2], raw[1::2])
+
+
+def repeats(ctx: Context, n: int = 1000) -> Plan[list[Repeatable]]:
+    """The registered repeatables, soonest first.
+
+    Args:
+        n: at most this many.
+
+    Returns:
+        One :class:`Repeatable` each.
+    """
+    positive(n, "n")
+    raw = yield Cmd(("ZRANGE", ctx.keys.repeat, 0, n - 1, "WITHSCORES"))
+    listed = [(as_str(m), int(float(as_str(s)))) for m, s in _pairs(raw)]
+    if not listed:
+        return []
+    rows = yield Batch(tuple(Cmd(("HGETALL", ctx.keys.repeat_record(m))) for m, _ in listed))
+    out: list[Repeatable] = []
+    for (name, next_run), raw_row in zip(listed, rows):
+        row = {as_str(k): as_str(v) for k, v in _pairs(raw_row)}
+        if not row:
+            continue  # cancelled between the two reads
+        every = row.get("kind") == "every"
+        out.append(
+            Repeatable(
+                name=name,
+                every_ms=int(row["spec"]) if every else None,
+                cron=None if every else row.get("spec"),
+                next_run_ms=next_run,
+                payload=ctx.serializer.loads(row.get("payload", "null")),
+                job_name=row.get("job_name") or name,
+                group=opt_str(row.get("group")),
+                priority=int(row.get("priority", "0")),
+                max_attempts=int(row["max_attempts"]) if "max_attempts" in row else None,
+                backoff=opt_str(row.get("backoff")),
+                count=int(row.get("count", "0")),
+                last_run_ms=int(row["last"]) if "last" in row else None,
+            )
+        )
+    return out
+
+
+def fire_due(ctx: Context, budget: int = 50) -> Plan[list[str]]:
+    """Make one job for each due repeatable (what a worker's beat runs).
+
+    Safe to run from several workers at once: each slot makes one job.
+
+    Args:
+        budget: at most this many repeatables per call.
+
+    Returns:
+        The ids of the jobs made by this call.
+    """
+    positive(budget, "budget")
+    reply = yield Eval(script("repeat_due"), (ctx.keys.base,), (str(budget),))
+    now = int(reply[0])
+    ops: list[Eval | Cmd] = []
+    fire = script("repeat_fire")
+    for i in range(1, len(reply), 4):
+        name, slot = as_str(reply[i]), int(float(as_str(reply[i + 1])))
+        kind, spec = as_str(reply[i + 2]), as_str(reply[i + 3])
+        nxt = str(next_cron_ms(spec, max(now, slot))) if kind == "cron" else ""
+        ops.append(Eval(fire, (ctx.keys.base,), (name, str(slot), nxt, ids.new_id())))
+    if not ops:
+        return []
+    made = yield Batch(tuple(ops))
+    return [as_str(m) for m in made if m and not isinstance(m, Exception) and m != 0]
