@@ -1,0 +1,436 @@
+"""The console's HTTP adapter: Starlette routes over :mod:`echomq.console.handlers`.
+
+This module owns everything HTTP: routes, status codes, the static page, server-sent
+events, and the safety model:
+
+- the console binds to loopback by default; on a loopback bind every request must
+  name a loopback ``Host`` (a DNS-rebinding page cannot reach it under another name);
+- a change is a ``POST`` with a JSON body, a custom header (``X-EMQ-Token`` or
+  ``X-Requested-With``: a browser cannot send either cross-site without a CORS
+  preflight, which this app never approves), and no foreign ``Origin`` / ``Referer``
+  / ``Sec-Fetch-Site``;
+- with a token configured (option or ``EMQ_CONSOLE_TOKEN``) every change must carry
+  it in ``X-EMQ-Token``; a non-loopback bind without a token refuses to start;
+- a read-only console refuses every change with 403.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..errors import (
+    EchoMQError,
+    InvalidArgument,
+    InvalidJobId,
+    InvalidName,
+    JobGone,
+    Refused,
+    ServerUnavailable,
+)
+from .handlers import GROUP_VERBS, JOB_VERBS, QUEUE_VERBS, Console, ReadOnly, UnsafeBind
+
+#: The environment variable a token may come from.
+TOKEN_ENV = "EMQ_CONSOLE_TOKEN"
+#: The largest request body accepted (a payload edit is the biggest).
+MAX_BODY = 8 * 1024 * 1024
+#: Event streams open at once (each holds one server connection).
+MAX_STREAMS = 64
+STATIC = Path(__file__).parent / "static"
+
+_SECURITY_HEADERS = [
+    (
+        b"content-security-policy",
+        b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        b"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    ),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+]
+
+
+class Denied(Exception):
+    """A request the safety model turns away before any handler runs."""
+
+    def __init__(self, status: int, error: str, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.error, self.reason = status, error, reason
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address, brackets allowed) is loopback only."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def resolve_token(token: str | None) -> str | None:
+    """The token from the option, else from ``EMQ_CONSOLE_TOKEN``; empty means none."""
+    if token is None:
+        token = os.environ.get(TOKEN_ENV)
+    return token or None
+
+
+@dataclass(frozen=True)
+class Safety:
+    """The safety settings one app enforces.
+
+    Attributes:
+        token: the token every change must carry, or ``None``.
+        read_only: refuse every change.
+        loopback: the app is bound to loopback, so ``Host`` must be loopback too.
+    """
+
+    token: str | None
+    read_only: bool
+    loopback: bool
+
+    def check_host(self, host_header: str) -> None:
+        """Refuse a non-loopback ``Host`` on a loopback bind (DNS rebinding)."""
+        if not self.loopback:
+            return
+        name = urlsplit("//" + host_header).hostname or ""
+        if not is_loopback(name):
+            raise Denied(403, "forbidden", "host", f"host {host_header!r} is not loopback")
+
+    def check_change(self, request: Request) -> None:
+        """Every gate a state-changing request passes before its handler runs.
+
+        Raises:
+            Denied: cross-site (403), wrong content type (415), no custom header
+                (403), read-only (403), missing or wrong token (401).
+        """
+        headers = request.headers
+        host = headers.get("host", "").lower()
+        site = headers.get("sec-fetch-site")
+        if site is not None and site not in ("same-origin", "none"):
+            raise Denied(403, "forbidden", "cross_site", f"Sec-Fetch-Site is {site}")
+        source = headers.get("origin") or headers.get("referer")
+        if source is not None and urlsplit(source).netloc.lower() != host:
+            raise Denied(403, "forbidden", "cross_site", f"request from {source!r}")
+        ctype = headers.get("content-type", "").split(";")[0].strip().lower()
+        if ctype != "application/json":
+            raise Denied(415, "forbidden", "content_type", "a change must be application/json")
+        if "x-emq-token" not in headers and "x-requested-with" not in headers:
+            raise Denied(403, "forbidden", "header", "a change needs X-Requested-With")
+        if self.read_only:
+            raise Denied(403, "forbidden", "read_only", "the console is read-only")
+        if self.token is not None:
+            given = headers.get("x-emq-token", "")
+            if not hmac.compare_digest(given.encode(), self.token.encode()):
+                raise Denied(401, "unauthorized", "token", "a valid X-EMQ-Token is required")
+
+
+# --------------------------------------------------------------------------- errors
+def error_reply(exc: Exception) -> JSONResponse:
+    """The JSON reply and status for an error a handler or a gate raised."""
+    if isinstance(exc, Denied):
+        status, body = exc.status, {"error": exc.error, "reason": exc.reason}
+    elif isinstance(exc, ReadOnly):
+        status, body = 403, {"error": "forbidden", "reason": "read_only"}
+    elif isinstance(exc, JobGone):
+        status, body = 404, {"error": "refused", "reason": exc.reason}
+    elif isinstance(exc, Refused):
+        status, body = 409, {"error": "refused", "reason": exc.reason}
+    elif isinstance(exc, (InvalidName, InvalidJobId, InvalidArgument)):
+        kind = {InvalidName: "name", InvalidJobId: "job_id"}.get(type(exc), "argument")
+        status, body = 400, {"error": "invalid", "reason": kind}
+    elif isinstance(exc, ServerUnavailable):
+        status, body = 503, {"error": "unavailable", "reason": "server"}
+    else:
+        status, body = 500, {"error": "internal", "reason": type(exc).__name__}
+    body["message"] = str(exc)
+    return JSONResponse(body, status_code=status, headers={"cache-control": "no-store"})
+
+
+async def _read_json(request: Request) -> dict[str, Any]:
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_BODY:
+            raise Denied(413, "invalid", "too_large", f"body over {MAX_BODY} bytes")
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except ValueError as exc:
+        raise Denied(400, "invalid", "json", f"body is not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise Denied(400, "invalid", "json", "body must be a JSON object")
+    return body
+
+
+# --------------------------------------------------------------------- middleware
+class _Guard:
+    """Checks ``Host`` on every request and adds the security headers to every reply."""
+
+    def __init__(self, app: ASGIApp, safety: Safety) -> None:
+        self.app, self.safety = app, safety
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+        try:
+            self.safety.check_host(host)
+        except Denied as exc:
+            await error_reply(exc)(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *_SECURITY_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+# ------------------------------------------------------------------------- routes
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def _json(fn: Callable[[Request], Awaitable[dict[str, Any]]]) -> Endpoint:
+    """Wrap a handler call: its dict as JSON, its typed error as a typed reply."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            body = await fn(request)
+        except (EchoMQError, Denied) as exc:
+            return error_reply(exc)
+        return JSONResponse(body, headers={"cache-control": "no-store"})
+
+    return endpoint
+
+
+def _routes(console: Console, safety: Safety) -> list[Route | Mount]:
+    streams = {"open": 0}
+
+    def param(request: Request, name: str) -> str:
+        value: str = request.path_params[name]
+        return value
+
+    def query_int(request: Request, name: str, default: int) -> int:
+        text = request.query_params.get(name)
+        if text is None or text == "":
+            return default
+        try:
+            return int(text)
+        except ValueError:
+            raise InvalidArgument(f"{name} must be an integer, got {text!r}") from None
+
+    async def config(request: Request) -> dict[str, Any]:
+        reply = console.config()
+        reply["token_required"] = safety.token is not None
+        return reply
+
+    async def queues(request: Request) -> dict[str, Any]:
+        return await console.list_queues()
+
+    async def queue(request: Request) -> dict[str, Any]:
+        return await console.queue_summary(param(request, "queue"))
+
+    async def jobs(request: Request) -> dict[str, Any]:
+        state = request.query_params.get("state", "pending")
+        n, offset = query_int(request, "n", 20), query_int(request, "offset", 0)
+        return await console.list_jobs(param(request, "queue"), state, n, offset)
+
+    async def job(request: Request) -> dict[str, Any]:
+        return await console.job_detail(param(request, "queue"), param(request, "job"))
+
+    async def groups(request: Request) -> dict[str, Any]:
+        return await console.list_groups(param(request, "queue"))
+
+    async def metrics(request: Request) -> dict[str, Any]:
+        minutes = query_int(request, "minutes", 60)
+        return await console.metrics(param(request, "queue"), minutes)
+
+    async def change(request: Request) -> tuple[str, dict[str, Any]]:
+        safety.check_change(request)
+        verb = param(request, "verb")
+        return verb, await _read_json(request)
+
+    def unknown(verb: str) -> HTTPException:
+        return HTTPException(404, f"no such verb: {verb}")
+
+    async def queue_verb(request: Request) -> dict[str, Any]:
+        verb, body = await change(request)
+        if verb not in QUEUE_VERBS:
+            raise unknown(verb)
+        return await QUEUE_VERBS[verb](console, param(request, "queue"), body)
+
+    async def group_verb(request: Request) -> dict[str, Any]:
+        verb, body = await change(request)
+        if verb not in GROUP_VERBS:
+            raise unknown(verb)
+        q, g = param(request, "queue"), param(request, "group")
+        return await GROUP_VERBS[verb](console, q, g, body)
+
+    async def job_verb(request: Request) -> dict[str, Any]:
+        verb, body = await change(request)
+        if verb not in JOB_VERBS:
+            raise unknown(verb)
+        q, j = param(request, "queue"), param(request, "job")
+        return await JOB_VERBS[verb](console, q, j, body)
+
+    async def events(request: Request) -> Response:
+        name = request.path_params.get("queue")
+        try:
+            if name is not None:
+                console.queue(name)  # gate the name before the stream starts
+            if streams["open"] >= MAX_STREAMS:
+                raise Denied(503, "unavailable", "streams", "too many event streams")
+        except (EchoMQError, Denied) as exc:
+            return error_reply(exc)
+        return StreamingResponse(
+            _sse(console, name, streams),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+        )
+
+    async def index(request: Request) -> Response:
+        return FileResponse(STATIC / "index.html", headers={"cache-control": "no-store"})
+
+    q = "/api/queues/{queue}"
+    return [
+        Route("/", index),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        Route("/api/config", _json(config)),
+        Route("/api/queues", _json(queues)),
+        Route("/api/events", events),
+        Route(q, _json(queue)),
+        Route(q + "/jobs", _json(jobs)),
+        Route(q + "/groups", _json(groups)),
+        Route(q + "/metrics", _json(metrics)),
+        Route(q + "/events", events),
+        Route(q + "/jobs/{job}", _json(job)),
+        Route(q + "/{verb}", _json(queue_verb), methods=["POST"]),
+        Route(q + "/groups/{group}/{verb}", _json(group_verb), methods=["POST"]),
+        Route(q + "/jobs/{job}/{verb}", _json(job_verb), methods=["POST"]),
+    ]
+
+
+async def _sse(console: Console, queue: str | None, streams: dict[str, int]) -> AsyncIterator[str]:
+    """Server-sent events: one ``data:`` line per event, a comment as keep-alive."""
+    streams["open"] += 1
+    relay = console.events(queue)
+    try:
+        yield "retry: 3000\n\n"
+        # the relay's first item is None once it is subscribed: a ping then means
+        # "listening", so a client (or a test) knows later events will arrive
+        async for event in relay:
+            if event is None:
+                yield ": ping\n\n"
+            else:
+                yield "data: " + json.dumps(event, separators=(",", ":")) + "\n\n"
+    finally:
+        streams["open"] -= 1
+        await relay.aclose()
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    reason = {404: "not_found", 405: "method"}.get(exc.status_code, "http")
+    body = {"error": "invalid", "reason": reason, "message": exc.detail}
+    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+
+# -------------------------------------------------------------------------- build
+def create_app(
+    url: str | None = None,
+    *,
+    host: str = "127.0.0.1",
+    token: str | None = None,
+    read_only: bool = False,
+    client: Any = None,
+) -> ASGIApp:
+    """Build the console as an ASGI app.
+
+    Args:
+        url: the Valkey/Redis server URL (default ``redis://127.0.0.1:6379/0``).
+        host: the address the app will be served on; a non-loopback one requires a
+            token and turns off the loopback ``Host`` check.
+        token: required in ``X-EMQ-Token`` for every change (default: the
+            ``EMQ_CONSOLE_TOKEN`` environment variable; empty means none).
+        read_only: refuse every change with 403.
+        client: a ``redis.asyncio.Redis`` with ``decode_responses=True`` to use
+            instead of connecting to ``url``.
+
+    Returns:
+        The ASGI application (a Starlette app behind the host/headers guard).
+
+    Raises:
+        UnsafeBind: ``host`` is not loopback and no token is configured.
+    """
+    secret = resolve_token(token)
+    loopback = is_loopback(host)
+    if not loopback and secret is None:
+        raise UnsafeBind(
+            f"refusing to serve on {host!r} without a token: pass --token or set {TOKEN_ENV}"
+        )
+    safety = Safety(token=secret, read_only=read_only, loopback=loopback)
+    console = Console(url, client=client, read_only=read_only)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await console.aclose()
+
+    app = Starlette(
+        routes=_routes(console, safety),
+        exception_handlers={HTTPException: _http_error},
+        lifespan=lifespan,
+    )
+    app.state.console = console
+    app.state.safety = safety
+    return _Guard(app, safety)
+
+
+def serve(
+    url: str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    token: str | None = None,
+    read_only: bool = False,
+) -> None:
+    """Serve the console with uvicorn until interrupted.
+
+    Args:
+        url: the Valkey/Redis server URL.
+        host: the address to bind (loopback by default).
+        port: the TCP port.
+        token: required for every change (default: ``EMQ_CONSOLE_TOKEN``).
+        read_only: refuse every change.
+
+    Raises:
+        UnsafeBind: ``host`` is not loopback and no token is configured.
+    """
+    import uvicorn
+
+    app = create_app(url, host=host, token=token, read_only=read_only)
+    shown = f"[{host}]" if ":" in host else host
+    mode = " (read-only)" if read_only else ""
+    print(f"emq console{mode} on http://{shown}:{port}/  (Ctrl-C to stop)", flush=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)

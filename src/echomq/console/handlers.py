@@ -1,0 +1,551 @@
+"""The console's API, independent of any HTTP framework.
+
+:class:`Console` holds one ``redis.asyncio`` client and an :class:`~echomq.AsyncQueue`
+per queue it has served. Each handler is a plain coroutine: it takes parsed input
+(names from the path, a JSON body already decoded to a mapping) and returns a plain,
+JSON-ready dict, or raises a typed error:
+
+- :class:`~echomq.errors.Refused` (and its subclasses) when a transition declined,
+  with ``.reason``; nothing changed on the server;
+- ``InvalidName`` / ``InvalidJobId`` / ``InvalidArgument`` for malformed input,
+  raised before any I/O;
+- :class:`ReadOnly` for any change asked of a read-only console.
+
+The HTTP adapter (:mod:`echomq.console.app`) maps those to status codes; another
+adapter (a test, a different framework) can call the handlers directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from dataclasses import asdict
+from typing import Any
+
+import redis.asyncio
+
+from ..context import as_str
+from ..errors import EchoMQError, InvalidArgument, JobGone
+from ..keyspace import ANY_QUEUE_PATTERN, EVENTS_PATTERN, queue_of_key
+from ..queue import DEFAULT_URL, AsyncQueue
+from ..reads import STATES
+
+Body = Mapping[str, Any]
+Reply = dict[str, Any]
+
+#: Keys SCAN visits per step, and steps per discovery call: a bounded chunk of work.
+SCAN_COUNT = 1000
+SCAN_STEPS = 20
+#: The largest page of jobs one request may ask for.
+MAX_PAGE = 200
+#: Obliterate: the default and the largest budget (jobs per server call) per request.
+OBLITERATE_BUDGET = 1000
+MAX_OBLITERATE_BUDGET = 10000
+#: The throughput chart's default and longest window, in minutes (buckets live a day).
+METRIC_MINUTES = 60
+MAX_METRIC_MINUTES = 1440
+#: Seconds an event stream waits for a message before it yields a heartbeat.
+HEARTBEAT_S = 10.0
+#: Queues kept in the facade cache (a queue is cheap to rebuild; the cap bounds memory).
+QUEUE_CACHE = 256
+#: The row fields a job list shows.
+LIST_FIELDS = ("state", "name", "group", "priority", "attempts", "failures", "progress")
+LIST_FIELDS_ERR = (*LIST_FIELDS, "last_error")
+
+
+class ReadOnly(EchoMQError):
+    """A change was asked of a console started read-only; nothing was sent."""
+
+    reason = "read_only"
+
+
+class UnsafeBind(EchoMQError, ValueError):
+    """The console was asked to listen beyond loopback without a token."""
+
+
+class LenientJson:
+    """JSON, except that a payload that is not JSON reads back as its raw text.
+
+    The console shows queues whose producers may use another serializer; a row it
+    cannot parse must still render, not fail the page.
+    """
+
+    def dumps(self, value: Any) -> str:
+        """Serialize ``value`` as compact JSON."""
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+    def loads(self, text: str) -> Any:
+        """Parse JSON text; return the text itself when it is not JSON."""
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+
+
+# ---------------------------------------------------------------------------- body
+def _check_keys(body: Body, allowed: tuple[str, ...]) -> None:
+    if not isinstance(body, Mapping):
+        raise InvalidArgument("the request body must be a JSON object")
+    extra = sorted(set(body) - set(allowed))
+    if extra:
+        raise InvalidArgument(f"unexpected field(s): {', '.join(map(str, extra))}")
+
+
+def _flag(body: Body, key: str) -> bool:
+    value = body.get(key, False)
+    if not isinstance(value, bool):
+        raise InvalidArgument(f"{key} must be true or false, got {value!r}")
+    return value
+
+
+def _int(body: Body, key: str, default: int | None, low: int, high: int | None = None) -> int:
+    value = body.get(key, default)
+    if value is None:
+        raise InvalidArgument(f"{key} is required")
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise InvalidArgument(f"{key} must be an integer >= {low}, got {value!r}")
+    if high is not None and value > high:
+        raise InvalidArgument(f"{key} must be at most {high}, got {value!r}")
+    return value
+
+
+def _text(body: Body, key: str) -> str:
+    value = body.get(key)
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{key} must be a string, got {value!r}")
+    return value
+
+
+def _required(body: Body, key: str) -> Any:
+    if key not in body:
+        raise InvalidArgument(f"{key} is required")
+    return body[key]
+
+
+# ----------------------------------------------------------------------- discovery
+class QueueDirectory:
+    """The queues on the server, found by an incremental, bounded SCAN.
+
+    Each :meth:`refresh` runs at most ``steps`` SCAN calls from where the last one
+    stopped, so a server holding millions of keys is never walked in one request.
+    Names seen during a full pass replace the previous pass's names when the cursor
+    wraps, so an obliterated queue drops out after one pass.
+    """
+
+    def __init__(self, scan_count: int = SCAN_COUNT, steps: int = SCAN_STEPS) -> None:
+        self.scan_count = scan_count
+        self.steps = steps
+        self._cursor = 0
+        self._known: set[str] = set()
+        self._seen: set[str] = set()
+        self._lock = asyncio.Lock()
+
+    def forget(self, name: str) -> None:
+        """Drop a queue at once (after it was obliterated)."""
+        self._known.discard(name)
+        self._seen.discard(name)
+
+    async def refresh(self, client: Any) -> tuple[list[str], bool]:
+        """Advance the scan one bounded chunk.
+
+        Returns:
+            ``(names, complete)``: the queue names known, sorted, and whether the
+            last full pass finished in this call (so ``names`` is exact).
+        """
+        async with self._lock:
+            for _ in range(self.steps):
+                cursor, keys = await client.scan(
+                    self._cursor, match=ANY_QUEUE_PATTERN, count=self.scan_count
+                )
+                self._cursor = int(cursor)
+                for key in keys:
+                    name = queue_of_key(as_str(key))
+                    if name is not None:
+                        self._seen.add(name)
+                if self._cursor == 0:
+                    self._known, self._seen = self._seen, set()
+                    return sorted(self._known), True
+            return sorted(self._known | self._seen), False
+
+
+# ------------------------------------------------------------------------- console
+class Console:
+    """The console's handlers over one server.
+
+    Args:
+        url: the server URL (default ``redis://127.0.0.1:6379/0``); ignored with ``client``.
+        client: a ``redis.asyncio.Redis`` created with ``decode_responses=True``.
+        read_only: refuse every change with :class:`ReadOnly`.
+    """
+
+    def __init__(
+        self, url: str | None = None, *, client: Any = None, read_only: bool = False
+    ) -> None:
+        self.url = url or DEFAULT_URL
+        self.read_only = read_only
+        self._client: Any = client
+        self._owns_client = client is None
+        self._queues: OrderedDict[str, AsyncQueue] = OrderedDict()
+        self.directory = QueueDirectory()
+
+    @property
+    def client(self) -> Any:
+        """The shared client, created on first use (inside the serving event loop)."""
+        if self._client is None:
+            self._client = redis.asyncio.Redis.from_url(self.url, decode_responses=True)
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the client if this console created it."""
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+            self._client = None
+        self._queues.clear()
+
+    def queue(self, name: str) -> AsyncQueue:
+        """The facade of queue ``name`` (validated before any I/O).
+
+        Raises:
+            InvalidName: the name is malformed.
+        """
+        q = self._queues.get(name)
+        if q is None:
+            q = AsyncQueue(name, client=self.client, serializer=LenientJson())
+            self._queues[name] = q
+            if len(self._queues) > QUEUE_CACHE:
+                self._queues.popitem(last=False)
+        else:
+            self._queues.move_to_end(name)
+        return q
+
+    def _writable(self) -> None:
+        if self.read_only:
+            raise ReadOnly("the console is read-only")
+
+    async def _now_ms(self) -> int:
+        sec, usec = await self.client.time()
+        return int(sec) * 1000 + int(usec) // 1000
+
+    # ------------------------------------------------------------------- reads
+    def config(self) -> Reply:
+        """What the page needs to know about this console."""
+        from .. import __version__
+
+        return {"read_only": self.read_only, "version": __version__, "states": list(STATES)}
+
+    async def _summary(self, q: AsyncQueue) -> Reply:
+        counts, paused = await asyncio.gather(q.counts(), q.is_paused())
+        return {"name": q.name, "paused": paused, "counts": counts}
+
+    async def list_queues(self) -> Reply:
+        """Every queue found so far with its counts and pause.
+
+        Returns:
+            ``{"queues": [{"name", "paused", "counts"}], "complete": bool}``;
+            ``complete`` is false while the bounded discovery scan is still walking
+            a large keyspace (later calls find more).
+        """
+        names, complete = await self.directory.refresh(self.client)
+        rows = await asyncio.gather(*(self._summary(self.queue(n)) for n in names))
+        return {"queues": list(rows), "complete": complete}
+
+    async def queue_summary(self, queue: str) -> Reply:
+        """One queue's counts per state and its pause, with the server time."""
+        q = self.queue(queue)
+        summary, now = await asyncio.gather(self._summary(q), self._now_ms())
+        summary["now_ms"] = now
+        return summary
+
+    async def list_jobs(self, queue: str, state: str, n: int = 20, offset: int = 0) -> Reply:
+        """A page of jobs in ``state``, newest first, with the fields a list shows.
+
+        Args:
+            state: ``pending``, ``active``, ``scheduled`` or ``dead``.
+            n: page size, 1..``MAX_PAGE``.
+            offset: jobs to skip.
+
+        Returns:
+            ``{"state", "n", "offset", "total", "now_ms", "jobs": [...]}``; each job
+            carries ``id``, its row fields and ``score`` (due time, lease deadline or
+            time of death in ms; ``None`` for pending, ordered by its ``priority``).
+
+        Raises:
+            InvalidArgument: unknown state or a bad page.
+        """
+        q = self.queue(queue)
+        if state not in STATES:
+            raise InvalidArgument(f"unknown state {state!r}; want one of {', '.join(STATES)}")
+        _int({"n": n}, "n", None, 1, MAX_PAGE)
+        ids, counts, now = await asyncio.gather(
+            q.browse(state, n, offset), q.counts(), self._now_ms()
+        )
+        jobs = await self._rows(q, state, ids)
+        return {
+            "state": state,
+            "n": n,
+            "offset": offset,
+            "total": counts[state],
+            "now_ms": now,
+            "jobs": jobs,
+        }
+
+    async def _rows(self, q: AsyncQueue, state: str, ids: list[str]) -> list[Reply]:
+        if not ids:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for job_id in ids:
+            pipe.hmget(q.keys.job(job_id), *LIST_FIELDS_ERR)
+            pipe.zscore(q.keys.state_set(state), job_id)
+        replies = await pipe.execute()
+        out: list[Reply] = []
+        for i, job_id in enumerate(ids):
+            values, score = replies[2 * i], replies[2 * i + 1]
+            if values[0] is None:  # settled between the browse and this read
+                continue
+            row: Reply = {"id": job_id, "score": None if state == "pending" else score}
+            row.update({f: v for f, v in zip(LIST_FIELDS_ERR, values) if v is not None})
+            out.append(row)
+        return out
+
+    async def job_detail(self, queue: str, job_id: str) -> Reply:
+        """One job: its row (``data`` = the parsed payload), logs, lock and set score.
+
+        Raises:
+            InvalidJobId: a malformed id (before any I/O).
+            JobGone: no such job.
+        """
+        q = self.queue(queue)
+        q.keys.job(job_id)
+        row = await q.get_job(job_id)
+        if row is None:
+            raise JobGone(f"job {job_id} is gone", job_id=job_id)
+        logs = await q.get_job_logs(job_id)
+        state = row.get("state", "")
+        pipe = self.client.pipeline(transaction=False)
+        pipe.exists(q.keys.lock(job_id))
+        # pending is ordered by priority (already on the row); the others by a time
+        if state in STATES and state != "pending":
+            pipe.zscore(q.keys.state_set(state), job_id)
+        locked, *score = await pipe.execute()
+        return {
+            "job": row,
+            "logs": logs,
+            "locked": bool(locked) or "lock" in row,
+            "score": score[0] if score else None,
+            "now_ms": await self._now_ms(),
+        }
+
+    async def list_groups(self, queue: str) -> Reply:
+        """Every group of the queue: depth, in flight, limit, weight, paused."""
+        groups = await self.queue(queue).groups()
+        return {"groups": [asdict(g) for g in sorted(groups, key=lambda g: g.name)]}
+
+    async def metrics(self, queue: str, minutes: int = METRIC_MINUTES) -> Reply:
+        """The throughput record as per-minute series ending at the server's minute.
+
+        Returns:
+            ``{"minutes", "end_minute", "completed": {"total", "series"}, "failed": ...}``
+            with ``series`` one count per minute, oldest first; a minute is ms // 60000.
+        """
+        q = self.queue(queue)
+        _int({"minutes": minutes}, "minutes", None, 1, MAX_METRIC_MINUTES)
+        record, now = await asyncio.gather(q.metrics(), self._now_ms())
+        end = now // 60000
+        out: Reply = {"minutes": minutes, "end_minute": end}
+        for kind, table in record.items():
+            series = [table.get(str(m), 0) for m in range(end - minutes + 1, end + 1)]
+            out[kind] = {"total": table.get("count", 0), "series": series}
+        return out
+
+    async def events(self, queue: str | None = None) -> AsyncGenerator[Reply | None, None]:
+        """Relay the events channel of ``queue`` (every queue when ``None``).
+
+        Yields ``None`` once the subscription is up (so a caller knows later events
+        will reach it), then each event as its JSON object plus ``"queue"``, and
+        ``None`` again whenever ``HEARTBEAT_S`` passes without one (a chance to send
+        a keep-alive and notice a client that left). Pub/sub is at-most-once: events
+        are hints to re-read, the rows and sets are the truth.
+        """
+        pubsub = self.client.pubsub()
+        try:
+            if queue is None:
+                await pubsub.psubscribe(EVENTS_PATTERN)
+            else:
+                await pubsub.subscribe(self.queue(queue).keys.events)
+            yield None
+            while True:
+                msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=HEARTBEAT_S)
+                yield None if msg is None else _event(msg)
+        finally:
+            await pubsub.aclose()
+
+    # ------------------------------------------------------------ queue verbs
+    async def pause(self, queue: str, body: Body) -> Reply:
+        """Close the queue's claim gate (idempotent)."""
+        _check_keys(body, ())
+        self._writable()
+        await self.queue(queue).pause()
+        return {"ok": True, "paused": True}
+
+    async def resume(self, queue: str, body: Body) -> Reply:
+        """Open the queue's claim gate (idempotent)."""
+        _check_keys(body, ())
+        self._writable()
+        await self.queue(queue).resume()
+        return {"ok": True, "paused": False}
+
+    async def drain(self, queue: str, body: Body) -> Reply:
+        """Delete the pending backlog (``include_schedule``: the schedule too)."""
+        _check_keys(body, ("include_schedule",))
+        include = _flag(body, "include_schedule")
+        self._writable()
+        drained = await self.queue(queue).drain(include_schedule=include)
+        return {"ok": True, "drained": drained}
+
+    async def obliterate(self, queue: str, body: Body) -> Reply:
+        """One bounded obliterate call; the page calls again while ``done`` is false.
+
+        Body: ``force`` (bool), ``budget`` (jobs this call, 1..``MAX_OBLITERATE_BUDGET``).
+
+        Returns:
+            ``{"ok", "done", "remaining"}``: ``remaining`` is the counts left after
+            this call, for a progress bar.
+
+        Raises:
+            QueueNotPaused, QueueHasActiveJobs: refused, nothing changed.
+        """
+        _check_keys(body, ("force", "budget"))
+        force = _flag(body, "force")
+        budget = _int(body, "budget", OBLITERATE_BUDGET, 1, MAX_OBLITERATE_BUDGET)
+        self._writable()
+        q = self.queue(queue)
+        done = await q.obliterate(force=force, budget=budget)
+        if done:
+            self.directory.forget(queue)
+        return {"ok": True, "done": done, "remaining": await q.counts()}
+
+    # ------------------------------------------------------------ group verbs
+    async def pause_group(self, queue: str, group: str, body: Body) -> Reply:
+        """Hold one group back (idempotent)."""
+        _check_keys(body, ())
+        self._writable()
+        await self.queue(queue).pause_group(group)
+        return {"ok": True}
+
+    async def resume_group(self, queue: str, group: str, body: Body) -> Reply:
+        """Serve a paused group again (idempotent)."""
+        _check_keys(body, ())
+        self._writable()
+        await self.queue(queue).resume_group(group)
+        return {"ok": True}
+
+    async def limit_group(self, queue: str, group: str, body: Body) -> Reply:
+        """Set the group's concurrency ``limit`` (``null`` clears it)."""
+        _check_keys(body, ("limit",))
+        limit = _required(body, "limit")
+        if limit is not None:
+            limit = _int(body, "limit", None, 1)
+        self._writable()
+        q = self.queue(queue)
+        if limit is None:
+            await q.clear_group_limit(group)
+        else:
+            await q.set_group_limit(group, limit)
+        return {"ok": True, "limit": limit}
+
+    async def weight_group(self, queue: str, group: str, body: Body) -> Reply:
+        """Set how many of the group's jobs one turn of the ring serves."""
+        _check_keys(body, ("weight",))
+        weight = _int(body, "weight", None, 1)
+        self._writable()
+        await self.queue(queue).set_group_weight(group, weight)
+        return {"ok": True, "weight": weight}
+
+    async def drain_group(self, queue: str, group: str, body: Body) -> Reply:
+        """Delete one group's pending lane."""
+        _check_keys(body, ())
+        self._writable()
+        drained = await self.queue(queue).drain_group(group)
+        return {"ok": True, "drained": drained}
+
+    # -------------------------------------------------------------- job verbs
+    async def update_data(self, queue: str, job_id: str, body: Body) -> Reply:
+        """Replace the job's payload with ``data`` (any JSON value)."""
+        _check_keys(body, ("data",))
+        data = _required(body, "data")
+        self._writable()
+        await self.queue(queue).update_data(job_id, data)
+        return {"ok": True}
+
+    async def update_progress(self, queue: str, job_id: str, body: Body) -> Reply:
+        """Write the job's ``progress`` (a number, a string or any JSON value)."""
+        _check_keys(body, ("progress",))
+        progress = _required(body, "progress")
+        self._writable()
+        await self.queue(queue).update_progress(job_id, progress)
+        return {"ok": True}
+
+    async def add_log(self, queue: str, job_id: str, body: Body) -> Reply:
+        """Append ``line`` to the job's logs (``keep`` > 0 trims to the newest)."""
+        _check_keys(body, ("line", "keep"))
+        line = _text(body, "line")
+        keep = _int(body, "keep", 0, 0)
+        self._writable()
+        kept = await self.queue(queue).add_log(job_id, line, keep)
+        return {"ok": True, "kept": kept}
+
+    async def remove_job(self, queue: str, job_id: str, body: Body) -> Reply:
+        """Delete the job in any state (refused while a worker holds it)."""
+        _check_keys(body, ())
+        self._writable()
+        await self.queue(queue).remove_job(job_id)
+        return {"ok": True}
+
+    async def reprocess_job(self, queue: str, job_id: str, body: Body) -> Reply:
+        """Move a dead job back to the backlog."""
+        _check_keys(body, ())
+        self._writable()
+        await self.queue(queue).reprocess_job(job_id)
+        return {"ok": True}
+
+
+def _event(msg: Mapping[str, Any]) -> Reply:
+    channel = as_str(msg.get("channel", ""))
+    text = as_str(msg.get("data", ""))
+    try:
+        decoded = json.loads(text)
+    except ValueError:
+        decoded = None
+    event: Reply = decoded if isinstance(decoded, dict) else {"event": "raw", "data": text}
+    event["queue"] = queue_of_key(channel)
+    return event
+
+
+QueueVerb = Callable[[Console, str, Body], Awaitable[Reply]]
+GroupVerb = Callable[[Console, str, str, Body], Awaitable[Reply]]
+
+#: POST /api/queues/{q}/<verb>
+QUEUE_VERBS: dict[str, QueueVerb] = {
+    "pause": Console.pause,
+    "resume": Console.resume,
+    "drain": Console.drain,
+    "obliterate": Console.obliterate,
+}
+#: POST /api/queues/{q}/groups/{g}/<verb>
+GROUP_VERBS: dict[str, GroupVerb] = {
+    "pause": Console.pause_group,
+    "resume": Console.resume_group,
+    "limit": Console.limit_group,
+    "weight": Console.weight_group,
+    "drain": Console.drain_group,
+}
+#: POST /api/queues/{q}/jobs/{id}/<verb>
+JOB_VERBS: dict[str, GroupVerb] = {
+    "data": Console.update_data,
+    "progress": Console.update_progress,
+    "log": Console.add_log,
+    "remove": Console.remove_job,
+    "reprocess": Console.reprocess_job,
+}

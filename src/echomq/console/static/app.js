@@ -1,0 +1,862 @@
+/* echomq console: one page, plain JavaScript, no dependencies.
+ *
+ * Routes live in the URL fragment: #/ (queues), #/q/<queue> (a queue),
+ * #/q/<queue>/job/<id> (a job). Every element is built with DOM calls and text
+ * nodes, never from HTML strings, so payloads and log lines cannot inject markup.
+ * Changes are POSTs with a JSON body, X-Requested-With and (when set) X-EMQ-Token.
+ */
+(() => {
+  "use strict";
+
+  const TOKEN_KEY = "emq-console-token";
+  const STATES = ["pending", "active", "scheduled", "dead"];
+  const PAGE = 20;
+  const POLL_MS = 5000;
+  const REASONS = {
+    gone: "the job no longer exists",
+    locked: "a worker holds this job",
+    not_dead: "only a dead job can be reprocessed",
+    not_pending: "the job is not pending",
+    not_paused: "pause the queue first",
+    active: "jobs are in flight: tick force to delete them too",
+    stale: "the fencing token is not current",
+    read_only: "the console is read-only",
+    token: "a valid token is required (set it with the Token button)",
+    cross_site: "cross-site request refused",
+    host: "host refused",
+  };
+
+  const config = { read_only: false, token_required: false };
+  let current = null; // the mounted view: { stop() }
+
+  // ------------------------------------------------------------------ helpers
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "class") el.className = value;
+      else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
+      else if (key === "dataset") Object.assign(el.dataset, value);
+      else if (value === true) el.setAttribute(key, "");
+      else el.setAttribute(key, String(value));
+    }
+    return add(el, children);
+  }
+  /* Append children (nodes or text; null, undefined and false are skipped). */
+  function add(el, children) {
+    for (const child of children.flat(Infinity)) {
+      if (child === null || child === undefined || child === false) continue;
+      el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return el;
+  }
+  /* Replace an element's children. */
+  function fill(el, ...children) {
+    el.replaceChildren();
+    return add(el, children);
+  }
+  const $ = (sel, root = document) => root.querySelector(sel);
+  const enc = encodeURIComponent;
+  const fmt = (n) => Number(n || 0).toLocaleString("en-US");
+  const qpath = (q) => `/api/queues/${enc(q)}`;
+  const qlink = (q) => `#/q/${enc(q)}`;
+  const jlink = (q, id) => `#/q/${enc(q)}/job/${enc(id)}`;
+
+  function relTime(ms, now) {
+    if (ms === null || ms === undefined || ms === "") return "";
+    const diff = Number(ms) - now;
+    const a = Math.abs(diff);
+    let text;
+    if (a < 1000) return "now";
+    if (a < 60e3) text = `${Math.round(a / 1e3)}s`;
+    else if (a < 3600e3) text = `${Math.round(a / 60e3)}m`;
+    else if (a < 86400e3) text = `${Math.round(a / 3600e3)}h`;
+    else text = `${Math.round(a / 86400e3)}d`;
+    return diff > 0 ? `in ${text}` : `${text} ago`;
+  }
+  function isoTime(ms) {
+    return ms === null || ms === undefined ? "" : new Date(Number(ms)).toISOString();
+  }
+
+  // ---------------------------------------------------------------------- api
+  class ApiError extends Error {
+    constructor(status, body) {
+      super(body.message || `HTTP ${status}`);
+      this.status = status;
+      this.error = body.error || "error";
+      this.reason = body.reason || "";
+    }
+  }
+
+  async function api(method, path, body) {
+    const headers = { Accept: "application/json" };
+    const init = { method, headers, cache: "no-store", credentials: "same-origin" };
+    if (method === "POST") {
+      headers["Content-Type"] = "application/json";
+      headers["X-Requested-With"] = "echomq-console";
+      const token = sessionStorage.getItem(TOKEN_KEY);
+      if (token) headers["X-EMQ-Token"] = token;
+      init.body = JSON.stringify(body || {});
+    }
+    let res;
+    try {
+      res = await fetch(path, init);
+    } catch (err) {
+      throw new ApiError(0, { error: "network", reason: "network", message: String(err) });
+    }
+    let data = {};
+    try {
+      data = await res.json();
+    } catch (_) {
+      data = {};
+    }
+    if (!res.ok) throw new ApiError(res.status, data);
+    return data;
+  }
+  const get = (path) => api("GET", path);
+  const post = (path, body) => api("POST", path, body);
+
+  // ------------------------------------------------------------------- toasts
+  function toast(kind, title, detail, reason) {
+    const box = h("div", { class: `toast ${kind}`, role: "status", dataset: reason ? { reason } : {} },
+      h("b", {}, title), detail ? h("span", {}, detail) : null);
+    $("#toasts").append(box);
+    setTimeout(() => box.remove(), kind === "error" ? 9000 : 4000);
+    return box;
+  }
+
+  function showError(label, err) {
+    const reason = err.reason || err.error || "error";
+    const kind = err.error === "refused" ? "Refused" : err.status === 0 ? "Offline" : "Error";
+    const box = toast("error", `${label}: ${kind}`, null, reason);
+    box.append(h("span", {}, h("code", {}, reason), " ", REASONS[reason] || err.message));
+    if (err.status === 401) openTokenDialog();
+  }
+
+  /* Run a verb: a toast on success, the typed reason on refusal. Returns the reply or null. */
+  async function act(label, fn, done) {
+    try {
+      const reply = await fn();
+      if (done !== false) toast("ok", done || label);
+      return reply;
+    } catch (err) {
+      showError(label, err);
+      return null;
+    }
+  }
+
+  // ------------------------------------------------------------------- dialog
+  /* Open the modal with `body` nodes; resolves true on OK, false on cancel.
+   * `canSubmit()` (optional) gates the OK button on every input event. */
+  function modal({ title, body, ok = "OK", danger = false, canSubmit }) {
+    const dlg = $("#modal");
+    $("#modal-title").textContent = title;
+    const holder = $("#modal-body");
+    fill(holder, ...body);
+    const okBtn = $("#modal-ok");
+    okBtn.textContent = ok;
+    okBtn.className = danger ? "danger solid" : "";
+    const gate = () => { okBtn.disabled = canSubmit ? !canSubmit() : false; };
+    holder.oninput = gate;
+    holder.onchange = gate;
+    gate();
+    return new Promise((resolve) => {
+      const finish = (value) => {
+        dlg.onclose = null;
+        $("#modal-cancel").onclick = null;
+        if (dlg.open) dlg.close();
+        resolve(value);
+      };
+      $("#modal-cancel").onclick = () => finish(false);
+      $("#modal-form").onsubmit = (ev) => {
+        ev.preventDefault();
+        if (!okBtn.disabled) finish(true);
+      };
+      dlg.onclose = () => finish(false);
+      dlg.showModal();
+      const first = holder.querySelector("input");
+      (first || okBtn).focus();
+    });
+  }
+
+  function openTokenDialog() {
+    const input = h("input", { type: "password", id: "token-input", autocomplete: "off",
+      value: sessionStorage.getItem(TOKEN_KEY) || "" });
+    modal({
+      title: "Console token",
+      ok: "Save",
+      body: [
+        h("p", {}, "Changes need the token the console was started with (--token or EMQ_CONSOLE_TOKEN). ",
+          "It is kept in this tab only."),
+        h("label", { class: "field" }, h("span", {}, "Token"), input),
+      ],
+    }).then((ok) => {
+      if (!ok) return;
+      if (input.value) sessionStorage.setItem(TOKEN_KEY, input.value);
+      else sessionStorage.removeItem(TOKEN_KEY);
+      paintChrome();
+    });
+  }
+
+  // ------------------------------------------------------------------- chrome
+  function paintChrome() {
+    $("#mode").hidden = !config.read_only;
+    const btn = $("#token-btn");
+    btn.hidden = !config.token_required || config.read_only;
+    btn.textContent = sessionStorage.getItem(TOKEN_KEY) ? "Token ✓" : "Set token";
+  }
+
+  function crumbs(...parts) {
+    const nav = $("#crumbs");
+    fill(nav);
+    parts.forEach((p, i) => {
+      if (i) nav.append(h("span", { class: "sep" }, "/"));
+      nav.append(p.href ? h("a", { href: p.href }, p.text) : h("span", { class: "here" }, p.text));
+    });
+  }
+
+  function setLive(on) {
+    const el = $("#live");
+    el.className = `live ${on ? "on" : "off"}`;
+    el.textContent = on ? "live" : "connecting";
+  }
+
+  /* A write button: disabled (with a reason) on a read-only console. */
+  function verb(label, onclick, cls = "", attrs = {}) {
+    return h("button", {
+      type: "button", class: cls, onclick,
+      disabled: config.read_only, title: config.read_only ? "read-only console" : null, ...attrs,
+    }, label);
+  }
+
+  /* Live updates: an event stream plus a slow poll, both calling `refresh` (coalesced). */
+  function liveView(streamPath, refresh, onEvent) {
+    let pending = null;
+    let stopped = false;
+    const soon = () => {
+      if (pending || stopped) return;
+      pending = setTimeout(() => { pending = null; if (!stopped) refresh(); }, 400);
+    };
+    const source = new EventSource(streamPath);
+    source.onopen = () => setLive(true);
+    source.onerror = () => setLive(false);
+    source.onmessage = (msg) => {
+      let event = null;
+      try { event = JSON.parse(msg.data); } catch (_) { return; }
+      if (onEvent) onEvent(event);
+      soon();
+    };
+    const timer = setInterval(() => { if (!document.hidden) refresh(); }, POLL_MS);
+    return {
+      soon,
+      stop() {
+        stopped = true;
+        source.close();
+        clearInterval(timer);
+        clearTimeout(pending);
+        setLive(false);
+      },
+    };
+  }
+
+  // ---------------------------------------------------------------- queues view
+  function queuesView(root) {
+    crumbs({ text: "Queues" });
+    const count = h("span", { class: "sub" });
+    const holder = h("div", { class: "panel flush" });
+    root.append(h("div", { class: "head" }, h("h1", {}, "Queues"), count), holder);
+
+    async function refresh() {
+      let data;
+      try {
+        data = await get("/api/queues");
+      } catch (err) {
+        fill(holder, h("div", { class: "empty" }, `Cannot list queues: ${err.message}`));
+        return;
+      }
+      const n = data.queues.length;
+      count.textContent = `${n} queue${n === 1 ? "" : "s"}${data.complete ? "" : " found so far"}`;
+      if (!n) {
+        fill(holder, h("div", { class: "empty" },
+          "No queues yet. A queue shows up here once it holds a key."));
+        return;
+      }
+      const cols = ["pending", "active", "scheduled", "dead", "completed", "failed"];
+      const head = h("tr", {}, h("th", {}, "Queue"), h("th", {}, "State"),
+        cols.map((c) => h("th", { class: "num" }, c)));
+      const rows = data.queues.map((q) => h("tr", { dataset: { queue: q.name } },
+        h("td", {}, h("a", { href: qlink(q.name), class: "mono" }, q.name)),
+        h("td", {}, stateBadge(q.paused)),
+        cols.map((c) => h("td", { class: `num${q.counts[c] ? "" : " zero"}`, dataset: { col: c } },
+          fmt(q.counts[c])))));
+      fill(holder, h("table", { class: "queues" }, h("thead", {}, head), h("tbody", {}, rows)));
+    }
+
+    refresh();
+    return liveView("/api/events", refresh);
+  }
+
+  function stateBadge(paused) {
+    return paused
+      ? h("span", { class: "badge paused", dataset: { paused: "1" } }, "paused")
+      : h("span", { class: "badge running" }, "running");
+  }
+
+  // ----------------------------------------------------------------- queue view
+  function queueView(root, name) {
+    crumbs({ text: "Queues", href: "#/" }, { text: name });
+    const base = qpath(name);
+    const view = { state: "pending", offset: 0, summary: null, stopped: false };
+
+    const badge = h("span");
+    const actions = h("div", { class: "actions" });
+    const oblit = h("div", { class: "panel", hidden: true });
+    const cards = h("div", { class: "cards" });
+    const canvas = h("canvas", { class: "chart", width: 600, height: 190 });
+    const totals = h("span", { class: "sub" });
+    const events = h("ul", { class: "events" }, h("li", { class: "none" }, "Waiting for events…"));
+    const groups = h("div");
+    const tabs = h("div", { class: "tabs" });
+    const jobs = h("div");
+    const pager = h("div", { class: "pager" });
+
+    root.append(
+      h("div", { class: "head" }, h("h1", { class: "mono" }, name), badge, actions),
+      oblit,
+      cards,
+      h("div", { class: "grid2" },
+        h("section", { class: "panel" },
+          h("h2", {}, "Throughput, last 60 minutes ", totals),
+          h("div", { class: "chart-wrap" }, canvas),
+          h("div", { class: "legend" }, h("span", {}, h("i", { class: "c" }), "completed"),
+            h("span", {}, h("i", { class: "f" }), "failed (dead-lettered)"))),
+        h("section", { class: "panel" }, h("h2", {}, "Live events"), events)),
+      h("div", { class: "gap" }),
+      h("section", { class: "panel flush" }, h("h2", {}, "Groups"), groups),
+      h("section", { class: "panel flush jobs" }, h("h2", {}, "Jobs"), tabs, jobs, pager),
+    );
+
+    // --- queue-scope verbs
+    async function pauseOrResume() {
+      const paused = view.summary && view.summary.paused;
+      const ok = await act(paused ? "Resume" : "Pause",
+        () => post(`${base}/${paused ? "resume" : "pause"}`),
+        paused ? `Queue ${name} resumed` : `Queue ${name} paused`);
+      if (ok) refresh();
+    }
+
+    async function drain() {
+      const sched = h("input", { type: "checkbox", id: "drain-schedule" });
+      const c = view.summary ? view.summary.counts : {};
+      const go = await modal({
+        title: `Drain ${name}?`,
+        ok: "Drain",
+        danger: true,
+        body: [
+          h("p", {}, `Deletes every pending job (${fmt(c.pending)}, every lane included) with its logs. `,
+            "Jobs in flight and the repeat registry survive."),
+          h("label", { class: "check" }, sched, `Also delete the scheduled jobs (${fmt(c.scheduled)})`),
+        ],
+      });
+      if (!go) return;
+      const reply = await act("Drain", () => post(`${base}/drain`, { include_schedule: sched.checked }), false);
+      if (reply) toast("ok", `Drained ${fmt(reply.drained)} job${reply.drained === 1 ? "" : "s"}`);
+      refresh();
+    }
+
+    async function obliterate() {
+      const s = view.summary || { counts: {}, paused: false };
+      const force = h("input", { type: "checkbox", id: "oblit-force" });
+      const budget = h("input", { type: "number", id: "oblit-budget", min: 1, max: 10000, value: 1000 });
+      const typed = h("input", { type: "text", id: "oblit-confirm", autocomplete: "off", placeholder: name });
+      const go = await modal({
+        title: `Obliterate ${name}?`,
+        ok: "Obliterate",
+        danger: true,
+        canSubmit: () => typed.value === name && Number(budget.value) >= 1,
+        body: [
+          h("p", {}, "Deletes every job, log, lane, repeat record, metric and setting of this queue. ",
+            "It cannot be undone."),
+          s.paused ? null : h("p", { class: "note" }, "The queue is running: the server refuses to ",
+            "obliterate a queue that is not paused. Pause it first."),
+          h("label", { class: "check" }, force, `Force: also delete the ${fmt(s.counts.active)} job(s) in flight`),
+          h("label", { class: "field" }, h("span", {}, "Jobs deleted per server call"), budget),
+          h("label", { class: "field" }, h("span", {}, `Type the queue name (${name}) to confirm`), typed),
+        ],
+      });
+      if (!go) return;
+      await runObliterate(force.checked, Number(budget.value));
+    }
+
+    async function runObliterate(force, budget) {
+      const c = (view.summary && view.summary.counts) || {};
+      const start = STATES.reduce((sum, st) => sum + (c[st] || 0), 0);
+      const bar = h("div");
+      const label = h("span", { class: "sub", id: "oblit-status" }, "Starting…");
+      fill(oblit, h("h2", {}, "Obliterating"),
+        h("div", { class: "oblit" }, h("div", { class: "progress danger", id: "oblit-progress" }, bar), label));
+      oblit.hidden = false;
+      let calls = 0;
+      for (;;) {
+        let reply;
+        try {
+          reply = await post(`${base}/obliterate`, { force, budget });
+        } catch (err) {
+          showError("Obliterate", err);
+          oblit.hidden = true;
+          refresh();
+          return;
+        }
+        calls += 1;
+        const left = STATES.reduce((sum, st) => sum + (reply.remaining[st] || 0), 0);
+        const share = reply.done ? 1 : start ? Math.min(0.99, 1 - left / start) : 0.5;
+        bar.style.width = `${Math.round(share * 100)}%`;
+        label.textContent = reply.done
+          ? `Done in ${calls} call${calls === 1 ? "" : "s"}`
+          : `${fmt(start - left)} of ${fmt(start)} jobs deleted · call ${calls}`;
+        if (reply.done) break;
+      }
+      toast("ok", `Queue ${name} obliterated`, `${calls} bounded call${calls === 1 ? "" : "s"}`);
+      setTimeout(() => { if (!view.stopped) location.hash = "#/"; }, 900);
+    }
+
+    // --- group verbs
+    async function groupVerb(g, verbName, body, done) {
+      const reply = await act(`${verbName} ${g}`,
+        () => post(`${base}/groups/${enc(g)}/${verbName}`, body), done);
+      refresh();
+      return reply;
+    }
+
+    async function groupNumber(g, what, current) {
+      const input = h("input", { type: "number", min: 1, id: `group-${what}`,
+        value: current === null || current === undefined ? "" : current });
+      const body = [h("label", { class: "field" },
+        h("span", {}, what === "limit" ? "Jobs of this group in flight at once (empty: no limit)"
+          : "Jobs served per turn of the ring"), input)];
+      const go = await modal({
+        title: `${what === "limit" ? "Concurrency limit" : "Weight"} of ${g}`,
+        ok: "Set",
+        body,
+        canSubmit: () => (what === "limit" && input.value === "") || Number(input.value) >= 1,
+      });
+      if (!go) return;
+      const value = input.value === "" ? null : Number(input.value);
+      await groupVerb(g, what, { [what]: value }, `${g}: ${what} ${value === null ? "cleared" : `set to ${value}`}`);
+    }
+
+    async function groupDrain(g, depth) {
+      const go = await modal({
+        title: `Drain group ${g}?`, ok: "Drain", danger: true,
+        body: [h("p", {}, `Deletes the ${fmt(depth)} job(s) waiting in this group's lane, with their logs.`)],
+      });
+      if (!go) return;
+      const reply = await groupVerb(g, "drain", {}, false);
+      if (reply) toast("ok", `Drained ${fmt(reply.drained)} job(s) from ${g}`);
+    }
+
+    // --- painting
+    function paintHead(s) {
+      fill(badge, stateBadge(s.paused));
+      fill(actions,
+        verb(s.paused ? "Resume" : "Pause", pauseOrResume, s.paused ? "" : "ghost", { id: "btn-pause" }),
+        verb("Drain…", drain, "danger", { id: "btn-drain" }),
+        verb("Obliterate…", obliterate, "danger", { id: "btn-obliterate" }),
+      );
+      const labels = [...STATES, "completed", "failed"];
+      fill(cards, ...labels.map((st) => {
+        const selectable = STATES.includes(st);
+        return h(selectable ? "button" : "div", {
+          type: selectable ? "button" : null,
+          class: `card${selectable ? "" : " static"}${view.state === st ? " selected" : ""}`,
+          dataset: { state: st },
+          onclick: selectable ? () => selectState(st) : null,
+        }, h("div", { class: "label" }, st), h("div", { class: "value" }, fmt(s.counts[st])));
+      }));
+      fill(tabs, ...STATES.map((st) => h("button", {
+        type: "button", class: `tab${view.state === st ? " selected" : ""}`, dataset: { state: st },
+        onclick: () => selectState(st),
+      }, st, h("span", { class: "n" }, fmt(s.counts[st])))));
+    }
+
+    function selectState(st) {
+      view.state = st;
+      view.offset = 0;
+      if (view.summary) paintHead(view.summary);
+      loadJobs();
+    }
+
+    function paintGroups(list) {
+      if (!list.length) {
+        fill(groups, h("div", { class: "empty" }, "No groups: every job of this queue is flat."));
+        return;
+      }
+      const head = h("tr", {}, ["Group", "Depth", "In flight", "Limit", "Weight", "State", ""].map((t, i) =>
+        h("th", { class: i >= 1 && i <= 4 ? "num" : "" }, t)));
+      const rows = list.map((g) => h("tr", { dataset: { group: g.name } },
+        h("td", { class: "mono" }, g.name),
+        h("td", { class: "num" }, fmt(g.depth)),
+        h("td", { class: "num" }, fmt(g.in_flight)),
+        h("td", { class: "num" }, g.limit === null ? "—" : fmt(g.limit)),
+        h("td", { class: "num" }, fmt(g.weight)),
+        h("td", {}, stateBadge(g.paused)),
+        h("td", { class: "row-actions" },
+          verb(g.paused ? "Resume" : "Pause",
+            () => groupVerb(g.name, g.paused ? "resume" : "pause", {}, `Group ${g.name} ${g.paused ? "resumed" : "paused"}`),
+            "ghost small"),
+          verb("Limit…", () => groupNumber(g.name, "limit", g.limit), "ghost small"),
+          verb("Weight…", () => groupNumber(g.name, "weight", g.weight), "ghost small"),
+          verb("Drain…", () => groupDrain(g.name, g.depth), "danger small"))));
+      fill(groups, h("table", {}, h("thead", {}, head), h("tbody", {}, rows)));
+    }
+
+    const TIME_LABEL = { active: "Lease ends", scheduled: "Due", dead: "Died", pending: "Priority" };
+
+    function paintJobs(page) {
+      const head = h("tr", {}, h("th", {}, "Job"), h("th", {}, "Name"), h("th", {}, "Group"),
+        h("th", { class: "num" }, "Attempts"), h("th", { class: "num" }, "Failures"),
+        h("th", {}, "Progress"), h("th", {}, TIME_LABEL[page.state]), h("th", {}, "Last error"));
+      if (!page.jobs.length) {
+        fill(jobs, h("div", { class: "empty" }, `No ${page.state} jobs.`));
+      } else {
+        const rows = page.jobs.map((j) => h("tr", { dataset: { job: j.id } },
+          h("td", {}, h("a", { href: jlink(name, j.id), class: "mono" }, j.id)),
+          h("td", {}, j.name || ""),
+          h("td", { class: "mono" }, j.group || ""),
+          h("td", { class: "num" }, j.attempts || "0"),
+          h("td", { class: "num" }, j.failures || "0"),
+          h("td", {}, progressCell(j.progress)),
+          h("td", { title: isoTime(j.score) },
+            page.state === "pending" ? (j.priority || "0") : relTime(j.score, page.now_ms)),
+          h("td", { class: "err", title: j.last_error || "" }, j.last_error || "")));
+        fill(jobs, h("table", {}, h("thead", {}, head), h("tbody", {}, rows)));
+      }
+      const first = page.total ? page.offset + 1 : 0;
+      const last = Math.min(page.offset + page.jobs.length, page.total);
+      fill(pager,
+        h("span", { class: "sub" }, `${fmt(first)}–${fmt(last)} of ${fmt(page.total)}`),
+        h("button", { type: "button", class: "ghost small", disabled: page.offset === 0,
+          onclick: () => { view.offset = Math.max(0, view.offset - PAGE); loadJobs(); } }, "‹ Prev"),
+        h("button", { type: "button", class: "ghost small", disabled: page.offset + PAGE >= page.total,
+          onclick: () => { view.offset += PAGE; loadJobs(); } }, "Next ›"));
+    }
+
+    function pushEvent(ev) {
+      if (events.firstChild && events.firstChild.classList.contains("none")) fill(events);
+      const t = new Date().toTimeString().slice(0, 8);
+      const extra = ev.progress !== undefined ? ` ${typeof ev.progress === "string" ? ev.progress : JSON.stringify(ev.progress)}` : "";
+      events.prepend(h("li", {}, h("time", {}, t), h("span", { class: "ev" }, ev.event),
+        ev.job ? h("a", { href: jlink(name, ev.job), class: "mono" }, ev.job) : null, extra));
+      while (events.children.length > 40) events.lastChild.remove();
+    }
+
+    async function loadJobs() {
+      try {
+        const page = await get(`${base}/jobs?state=${view.state}&n=${PAGE}&offset=${view.offset}`);
+        if (page.state === view.state && !view.stopped) paintJobs(page);
+      } catch (err) {
+        fill(jobs, h("div", { class: "empty" }, `Cannot list jobs: ${err.message}`));
+      }
+    }
+
+    async function refresh() {
+      try {
+        const [s, g, m] = await Promise.all([get(base), get(`${base}/groups`), get(`${base}/metrics?minutes=60`)]);
+        if (view.stopped) return;
+        view.summary = s;
+        paintHead(s);
+        paintGroups(g.groups);
+        view.metrics = m;
+        totals.textContent = `· ${fmt(m.completed.total)} completed, ${fmt(m.failed.total)} failed in all`;
+        drawChart(canvas, m);
+      } catch (err) {
+        if (!view.stopped) showError("Refresh", err);
+      }
+      await loadJobs();
+    }
+
+    const onResize = () => { if (view.metrics) drawChart(canvas, view.metrics); };
+    window.addEventListener("resize", onResize);
+    refresh();
+    const live = liveView(`${base}/events`, refresh, pushEvent);
+    return {
+      stop() {
+        view.stopped = true;
+        window.removeEventListener("resize", onResize);
+        live.stop();
+      },
+    };
+  }
+
+  function progressCell(value) {
+    if (value === undefined || value === null || value === "") return "";
+    const n = Number(value);
+    if (Number.isFinite(n) && n >= 0 && n <= 100) {
+      const bar = h("div");
+      bar.style.width = `${n}%`;
+      return h("div", { class: "progress", title: `${n}%` }, bar);
+    }
+    return h("span", { class: "mono" }, String(value));
+  }
+
+  // -------------------------------------------------------------------- chart
+  /* Stacked bars per minute (completed below, failed above), drawn on a canvas. */
+  function drawChart(canvas, m) {
+    const dpr = window.devicePixelRatio || 1;
+    const width = canvas.clientWidth || 600;
+    const height = canvas.clientHeight || 190;
+    canvas.width = Math.round(width * dpr);
+    canvas.height = Math.round(height * dpr);
+    const g = canvas.getContext("2d");
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    g.clearRect(0, 0, width, height);
+
+    const done = m.completed.series;
+    const failed = m.failed.series;
+    const n = done.length;
+    const peak = Math.max(1, ...done.map((v, i) => v + failed[i]));
+    const top = niceCeil(peak);
+    const padL = 44, padR = 8, padT = 10, padB = 24;
+    const plotW = width - padL - padR;
+    const plotH = height - padT - padB;
+    const y = (v) => padT + plotH - (v / top) * plotH;
+
+    g.font = "11px system-ui, sans-serif";
+    g.textBaseline = "middle";
+    g.textAlign = "right";
+    for (let i = 0; i <= 4; i += 1) {
+      const v = (top * i) / 4;
+      const yy = Math.round(y(v)) + 0.5;
+      g.strokeStyle = i === 0 ? "#c9ced8" : "#eceff3";
+      g.beginPath(); g.moveTo(padL, yy); g.lineTo(width - padR, yy); g.stroke();
+      g.fillStyle = "#7a8294";
+      g.fillText(fmtShort(v), padL - 6, yy);
+    }
+
+    const slot = plotW / n;
+    const barW = Math.max(1, slot * 0.72);
+    for (let i = 0; i < n; i += 1) {
+      const x = padL + i * slot + (slot - barW) / 2;
+      if (done[i]) {
+        g.fillStyle = "#2f9e77";
+        g.fillRect(x, y(done[i]), barW, y(0) - y(done[i]));
+      }
+      if (failed[i]) {
+        g.fillStyle = "#d9534f";
+        g.fillRect(x, y(done[i] + failed[i]), barW, y(done[i]) - y(done[i] + failed[i]));
+      }
+    }
+
+    g.textAlign = "center";
+    g.textBaseline = "top";
+    g.fillStyle = "#7a8294";
+    const step = n >= 60 ? 15 : Math.max(1, Math.round(n / 4));
+    for (let back = 0; back < n; back += step) {
+      const i = n - 1 - back;
+      g.fillText(back === 0 ? "now" : `-${back}m`, padL + i * slot + slot / 2, padT + plotH + 7);
+    }
+    if (!done.some(Boolean) && !failed.some(Boolean)) {
+      g.textBaseline = "middle";
+      g.fillStyle = "#9aa1b0";
+      g.fillText("no jobs settled in this window", padL + plotW / 2, padT + plotH / 2);
+    }
+  }
+
+  function niceCeil(v) {
+    const p = 10 ** Math.floor(Math.log10(v));
+    for (const f of [1, 2, 2.5, 5, 10]) if (f * p >= v) return Math.max(4, f * p);
+    return 10 * p;
+  }
+  function fmtShort(v) {
+    if (v >= 1e6) return `${+(v / 1e6).toFixed(1)}M`;
+    if (v >= 1e3) return `${+(v / 1e3).toFixed(1)}k`;
+    return `${+v.toFixed(1)}`;
+  }
+
+  // ------------------------------------------------------------------ job view
+  function jobView(root, name, id) {
+    crumbs({ text: "Queues", href: "#/" }, { text: name, href: qlink(name) }, { text: id });
+    const base = `${qpath(name)}/jobs/${enc(id)}`;
+    const view = { stopped: false, dirty: false, row: null, gone: false };
+
+    const badges = h("span", { class: "badges" });
+    const actions = h("div", { class: "actions" });
+    const details = h("dl", { class: "kv" });
+    const errorBox = h("div");
+    const editor = h("textarea", { id: "payload", spellcheck: "false", "aria-label": "payload (JSON)" });
+    const editorMsg = h("span", { class: "sub" });
+    const logs = h("ol", { class: "logs" });
+    const logLine = h("input", { type: "text", id: "log-line", placeholder: "a log line", disabled: config.read_only });
+    const progressInput = h("input", { type: "text", id: "progress-value", placeholder: "e.g. 50", disabled: config.read_only });
+    const body = h("div");
+
+    root.append(
+      h("div", { class: "head" }, h("h1", { class: "mono" }, id), badges, actions),
+      body);
+
+    body.append(h("div", { class: "grid2" },
+      h("section", { class: "panel" },
+        h("h2", {}, "Payload"),
+        editor,
+        h("div", { class: "inline" },
+          verb("Save payload", savePayload, "", { id: "btn-save" }),
+          h("button", { type: "button", class: "ghost", onclick: revert }, "Revert"),
+          editorMsg)),
+      h("section", { class: "panel" }, h("h2", {}, "Details"), details, errorBox,
+        h("div", { class: "inline" }, progressInput, verb("Set progress", setProgress, "ghost", { id: "btn-progress" })))),
+    h("div", { class: "gap" }),
+    h("section", { class: "panel" }, h("h2", {}, "Logs"), logs,
+      h("form", { class: "inline", onsubmit: (ev) => { ev.preventDefault(); appendLog(); } },
+        logLine, verb("Append", null, "ghost", { type: "submit", id: "btn-log" }))));
+
+    editor.addEventListener("input", () => {
+      view.dirty = true;
+      try {
+        JSON.parse(editor.value);
+        editor.classList.remove("invalid");
+        editorMsg.textContent = "edited, not saved";
+      } catch (err) {
+        editor.classList.add("invalid");
+        editorMsg.textContent = `not JSON: ${err.message}`;
+      }
+    });
+
+    function revert() {
+      view.dirty = false;
+      editor.classList.remove("invalid");
+      editorMsg.textContent = "";
+      if (view.row) editor.value = JSON.stringify(view.row.data, null, 2);
+    }
+
+    async function savePayload() {
+      let data;
+      try {
+        data = JSON.parse(editor.value);
+      } catch (err) {
+        toast("error", "Payload is not JSON", err.message, "json");
+        return;
+      }
+      const ok = await act("Save payload", () => post(`${base}/data`, { data }), "Payload saved");
+      if (ok) { view.dirty = false; editorMsg.textContent = "saved"; refresh(); }
+    }
+
+    async function setProgress() {
+      const text = progressInput.value.trim();
+      if (!text) return;
+      let value = text;
+      try { value = JSON.parse(text); } catch (_) { value = text; }
+      const ok = await act("Set progress", () => post(`${base}/progress`, { progress: value }), "Progress set");
+      if (ok) { progressInput.value = ""; refresh(); }
+    }
+
+    async function appendLog() {
+      if (!logLine.value) return;
+      const ok = await act("Append log", () => post(`${base}/log`, { line: logLine.value }), false);
+      if (ok) { logLine.value = ""; refresh(); }
+    }
+
+    async function reprocess() {
+      const ok = await act("Reprocess", () => post(`${base}/reprocess`), `Job ${id} back in pending`);
+      if (ok) refresh();
+    }
+
+    async function remove() {
+      const go = await modal({
+        title: `Remove ${id}?`, ok: "Remove", danger: true,
+        body: [h("p", {}, "Deletes the job in whatever state it is in, with its logs. ",
+          "A job a worker holds is refused.")],
+      });
+      if (!go) return;
+      const ok = await act("Remove", () => post(`${base}/remove`), `Job ${id} removed`);
+      if (ok) location.hash = qlink(name);
+    }
+
+    function paint(d) {
+      const row = d.job;
+      view.row = row;
+      const state = row.state || "unknown";
+      fill(badges, h("span", { class: `badge ${state}`, id: "job-state", dataset: { state } }, state),
+        d.locked ? h("span", { class: "badge locked" }, "locked") : null);
+      fill(actions,
+        verb("Reprocess", reprocess, state === "dead" ? "" : "ghost", { id: "btn-reprocess" }),
+        verb("Remove…", remove, "danger", { id: "btn-remove" }));
+      const timeLabel = { active: "lease ends", scheduled: "due", dead: "died" }[state];
+      const item = (k, v, attrs) => [h("dt", {}, k), h("dd", attrs || {}, v === undefined || v === "" ? "—" : v)];
+      fill(details,
+        ...item("state", state),
+        ...item("name", row.name),
+        ...item("group", row.group),
+        ...item("priority", row.priority || "0"),
+        ...item("attempts", row.attempts || "0", { id: "job-attempts", title: "claims so far (the fencing token)" }),
+        ...item("failures", `${row.failures || "0"}${row.max_attempts ? ` of ${row.max_attempts}` : ""}`),
+        ...item("stalled", row.stalled || "0"),
+        ...item("progress", row.progress === undefined ? "—" : h("span", {}, progressCell(row.progress), " ", row.progress)),
+        ...(timeLabel ? item(timeLabel, d.score === null ? "—" : `${relTime(d.score, d.now_ms)} · ${isoTime(d.score)}`) : []),
+        ...(row.dedup ? item("dedup id", row.dedup) : []),
+      );
+      fill(errorBox, row.last_error ? h("div", { class: "error-box", id: "last-error" },
+        h("b", {}, "Last error"), "\n", row.last_error) : "");
+      if (!view.dirty) editor.value = JSON.stringify(row.data, null, 2);
+      fill(logs, ...(d.logs.length ? d.logs.map((l) => h("li", {}, l))
+        : [h("li", { class: "none" }, "No log lines.")]));
+      logs.scrollTop = logs.scrollHeight;
+    }
+
+    async function refresh() {
+      if (view.gone) return;
+      try {
+        const d = await get(base);
+        if (!view.stopped) paint(d);
+      } catch (err) {
+        if (err.status === 404 && err.reason === "gone") {
+          view.gone = true;
+          fill(badges, h("span", { class: "badge" }, "gone"));
+          fill(actions);
+          fill(body, h("div", { class: "panel empty", id: "job-gone" },
+            "This job no longer exists: it completed or was removed. ",
+            h("a", { href: qlink(name) }, `Back to ${name}`)));
+        } else if (!view.stopped) {
+          showError("Refresh", err);
+        }
+      }
+    }
+
+    refresh();
+    const live = liveView(`${qpath(name)}/events`, refresh, null);
+    return { stop() { view.stopped = true; live.stop(); } };
+  }
+
+  // ------------------------------------------------------------------- router
+  function route() {
+    let hash = location.hash.replace(/^#/, "");
+    if (hash.startsWith("token=")) {
+      // a token handed over in the fragment (never sent to the server): keep it, drop it from the URL
+      sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(hash.slice(6)));
+      history.replaceState(null, "", "#/");
+      hash = "/";
+      paintChrome();
+    }
+    const parts = hash.split("/").filter(Boolean).map(decodeURIComponent);
+    if (current) current.stop();
+    const root = $("#view");
+    fill(root);
+    window.scrollTo(0, 0);
+    if (parts[0] === "q" && parts.length === 2) current = queueView(root, parts[1]);
+    else if (parts[0] === "q" && parts[2] === "job" && parts.length === 4) current = jobView(root, parts[1], parts[3]);
+    else current = queuesView(root);
+  }
+
+  async function start() {
+    $("#token-btn").addEventListener("click", openTokenDialog);
+    try {
+      Object.assign(config, await get("/api/config"));
+    } catch (err) {
+      toast("error", "Cannot reach the console API", err.message);
+    }
+    paintChrome();
+    window.addEventListener("hashchange", route);
+    route();
+  }
+
+  start();
+})();
