@@ -33,6 +33,15 @@ REFUSED: dict[str, int] = {
     "active": 15,
     "stale": 16,
 }
+_REASON_MEANING = {
+    "gone": "no such job",
+    "locked": "a worker holds the job (job remove)",
+    "not_dead": "the job is not dead (job reprocess)",
+    "not_pending": "the job is not pending (reassign)",
+    "not_paused": "the queue is not paused (obliterate)",
+    "active": "jobs are in flight; --force deletes them too (obliterate)",
+    "stale": "the fencing token is not the current one",
+}
 #: A refusal whose reason this table does not know (a newer server script).
 REFUSED_OTHER = 19
 
@@ -54,6 +63,8 @@ def table() -> list[tuple[int, str]]:
         (MISSING_EXTRA, "optional extra not installed (console)"),
         (DEMO_FAILED, "a demo step did not behave as the runbook says"),
     ]
-    rows += [(code, f"refused: {reason}") for reason, code in REFUSED.items()]
+    rows += [
+        (code, f"refused: {reason}: {_REASON_MEANING[reason]}") for reason, code in REFUSED.items()
+    ]
     rows += [(REFUSED_OTHER, "refused: another reason"), (INTERRUPTED, "interrupted (Ctrl-C)")]
     return rows

@@ -7,7 +7,8 @@ import json
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
@@ -26,16 +27,24 @@ def _require_server(env: Env) -> None:
         raise ServerUnavailable(env.no_server_message())
 
 
-def _stop_on_sigterm() -> threading.Event:
-    """An event set by SIGTERM (and SIGINT), so a foreground command can stop cleanly."""
+@contextmanager
+def _stop_signals() -> Iterator[threading.Event]:
+    """An event set by SIGINT or SIGTERM while the block runs, so a foreground command
+    stops cleanly; the previous handlers come back afterwards."""
     stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop  # only the main thread may install handlers
+        return
 
     def handler(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
-    return stop
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def _event_line(event: dict[str, Any]) -> str:
@@ -58,30 +67,33 @@ def events(env: Env, queue: str, count: int | None, timeout: float | None) -> No
     client: Any = env.client
     pubsub = client.pubsub(ignore_subscribe_messages=True)
     pubsub.subscribe(q.keys.events)
-    stop = _stop_on_sigterm()
     env.note(f"listening on {q.keys.events} (Ctrl-C to stop)")
     deadline = None if timeout is None else time.monotonic() + timeout
     seen = 0
+    with _stop_signals() as stop:
+        try:
+            while not stop.is_set() and (count is None or seen < count):
+                wait = 0.2 if deadline is None else min(0.2, deadline - time.monotonic())
+                if wait <= 0:
+                    break
+                message = pubsub.get_message(timeout=wait)
+                if message is None or message.get("type") != "message":
+                    continue
+                seen += 1
+                _print_event(env, as_str(message["data"]))
+        finally:
+            pubsub.close()
+
+
+def _print_event(env: Env, text: str) -> None:
     try:
-        while not stop.is_set() and (count is None or seen < count):
-            wait = 0.2 if deadline is None else min(0.2, deadline - time.monotonic())
-            if wait <= 0:
-                break
-            message = pubsub.get_message(timeout=wait)
-            if message is None or message.get("type") != "message":
-                continue
-            text = as_str(message["data"])
-            try:
-                event = json.loads(text)
-            except json.JSONDecodeError:
-                event = {"event": "raw", "data": text}
-            seen += 1
-            if env.json:
-                click.echo(json.dumps(event, ensure_ascii=False))
-            else:
-                env.out.print(_event_line(event), markup=False)
-    finally:
-        pubsub.close()
+        event = json.loads(text)
+    except json.JSONDecodeError:
+        event = {"event": "raw", "data": text}
+    if env.json:
+        click.echo(json.dumps(event, ensure_ascii=False))
+    else:
+        env.out.print(_event_line(event), markup=False)
 
 
 def load_handler(spec: str) -> Callable[..., Any]:
@@ -139,16 +151,16 @@ def server(env: Env, port: int | None) -> None:
         srv = EmbeddedServer(port=port).start()
     except ServerUnavailable as exc:
         raise CommandFailed(str(exc), exits.FAILURE) from None
-    stop = _stop_on_sigterm()
-    try:
-        env.emit({"url": srv.url, "pid": srv.proc.pid if srv.proc else None}, srv.url)
-        env.note(f"serving at {srv.url}; use it with: export EMQ_URL={srv.url}")
-        env.note("Ctrl-C stops the server (nothing is kept on disk)")
-        while not stop.wait(0.2):
-            if srv.proc is None or srv.proc.poll() is not None:
-                raise CommandFailed("the server exited", exits.FAILURE)
-    finally:
-        srv.stop()
+    with _stop_signals() as stop:
+        try:
+            env.emit({"url": srv.url, "pid": srv.proc.pid if srv.proc else None}, srv.url)
+            env.note(f"serving at {srv.url}; use it with: export EMQ_URL={srv.url}")
+            env.note("Ctrl-C stops the server (nothing is kept on disk)")
+            while not stop.wait(0.2):
+                if srv.proc is None or srv.proc.poll() is not None:
+                    raise CommandFailed("the server exited", exits.FAILURE)
+        finally:
+            srv.stop()
     env.note("server stopped")
 
 
