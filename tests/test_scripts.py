@@ -1,0 +1,258 @@
+"""The script registry, the EVALSHA-first runners, batches and the version fence."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from importlib import resources
+from typing import Any
+
+import pytest
+import redis
+
+from conftest import dump, queue_keys
+from echomq import (
+    AsyncQueue,
+    InvalidJobId,
+    JobGone,
+    Queue,
+    ScriptError,
+    ServerUnavailable,
+    StaleToken,
+    VersionMismatch,
+    new_id,
+)
+from echomq.embedded import EmbeddedServer, free_port
+from echomq.keyspace import KEYSPACE_VERSION, VERSION_KEY
+from echomq.scripts import Batch, Cmd, Eval, Plan, SyncRunner, all_scripts, script
+
+LUA = resources.files("echomq") / "lua"
+
+
+def lua_names() -> list[str]:
+    return sorted(p.name[:-4] for p in LUA.iterdir() if p.name.endswith(".lua"))
+
+
+def stats(r: redis.Redis) -> dict[str, int]:
+    raw = r.info("commandstats")
+    return {k: int(raw.get(f"cmdstat_{k}", {}).get("calls", 0)) for k in ("evalsha", "eval")} | {
+        "load": int(raw.get("cmdstat_script|load", {}).get("calls", 0))
+    }
+
+
+# ---------------------------------------------------------------- the registry
+
+
+def test_every_script_is_loaded_with_its_local_sha() -> None:
+    shipped = all_scripts()
+    assert [s.name for s in shipped] == lua_names()
+    for s in shipped:
+        assert s.sha == hashlib.sha1(s.body.encode()).hexdigest()
+        assert script(s.name) is s  # read once per process
+        assert "--! include" not in s.body
+
+
+def test_includes_are_spliced() -> None:
+    common = (LUA / "lib" / "common.lua").read_text(encoding="utf-8")
+    raw = (LUA / "complete.lua").read_text(encoding="utf-8")
+    assert "--! include common" in raw
+    body = script("complete").body
+    assert common in body and "local function now_ms" in body
+
+
+@pytest.mark.parametrize("name", lua_names())
+def test_every_script_has_a_contract_header(name: str) -> None:
+    text = (LUA / f"{name}.lua").read_text(encoding="utf-8")
+    header = []
+    for line in text.splitlines():
+        if not line.startswith("--"):
+            break
+        header.append(line)
+    head = "\n".join(header)
+    assert header and header[0].startswith(f"-- {name}")
+    assert "KEYS[1]" in head
+    assert re.search(r"^-- Reply", head, re.M), "the header names the reply"
+    assert re.search(r"^-- Refusals", head, re.M), "the header names the refusals"
+    # every ARGV index the body reads is declared in the header
+    body = text[len(head) :]
+    for idx in set(re.findall(r"ARGV\[(\d+)\]", body)):
+        assert re.search(rf"ARGV(\[{idx}\]|\[\d+\.\.\])", head), f"ARGV[{idx}] undeclared"
+
+
+def test_the_server_agrees_with_the_local_sha(r: redis.Redis) -> None:
+    s = script("counts")
+    assert r.script_load(s.body) == s.sha
+
+
+# ---------------------------------------------------------------- EVALSHA first
+
+
+def test_evalsha_first_reload_once_never_eval(q: Queue, r: redis.Redis) -> None:
+    q.counts()  # fenced and loaded
+    r.script_flush()
+    before = stats(r)
+    q.enqueue("x")
+    after = stats(r)
+    # one NOSCRIPT evalsha, one load, one retried evalsha; never a body by EVAL
+    assert after["evalsha"] - before["evalsha"] == 2
+    assert after["load"] - before["load"] == 1
+    assert after["eval"] == before["eval"]
+    q.enqueue("y")
+    again = stats(r)
+    assert (again["evalsha"] - after["evalsha"], again["load"] - after["load"]) == (1, 0)
+    assert r.script_exists(script("enqueue").sha) == [True]
+    assert r.zcard(q.keys.pending) == 2
+
+
+def test_a_batch_after_flush_reloads_each_script_once(q: Queue, r: redis.Redis) -> None:
+    jid = q.enqueue("x")
+    r.script_flush()
+    before = stats(r)
+    runner = q.runner
+    replies = runner.drive(_batch_plan(q, jid))
+    after = stats(r)
+    assert replies[0] == replies[2] and int(replies[0][0]) == 1  # counts: one pending
+    assert replies[1] in ("PONG", b"PONG", True)
+    assert type(replies[3]) is JobGone or replies[3] == -1
+    assert after["load"] - before["load"] == 2  # counts and complete, once each
+    assert after["eval"] == before["eval"]
+    assert r.zrange(q.keys.pending, 0, -1) == [jid]
+
+
+def _batch_plan(q: Queue, jid: str) -> Plan[list[Any]]:
+    base = (q.keys.base,)
+    return (
+        yield Batch(
+            (
+                Eval(script("counts"), base),
+                Cmd(("PING",)),
+                Eval(script("counts"), base),
+                Eval(script("complete"), base, (new_id(), "1")),
+            )
+        )
+    )
+
+
+def test_batch_maps_each_error_in_place(q: Queue, r: redis.Redis) -> None:
+    jid = q.enqueue("x")
+    c = q.claim()
+    assert c is not None
+    before = dump(r, q)
+
+    def plan() -> Plan[list[Any]]:
+        return (
+            yield Batch(
+                (
+                    Eval(script("complete"), (q.keys.base,), (jid, str(c.token + 1))),
+                    Cmd(("HSET", q.keys.base + "nope")),  # a wrong-arity command
+                    Cmd(("HGET", q.keys.job(jid), "state")),
+                )
+            )
+        )
+
+    stale, wrong, state = q.runner.drive(plan())
+    assert type(stale) is StaleToken
+    assert type(wrong) is ScriptError and "wrong number" in str(wrong)
+    assert state in ("active", b"active")
+    assert dump(r, q) == before
+
+
+def test_errors_are_thrown_into_the_plan(q: Queue, r: redis.Redis) -> None:
+    def plan() -> Plan[str]:
+        try:
+            yield Eval(script("complete"), (q.keys.base,), (new_id(), "1"))
+            first = "not raised"
+        except JobGone as exc:
+            first = exc.reason
+        try:
+            yield Cmd(("NOSUCHCOMMAND",))
+        except ScriptError as exc:
+            return f"{first}, then {type(exc).__name__}"
+        return "not reached"
+
+    assert q.runner.drive(plan()) == "gone, then ScriptError"
+    assert queue_keys(r, q) == set()
+
+
+def test_a_plan_that_yields_nothing_sends_nothing() -> None:
+    runner = SyncRunner(redis.Redis.from_url(f"redis://127.0.0.1:{free_port()}/0"))
+
+    def plan() -> Plan[int]:
+        if False:
+            yield Cmd(("PING",))
+        return 7
+
+    assert runner.drive(plan()) == 7
+    assert runner._fenced is False
+
+
+def test_no_server_raises_server_unavailable(qname: str) -> None:
+    with (
+        Queue(qname, url=f"redis://127.0.0.1:{free_port()}/0") as q,
+        pytest.raises(ServerUnavailable),
+    ):
+        q.counts()
+
+
+async def test_no_server_raises_server_unavailable_async(qname: str) -> None:
+    async with AsyncQueue(qname, url=f"redis://127.0.0.1:{free_port()}/0") as aq:
+        with pytest.raises(ServerUnavailable):
+            await aq.counts()
+
+
+# ---------------------------------------------------------------- the version fence
+
+
+@pytest.fixture(scope="module")
+def fence_server() -> Iterator[EmbeddedServer]:
+    """A server of its own: these tests rewrite ``{emq}:version``."""
+    with EmbeddedServer() as srv:
+        yield srv
+
+
+@pytest.fixture()
+def fr(fence_server: EmbeddedServer) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(fence_server.url, decode_responses=True)
+    client.delete(VERSION_KEY)
+    yield client
+    client.delete(VERSION_KEY)
+    client.close()
+
+
+def test_the_first_client_sets_the_version(fence_server: EmbeddedServer, fr: redis.Redis) -> None:
+    assert fr.get(VERSION_KEY) is None
+    with Queue("fence-a", url=fence_server.url) as q:
+        assert q.counts()["pending"] == 0
+    assert fr.get(VERSION_KEY) == KEYSPACE_VERSION
+
+
+@pytest.mark.parametrize("found", ["2", "0", "1.0", ""])
+def test_a_different_version_is_refused(
+    fence_server: EmbeddedServer, fr: redis.Redis, found: str
+) -> None:
+    fr.set(VERSION_KEY, found)
+    with Queue("fence-b", url=fence_server.url) as q:
+        with pytest.raises(VersionMismatch):
+            q.enqueue("x")
+        with pytest.raises(VersionMismatch):
+            q.counts()
+        # the argument gate still runs first
+        with pytest.raises(InvalidJobId):
+            q.complete("JOB", 1)
+        assert queue_keys(fr, q) == set()
+    assert fr.get(VERSION_KEY) == found  # never overwritten
+
+
+async def test_a_different_version_is_refused_async(
+    fence_server: EmbeddedServer, fr: redis.Redis
+) -> None:
+    fr.set(VERSION_KEY, "999")
+    async with AsyncQueue("fence-c", url=fence_server.url) as aq:
+        with pytest.raises(VersionMismatch):
+            await aq.enqueue("x")
+        assert queue_keys(fr, aq) == set()
+    fr.set(VERSION_KEY, KEYSPACE_VERSION)
+    async with AsyncQueue("fence-c", url=fence_server.url) as aq:
+        jid = await aq.enqueue("x")
+        assert fr.zrange(aq.keys.pending, 0, -1) == [jid]
