@@ -159,11 +159,14 @@ def test_batch_maps_each_error_in_place(q: Queue, r: redis.Redis) -> None:
 
 
 def test_errors_are_thrown_into_the_plan(q: Queue, r: redis.Redis) -> None:
+    jid = q.enqueue("x")
+    before = dump(r, q)
+
     def plan() -> Plan[str]:
-        try:
-            yield Eval(script("complete"), (q.keys.base,), (new_id(), "1"))
+        try:  # pending, not active: the script refuses with EMQSTALE
+            yield Eval(script("complete"), (q.keys.base,), (jid, "1"))
             first = "not raised"
-        except JobGone as exc:
+        except StaleToken as exc:
             first = exc.reason
         try:
             yield Cmd(("NOSUCHCOMMAND",))
@@ -171,8 +174,8 @@ def test_errors_are_thrown_into_the_plan(q: Queue, r: redis.Redis) -> None:
             return f"{first}, then {type(exc).__name__}"
         return "not reached"
 
-    assert q.runner.drive(plan()) == "gone, then ScriptError"
-    assert queue_keys(r, q) == set()
+    assert q.runner.drive(plan()) == "stale, then ScriptError"
+    assert dump(r, q) == before
 
 
 def test_a_plan_that_yields_nothing_sends_nothing() -> None:
