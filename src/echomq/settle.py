@@ -6,18 +6,26 @@
 - :func:`fail`: retry a failed job after the delay its backoff policy says (the row's
   policy, else the worker's default), or dead-letter it at ``max_attempts``.
 - :func:`release_many`: many releases in one pipelined round trip.
+- :func:`settle_and_claim` and :func:`claim_gated`: the worker's hot path. They run
+  the spine's own ``complete_many`` and ``claim_many`` plans, only sharing round
+  trips: the completions travel in the same pipeline as the pause-gate read, and the
+  claim script follows in its own call, so the pause stays the separate gate read
+  before each claim call and the claim script carries no pause logic.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from .backoff import Backoff
 from .context import Context, as_str, opt_str, positive
-from .errors import JobGone, StaleToken
-from .scripts import Batch, Cmd, Eval, Plan, script
-from .spine import retry
+from .errors import EchoMQError, JobGone, StaleToken
+from .scripts import Batch, Cmd, Eval, Op, Plan, script
+from .spine import Claimed, claim_many, complete_many, retry
+
+T = TypeVar("T")
 
 
 def _release_op(ctx: Context, job_id: str, token: int) -> Eval:
@@ -96,3 +104,86 @@ def fail(
     failures = int(as_str(row[1])) if row[1] is not None else 0
     wait = policy.delay_for(failures + 1, rng)
     return (yield from retry(ctx, job_id, token, error, delay_ms=wait))
+
+
+def _resume(plan: Plan[T], reply: Any) -> Plan[T]:
+    """Continue ``plan`` from a step whose reply the caller already has."""
+    failure: EchoMQError | None = None
+    while True:
+        try:
+            op = plan.throw(failure) if failure is not None else plan.send(reply)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+        failure = None
+        try:
+            reply = yield op
+        except EchoMQError as exc:  # the runner's typed error goes inside the plan
+            failure = exc
+
+
+def _is_gate(op: Op, ctx: Context) -> bool:
+    return isinstance(op, Cmd) and op.args[:2] == ("HEXISTS", ctx.keys.meta)
+
+
+def gate_read(ctx: Context) -> Cmd:
+    """The pause-gate read a claim starts with (to pipeline behind a ``BLPOP``)."""
+    return Cmd(("HEXISTS", ctx.keys.meta, "paused"))
+
+
+def claim_gated(
+    ctx: Context, gate_reply: Any, count: int, lease_ms: int, lock_ms: int
+) -> Plan[list[Claimed]]:
+    """``claim_many`` whose pause-gate read the caller has just made.
+
+    The idle worker pipelines the gate read right behind its ``BLPOP`` on the wake
+    list: the server answers it the moment the wake token pops, so the read is as
+    fresh as the claim plan's own and saves a round trip on every wake.
+
+    Args:
+        gate_reply: the reply of :func:`gate_read`.
+        count, lease_ms, lock_ms: as for ``claim_many``.
+
+    Returns:
+        The claimed jobs (``[]`` when the gate said paused or nothing is ready).
+    """
+    plan = claim_many(ctx, count, lease_ms, lock_ms=lock_ms)
+    first = next(plan)
+    if not _is_gate(first, ctx):  # the claim no longer starts with the gate: run it all
+        reply = yield first
+        return (yield from _resume(plan, reply))
+    return (yield from _resume(plan, gate_reply))
+
+
+def settle_and_claim(
+    ctx: Context, done: Sequence[tuple[str, int]], count: int, lease_ms: int, lock_ms: int
+) -> Plan[tuple[list[str], list[Claimed]]]:
+    """Complete finished jobs and claim more, in two round trips for both.
+
+    The completions are pipelined with the claim's pause-gate read; the claim
+    script runs next, in its own call, only when the gate is open.
+
+    Args:
+        done: ``(job_id, token)`` of the jobs to complete.
+        count: the most jobs to claim (0: only complete).
+        lease_ms, lock_ms: as for ``claim_many``.
+
+    Returns:
+        ``(ids not completed (gone or stale), claimed jobs)``.
+    """
+    if count == 0:
+        return (yield from complete_many(ctx, done)), []
+    if not done:
+        return [], (yield from claim_many(ctx, count, lease_ms, lock_ms=lock_ms))
+    settling = complete_many(ctx, done)
+    batch = next(settling)
+    claiming = claim_many(ctx, count, lease_ms, lock_ms=lock_ms)
+    gate = next(claiming)
+    if not isinstance(batch, Batch) or not isinstance(gate, Cmd) or not _is_gate(gate, ctx):
+        refused = yield from _resume(settling, (yield batch))
+        return refused, (yield from _resume(claiming, (yield gate)))
+    replies = yield Batch((*batch.ops, gate))
+    if isinstance(replies[-1], Exception):
+        raise replies[-1]
+    refused = yield from _resume(settling, replies[:-1])
+    return refused, (yield from _resume(claiming, replies[-1]))

@@ -1,0 +1,337 @@
+"""The worker's engine: the serve loop, the handler tasks, settling, the beat and
+the wind-down of one :class:`~echomq.worker.Worker` run.
+
+The serve loop completes the jobs that finished and claims up to the free slots in
+two round trips (the completions pipelined with the pause-gate read, then one claim
+script call), and starts a task per job. When nothing is ready it blocks on the
+queue's wake list (``BLPOP`` on a connection of its own, the gate read pipelined
+behind it) instead of polling. The beat extends every in-flight lease in one
+``extend_locks`` call and runs the stalled check, promote and the due repeatables,
+bounded, so scheduled and crashed work moves without any other process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import random
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from . import repeat, settle
+from .errors import EchoMQError, JobGone, StaleToken
+from .job_context import LEASE_LOST, SHUTDOWN, TIMEOUT, JobCancelled, JobContext
+from .queue import AsyncQueue
+from .spine import Claimed
+from .worker_config import WorkerConfig
+from .worker_routes import Routes, failure_text
+
+log = logging.getLogger("echomq.worker")
+
+_RECOVERABLE = (EchoMQError, redis.RedisError, OSError)
+#: The pause after a server error before a loop tries again, doubling to the cap.
+_ERROR_PAUSE_S, _ERROR_PAUSE_CAP_S = 0.05, 2.0
+
+
+@dataclass
+class WorkerStats:
+    """What a worker has done (updated on the worker's loop; read it any time).
+
+    Attributes:
+        claimed: jobs leased.
+        completed: jobs completed.
+        retried: failures scheduled to run again.
+        dead: failures that dead-lettered the job.
+        released: jobs handed back at shutdown.
+        stale: settlements the server refused (the lease had moved on).
+        lost: jobs the beat found no longer held while they ran (not settled).
+        timed_out: handlers cancelled for running past the job timeout.
+        errors: server errors the loops recovered from.
+    """
+
+    claimed: int = 0
+    completed: int = 0
+    retried: int = 0
+    dead: int = 0
+    released: int = 0
+    stale: int = 0
+    lost: int = 0
+    timed_out: int = 0
+    errors: int = 0
+
+
+@dataclass
+class _Running:
+    job: JobContext
+    task: asyncio.Task[None] | None = None
+    timer: asyncio.TimerHandle | None = None
+    recorded: bool = False
+
+
+class Engine:
+    """One run of a worker. The flags are written from any thread; everything else
+    lives on the loop that calls :meth:`run`."""
+
+    def __init__(self, config: WorkerConfig, routes: Routes, name: str) -> None:
+        self.config, self.routes, self.name = config, routes, name
+        self.stats = WorkerStats()
+        self.stop_requested = self.force = False
+        self._more = True  # whether the backlog may hold more than the last claim took
+        self._thread = 0
+        self._running: dict[tuple[str, int], _Running] = {}
+        self._done: list[JobContext] = []
+        self._other: list[tuple[JobContext, str, str]] = []
+        self._poke_fut: asyncio.Future[None] | None = None
+        self._rng = random.Random()
+
+    async def run(
+        self, aq: AsyncQueue, blocker: Any, pool: ThreadPoolExecutor, ready: threading.Event
+    ) -> None:
+        """Serve until a stop is requested, then wind down."""
+        loop = asyncio.get_running_loop()
+        self._thread = threading.get_ident()
+        self._poke_fut = loop.create_future()
+        beat = loop.create_task(self._beat_loop(aq))
+        try:
+            ready.set()
+            await self._serve(aq, blocker, pool)
+            await self._wind_down(aq)
+        finally:
+            beat.cancel()
+            await asyncio.gather(beat, return_exceptions=True)
+
+    def poke(self) -> None:
+        """Wake the serve loop (a job finished, a stop was requested). Loop thread only."""
+        if self._poke_fut is not None and not self._poke_fut.done():
+            self._poke_fut.set_result(None)
+
+    async def _nap(self, timeout: float | None) -> None:
+        """Wait for a poke or ``timeout`` seconds."""
+        assert self._poke_fut is not None
+        await asyncio.wait([self._poke_fut], timeout=timeout)
+        if self._poke_fut.done():
+            self._poke_fut = asyncio.get_running_loop().create_future()
+
+    # ---- the serve loop -----------------------------------------------------------
+
+    async def _serve(self, aq: AsyncQueue, blocker: Any, pool: ThreadPoolExecutor) -> None:
+        cfg, loop = self.config, asyncio.get_running_loop()
+        wake: asyncio.Task[Any] | None = None
+        failures = 0
+        try:
+            while not self.stop_requested:
+                try:
+                    await self._settle_others(aq)
+                    done = self._take_done()
+                    free = cfg.concurrency - len(self._running)
+                    want = min(free, cfg.claim_batch) if self._more else 0
+                    if done or want:
+                        plan = settle.settle_and_claim(aq.ctx, done, want, cfg.lease_ms, cfg.lock)
+                        refused, got = await aq.runner.drive(plan)
+                        self._count_completions(len(done), refused)
+                        self._claimed(aq, got, want, pool)
+                        failures = 0
+                        continue
+                    assert self._poke_fut is not None
+                    waits: list[asyncio.Future[Any]] = [self._poke_fut]
+                    if free > 0:
+                        wake = wake or loop.create_task(self._await_wake(aq, blocker))
+                        waits.append(wake)
+                    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                    if self._poke_fut.done():
+                        self._poke_fut = loop.create_future()
+                    if wake is not None and wake.done():
+                        # a wake token, or the beat's timeout: claim once, reading
+                        # the gate that was read right behind the BLPOP
+                        finished, wake = wake, None
+                        gate = finished.result()
+                        want = min(cfg.concurrency - len(self._running), cfg.claim_batch)
+                        if want > 0:
+                            gated = settle.claim_gated(aq.ctx, gate, want, cfg.lease_ms, cfg.lock)
+                            self._claimed(aq, await aq.runner.drive(gated), want, pool)
+                    failures = 0
+                except _RECOVERABLE as exc:
+                    self.stats.errors += 1
+                    log.warning("worker %s: %r; trying again", self.name, exc)
+                    await self._nap(min(_ERROR_PAUSE_CAP_S, _ERROR_PAUSE_S * 2**failures))
+                    failures = min(failures + 1, 10)
+        finally:
+            if wake is not None:
+                wake.cancel()
+                await asyncio.gather(wake, return_exceptions=True)
+
+    async def _await_wake(self, aq: AsyncQueue, blocker: Any) -> Any:
+        """Block on the wake list; the server answers the pipelined gate read the
+        moment BLPOP returns. Returns the gate's reply."""
+        pipe = blocker.pipeline(transaction=False)
+        pipe.blpop([aq.keys.wake], timeout=self.config.beat / 1000)
+        pipe.execute_command(*settle.gate_read(aq.ctx).args)
+        replies = await pipe.execute()
+        return replies[1]
+
+    def _claimed(
+        self, aq: AsyncQueue, got: list[Claimed], want: int, pool: ThreadPoolExecutor
+    ) -> None:
+        if want:
+            self._more = len(got) == want
+        loop = asyncio.get_running_loop()
+        timeout = self.config.job_timeout_ms
+        for claimed in got:
+            run = _Running(JobContext(claimed, aq, loop, self._thread))
+            self._running[(claimed.id, claimed.token)] = run
+            run.task = loop.create_task(self._execute(run, pool))
+            if timeout is not None:
+                run.timer = loop.call_later(timeout / 1000, self._cancel, run, TIMEOUT)
+        self.stats.claimed += len(got)
+
+    def _cancel(self, run: _Running, reason: str) -> None:
+        run.job._cancel(reason)
+        if run.task is not None and not run.task.done():
+            run.task.cancel()
+
+    async def _execute(self, run: _Running, pool: ThreadPoolExecutor) -> None:
+        job = run.job
+        outcome, error = "done", ""
+        try:
+            fn, is_async = self.routes.pick(job.name)
+            if is_async:
+                await fn(job)
+            else:
+                result = await asyncio.get_running_loop().run_in_executor(pool, fn, job)
+                if inspect.isawaitable(result):
+                    await result
+        except (asyncio.CancelledError, Exception) as exc:
+            outcome, error = self._failure(job, exc)
+        finally:
+            if run.timer is not None:
+                run.timer.cancel()
+        self._record(run, "lost" if job.cancel_reason == LEASE_LOST else outcome, error)
+
+    def _failure(self, job: JobContext, exc: BaseException) -> tuple[str, str]:
+        reason = job.cancel_reason
+        if reason == TIMEOUT:
+            self.stats.timed_out += 1
+            ms = self.config.job_timeout_ms
+            return "failed", f"TimeoutError: the handler ran longer than {ms} ms"
+        if reason is not None or isinstance(exc, asyncio.CancelledError):
+            # told to stop (or the loop is going away): hand the job back, no failure
+            return "release", ""
+        if isinstance(exc, JobCancelled):
+            return "failed", f"JobCancelled: {exc}"
+        return "failed", failure_text(exc, self.config.error_max_chars)
+
+    def _record(self, run: _Running, outcome: str, error: str) -> None:
+        if run.recorded:
+            return
+        run.recorded = True
+        if outcome == "done":
+            self._done.append(run.job)
+        else:
+            self._other.append((run.job, outcome, error))
+        self.poke()
+
+    # ---- settling -------------------------------------------------------------------
+
+    def _take_done(self) -> list[tuple[str, int]]:
+        """The finished jobs to complete, forgotten here: should the call fail, their
+        leases run out and they are served again (at least once)."""
+        done, self._done = self._done, []
+        for job in done:
+            self._running.pop((job.id, job.attempt), None)
+        return [(job.id, job.attempt) for job in done]
+
+    def _count_completions(self, sent: int, refused: list[str]) -> None:
+        self.stats.completed += sent - len(refused)
+        self.stats.stale += len(refused)
+
+    async def _settle_others(self, aq: AsyncQueue) -> None:
+        """Settle the jobs that did not simply finish: releases, failures, losses."""
+        if not self._other:
+            return
+        batch, self._other = self._other, []
+        for job, _, _ in batch:
+            self._running.pop((job.id, job.attempt), None)
+        back = [(j.id, j.attempt) for j, outcome, _ in batch if outcome == "release"]
+        if back:
+            refused = await aq.runner.drive(settle.release_many(aq.ctx, back))
+            self.stats.released += len(back) - len(refused)
+            self.stats.stale += len(refused)
+        for job, outcome, error in batch:
+            if outcome == "lost":
+                self.stats.lost += 1
+            elif outcome == "failed":
+                await self._fail(aq, job, error)
+
+    async def _fail(self, aq: AsyncQueue, job: JobContext, error: str) -> None:
+        plan = settle.fail(aq.ctx, job.id, job.attempt, error, self.config.backoff, self._rng)
+        try:
+            verdict = await aq.runner.drive(plan)
+        except (JobGone, StaleToken):
+            self.stats.stale += 1
+            return
+        if verdict == "dead":
+            self.stats.dead += 1
+        else:
+            self.stats.retried += 1
+
+    # ---- the beat and shutdown ------------------------------------------------------
+
+    async def _beat_loop(self, aq: AsyncQueue) -> None:
+        while True:
+            await asyncio.sleep(self.config.beat / 1000)
+            try:
+                await self._beat(aq)
+            except _RECOVERABLE as exc:
+                self.stats.errors += 1
+                log.warning("worker %s beat: %r", self.name, exc)
+
+    async def _beat(self, aq: AsyncQueue) -> None:
+        cfg = self.config
+        held = {key: run for key, run in self._running.items() if not run.recorded}
+        if held:
+            lost = set(await aq.extend_locks(list(held), cfg.lease_ms, lock_ms=cfg.lock))
+            for (job_id, _), run in held.items():
+                if job_id in lost:
+                    self._cancel(run, LEASE_LOST)
+        if self.stop_requested:
+            return  # a stopping worker only keeps its own leases alive
+        await aq.check_stalled(cfg.max_stalled, cfg.maintenance_budget)
+        await aq.promote(cfg.maintenance_budget)
+        if cfg.repeat_budget:
+            await aq.runner.drive(repeat.fire_due(aq.ctx, cfg.repeat_budget))
+
+    async def _wind_down(self, aq: AsyncQueue) -> None:
+        """Stop claiming, let running jobs finish within the grace, release the rest."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.grace_ms / 1000
+        while True:
+            await self._settle_quietly(aq)
+            left = deadline - loop.time()
+            if not self._running or left <= 0 or self.force:
+                break
+            await self._nap(left)
+        pending = [run for run in self._running.values() if not run.recorded]
+        for run in pending:
+            self._cancel(run, SHUTDOWN)
+        tasks = [run.task for run in pending if run.task is not None]
+        if tasks:
+            # an async handler that swallows the cancel gets one more second
+            await asyncio.wait(tasks, timeout=1.0)
+        for run in pending:
+            self._record(run, "release", "")
+        await self._settle_quietly(aq)
+
+    async def _settle_quietly(self, aq: AsyncQueue) -> None:
+        try:
+            await self._settle_others(aq)
+            done = self._take_done()
+            if done:
+                self._count_completions(len(done), await aq.complete_many(done))
+        except _RECOVERABLE as exc:
+            self.stats.errors += 1
+            log.warning("worker %s: settling at shutdown: %r", self.name, exc)
