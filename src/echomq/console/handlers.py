@@ -367,13 +367,35 @@ class Console:
         ``None`` again whenever ``HEARTBEAT_S`` passes without one (a chance to send
         a keep-alive and notice a client that left). Pub/sub is at-most-once: events
         are hints to re-read, the rows and sets are the truth.
+
+        Raises:
+            InvalidName: a malformed queue name (before any I/O).
         """
+        if queue is None:
+            async for item in self._every_queue_events():
+                yield item
+            return
+        # one queue: the queue's own stream, which subscribes again after a lost link
+        async with self.queue(queue).events() as stream:
+            yield None
+            while True:
+                event = await stream.get(HEARTBEAT_S)
+                if event is None:
+                    yield None
+                    continue
+                out: Reply = {"event": event.name}
+                if event.job is not None:
+                    out["job"] = event.job
+                out.update(event.fields)
+                out["queue"] = event.queue
+                yield out
+
+    async def _every_queue_events(self) -> AsyncGenerator[Reply | None, None]:
+        # a pattern subscription; a lost link ends the stream and the browser's
+        # EventSource reconnects on its own
         pubsub = self.client.pubsub()
         try:
-            if queue is None:
-                await pubsub.psubscribe(EVENTS_PATTERN)
-            else:
-                await pubsub.subscribe(self.queue(queue).keys.events)
+            await pubsub.psubscribe(EVENTS_PATTERN)
             yield None
             while True:
                 msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=HEARTBEAT_S)

@@ -544,9 +544,13 @@
     function pushEvent(ev) {
       if (events.firstChild && events.firstChild.classList.contains("none")) fill(events);
       const t = new Date().toTimeString().slice(0, 8);
-      const extra = ev.progress !== undefined ? ` ${typeof ev.progress === "string" ? ev.progress : JSON.stringify(ev.progress)}` : "";
+      const extra = Object.entries(ev)
+        .filter(([k]) => !["event", "job", "queue"].includes(k))
+        .map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`)
+        .join(" ");
       events.prepend(h("li", {}, h("time", {}, t), h("span", { class: "ev" }, ev.event),
-        ev.job ? h("a", { href: jlink(name, ev.job), class: "mono" }, ev.job) : null, extra));
+        ev.job ? h("a", { href: jlink(name, ev.job), class: "mono" }, ev.job) : null,
+        extra ? h("span", { class: "sub" }, extra) : null));
       while (events.children.length > 40) events.lastChild.remove();
     }
 

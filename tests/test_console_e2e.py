@@ -1,0 +1,369 @@
+"""End to end: the console page in headless Chromium, driving live queues.
+
+The console is served by uvicorn on a free loopback port (in a thread) over the private
+server; Playwright drives Debian's ``chromium`` (never a downloaded browser). Each test
+acts through the page and then checks the keys on the server.
+
+Screenshots of the main pages are written by ``test_screenshots`` when
+``EMQ_CONSOLE_SCREENSHOTS`` names a directory::
+
+    EMQ_CONSOLE_SCREENSHOTS=docs/screenshots .venv/bin/pytest tests/test_console_e2e.py
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+import uvicorn
+from playwright.sync_api import Browser, Page, Request, sync_playwright
+
+from conftest import dump, queue_keys
+from echomq import Queue
+from echomq.console import create_app
+from echomq.embedded import EmbeddedServer, free_port
+
+
+def find_chromium() -> str | None:
+    """The system Chromium: ``EMQ_CHROMIUM``, else ``chromium`` on PATH or in /usr/bin."""
+    env = os.environ.get("EMQ_CHROMIUM")
+    if env:
+        return env
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None
+
+
+CHROMIUM = find_chromium()
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no chromium found (install Debian's `chromium`: scripts/setup test does it)",
+)
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@contextmanager
+def serving(url: str, **kw: Any) -> Iterator[str]:
+    """The console over ``url``, served by uvicorn on a free loopback port, in a thread."""
+    port = free_port()
+    config = uvicorn.Config(create_app(url, **kw), host="127.0.0.1", port=port, log_level="warning")
+    config.timeout_graceful_shutdown = 1
+    srv = uvicorn.Server(config)
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not srv.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        srv.should_exit = True
+        thread.join(5)
+
+
+@pytest.fixture(scope="module")
+def console_url(server: EmbeddedServer) -> Iterator[str]:
+    with serving(server.url) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    assert CHROMIUM is not None
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, chromium_sandbox=False)
+        yield b
+        b.close()
+
+
+@pytest.fixture()
+def open_page(browser: Browser) -> Iterator[Callable[[str], Page]]:
+    """Factory: a fresh page at a URL; any script error on it fails the test."""
+    contexts = []
+    errors: list[str] = []
+
+    def open_(url: str) -> Page:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(10000)
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(url)
+        return page
+
+    yield open_
+    for context in contexts:
+        context.close()
+    assert errors == []
+
+
+def dead_job(q: Queue, payload: Any, error: str) -> str:
+    """A job moved to dead through the real claim/retry path."""
+    jid = q.enqueue(payload, max_attempts=1, priority=-(10**6))
+    claimed = q.claim()
+    assert claimed is not None and claimed.id == jid
+    assert q.retry(jid, claimed.token, error) == "dead"
+    return jid
+
+
+# ------------------------------------------------------------------------- the verbs
+def test_pause_a_queue_through_the_page(
+    open_page: Callable[[str], Page], console_url: str, q: Queue, r: redis.Redis
+) -> None:
+    for i in range(3):
+        q.enqueue({"i": i})
+    pending = r.zrange(q.keys.pending, 0, -1, withscores=True)
+    page = open_page(f"{console_url}#/q/{q.name}")
+    page.wait_for_selector(".card[data-state=pending] .value:text('3')")
+    page.click("#btn-pause")
+    page.wait_for_selector(".head .badge.paused")
+    assert r.hget(q.keys.meta, "paused") == "1"
+    assert r.zrange(q.keys.pending, 0, -1, withscores=True) == pending
+    assert q.claim() is None
+    page.click("#btn-pause")  # now labelled Resume
+    page.wait_for_selector(".head .badge.running")
+    assert not r.hexists(q.keys.meta, "paused")
+    assert r.zrange(q.keys.pending, 0, -1, withscores=True) == pending
+
+
+def test_reprocess_a_dead_job_through_the_page(
+    open_page: Callable[[str], Page], console_url: str, q: Queue, r: redis.Redis
+) -> None:
+    jid = dead_job(q, {"to": "x@example.com"}, "SMTP 550: no such user")
+    page = open_page(f"{console_url}#/q/{q.name}")
+    page.click(".tab[data-state=dead]")
+    page.click(f"tr[data-job={jid}] a")
+    page.wait_for_selector("#job-state[data-state=dead]")
+    assert "SMTP 550: no such user" in page.inner_text("#last-error")
+    page.click("#btn-reprocess")
+    page.wait_for_selector("#job-state[data-state=pending]")
+    row = r.hgetall(q.keys.job(jid))
+    assert row["state"] == "pending" and "last_error" not in row
+    assert (row["attempts"], row["failures"]) == ("1", "1")
+    assert r.zscore(q.keys.pending, jid) is not None and r.zscore(q.keys.dead, jid) is None
+    assert page.query_selector("#last-error") is None
+
+
+def test_obliterate_a_queue_through_the_page(
+    open_page: Callable[[str], Page],
+    console_url: str,
+    make_queue: Callable[..., Queue],
+    qname: str,
+    r: redis.Redis,
+) -> None:
+    q, other = make_queue(qname), make_queue(qname + "-other")
+    for i in range(20):
+        jid = q.enqueue({"i": i}, group="g" if i % 2 else None)
+    q.add_log(jid, "a line")
+    dead_job(q, {"d": 1}, "boom")
+    q.enqueue({"later": 1}, delay_ms=60000)
+    q.pause()
+    other.enqueue({"keep": 1})
+    other_before = dump(r, other)
+
+    page = open_page(f"{console_url}#/q/{q.name}")
+    calls: list[Request] = []
+    page.on("request", lambda req: calls.append(req) if req.url.endswith("/obliterate") else None)
+    page.wait_for_selector(".head .badge.paused")
+    page.click("#btn-obliterate")
+    page.fill("#oblit-budget", "4")
+    assert page.is_disabled("#modal-ok")  # the name is not typed yet
+    page.fill("#oblit-confirm", q.name)
+    page.click("#modal-ok")
+    page.wait_for_selector(".toast:has-text('obliterated')")
+    assert queue_keys(r, q) == set()
+    assert len(calls) >= 6  # 22 jobs at 4 per call: the page looped on bounded calls
+    assert all(req.method == "POST" for req in calls)
+    assert dump(r, other) == other_before
+    page.wait_for_selector("table.queues")  # back on the list, where it is gone
+    assert page.query_selector(f"tr[data-queue='{q.name}']") is None
+
+
+def test_refusal_shows_its_typed_reason(
+    open_page: Callable[[str], Page], console_url: str, q: Queue, r: redis.Redis
+) -> None:
+    q.enqueue({"x": 1})
+    before = dump(r, q)
+    page = open_page(f"{console_url}#/q/{q.name}")
+    page.wait_for_selector(".head .badge.running")
+    page.click("#btn-obliterate")
+    assert "not paused" in page.inner_text("#modal-body")
+    page.fill("#oblit-confirm", q.name)
+    page.click("#modal-ok")
+    toast = page.wait_for_selector(".toast[data-reason=not_paused]")
+    assert toast is not None and "Refused" in toast.inner_text()
+    assert dump(r, q) == before
+
+
+def test_edit_payload_and_live_progress(
+    open_page: Callable[[str], Page], console_url: str, q: Queue, r: redis.Redis
+) -> None:
+    jid = q.enqueue({"old": True})
+    page = open_page(f"{console_url}#/q/{q.name}/job/{jid}")
+    page.wait_for_selector("#job-state[data-state=pending]")
+    page.fill("#payload", '{"new": [1, 2, 3]}')
+    page.click("#btn-save")
+    page.wait_for_selector(".toast:has-text('Payload saved')")
+    assert r.hget(q.keys.job(jid), "payload") == '{"new":[1,2,3]}'
+    q.update_progress(jid, 75)  # a worker reports: the page hears it live
+    page.wait_for_selector("dd:has-text('75')")
+    page.fill("#log-line", "checked by an operator")
+    page.click("#btn-log")
+    page.wait_for_selector("ol.logs li:has-text('checked by an operator')")
+    assert r.lrange(q.keys.logs(jid), 0, -1) == ["checked by an operator"]
+
+
+def test_token_is_asked_for_and_sent(
+    open_page: Callable[[str], Page], server: EmbeddedServer, q: Queue, r: redis.Redis
+) -> None:
+    q.enqueue({"x": 1})
+    with serving(server.url, token="letmein") as url:
+        page = open_page(f"{url}#/q/{q.name}")
+        page.wait_for_selector(".head .badge.running")
+        before = dump(r, q)
+        page.click("#btn-pause")
+        page.wait_for_selector(".toast[data-reason=token]")
+        assert dump(r, q) == before
+        page.fill("#token-input", "letmein")  # the token dialog opened on the 401
+        page.click("#modal-ok")
+        page.click("#btn-pause")
+        page.wait_for_selector(".head .badge.paused")
+        assert r.hget(q.keys.meta, "paused") == "1"
+        page.close()
+
+
+def test_read_only_page_disables_every_verb(
+    open_page: Callable[[str], Page], server: EmbeddedServer, q: Queue
+) -> None:
+    jid = dead_job(q, {"x": 1}, "boom")
+    with serving(server.url, read_only=True) as url:
+        page = open_page(f"{url}#/q/{q.name}/job/{jid}")
+        page.wait_for_selector("#job-state[data-state=dead]")
+        assert page.is_visible("#mode")
+        for button in ("#btn-reprocess", "#btn-remove", "#btn-save", "#btn-log"):
+            assert page.is_disabled(button)
+        page.goto(f"{url}#/q/{q.name}")
+        page.wait_for_selector("#btn-pause")
+        for button in ("#btn-pause", "#btn-drain", "#btn-obliterate"):
+            assert page.is_disabled(button)
+        page.close()
+
+
+# ------------------------------------------------------------------------ screenshots
+def _demo(url: str, r: redis.Redis) -> str:
+    """Queues that look like a day at work; returns the id of a job worth showing."""
+    emails = Queue("emails", url=url)
+    for i in range(3):  # first: a claim alternates flat and grouped work
+        dead_job(
+            emails, {"to": f"bounce{i}@example"}, "SMTPRecipientsRefused: 550 5.1.1 no such user"
+        )
+    for i in range(46):
+        emails.enqueue({"to": f"user{i}@example.com", "template": "welcome"}, name="send")
+    for tenant, n in (("acme", 7), ("globex", 4), ("initech", 9)):
+        for i in range(n):
+            emails.enqueue({"tenant": tenant, "digest": i}, name="digest", group=tenant)
+    emails.set_group_limit("acme", 2)
+    emails.set_group_weight("globex", 3)
+    emails.pause_group("initech")
+    for i in range(4):
+        emails.enqueue({"to": f"later{i}@example.com"}, name="reminder", delay_ms=(i + 1) * 600000)
+    busy = emails.claim_many(2, lease_ms=120000)
+    shown = busy[0].id
+    emails.update_progress(shown, 60)
+    for line in (
+        "rendering template welcome",
+        "connecting to smtp.example.com:587",
+        "sent 6 of 10",
+    ):
+        emails.add_log(shown, line)
+    # an hour of throughput, as the completion scripts would have counted it per minute
+    sec, _ = r.time()
+    minute = int(sec) // 60
+    for back in range(60):
+        done = 40 + (back * 37) % 55 + (25 if 20 < back < 30 else 0)
+        failed = ((back * 7) % 5 == 0 and 3) or 0
+        r.hincrby(emails.keys.metrics_completed, str(minute - back), done)
+        r.hincrby(emails.keys.metrics_completed, "count", done)
+        if failed:
+            r.hincrby(emails.keys.metrics_failed, str(minute - back), failed)
+            r.hincrby(emails.keys.metrics_failed, "count", failed)
+    reports = Queue("reports", url=url)
+    for i in range(12):
+        reports.enqueue({"report": i})
+    reports.pause()
+    thumbs = Queue("thumbnails", url=url)
+    for i in range(5):
+        thumbs.enqueue({"image": f"img{i}.png"})
+    dead_job(thumbs, {"image": "broken.png"}, "PIL.UnidentifiedImageError")
+    webhooks = Queue("webhooks", url=url)
+    webhooks.enqueue({"hook": 1}, delay_ms=30000)
+    return shown
+
+
+@pytest.mark.skipif(
+    not os.environ.get("EMQ_CONSOLE_SCREENSHOTS"),
+    reason="set EMQ_CONSOLE_SCREENSHOTS=<dir> to write the screenshots",
+)
+def test_screenshots(browser: Browser) -> None:
+    out = Path(os.environ["EMQ_CONSOLE_SCREENSHOTS"])
+    out.mkdir(parents=True, exist_ok=True)
+    with EmbeddedServer() as own:  # a server of its own: only the demo queues show
+        r = redis.Redis.from_url(own.url, decode_responses=True)
+        shown = _demo(own.url, r)
+        with serving(own.url) as url:
+            context = browser.new_context(viewport={"width": 1280, "height": 800})
+            page = context.new_page()
+            page.goto(url)
+            page.wait_for_selector("table.queues tr[data-queue=emails]")
+            page.wait_for_selector("#live.on")
+            page.screenshot(path=str(out / "queues.png"), full_page=True)
+            page.goto(f"{url}#/q/emails")
+            page.wait_for_selector(".jobs table")
+            page.wait_for_selector("#live.on")
+            emails = Queue("emails", url=own.url)
+            for value in (70, 80):  # a worker reports; the page hears it live
+                emails.update_progress(shown, value)
+            new = emails.enqueue({"to": "new@example.com"}, name="send")
+            emails.pause_group("acme")
+            page.wait_for_selector("ul.events li:has-text('paused')")
+            page.wait_for_selector(f"ul.events li:has-text('{new}')")
+            page.wait_for_selector("tr[data-group=acme] .badge.paused")  # refreshed live
+            page.screenshot(path=str(out / "queue.png"), full_page=True)
+            page.goto(f"{url}#/q/reports")
+            page.wait_for_selector(".head .badge.paused")
+            page.click("#btn-obliterate")
+            page.fill("#oblit-budget", "500")
+            page.fill("#oblit-confirm", "reports")
+            page.screenshot(path=str(out / "obliterate.png"))
+            page.click("#modal-cancel")
+            emails.close()
+            page.goto(f"{url}#/q/emails/job/{shown}")
+            page.wait_for_selector("#job-state")
+            page.wait_for_selector("#live.on")
+            page.screenshot(path=str(out / "job.png"), full_page=True)
+            context.close()
+        r.close()
+    assert {p.name for p in out.glob("*.png")} >= {
+        "queues.png",
+        "queue.png",
+        "job.png",
+        "obliterate.png",
+    }
