@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,17 +62,42 @@ def emq(server: EmbeddedServer) -> Any:
     return run
 
 
-def as_json(proc: subprocess.CompletedProcess[str]) -> Any:
+@dataclass
+class Ran:
+    """What an in-process run printed and returned (the shape of a CompletedProcess)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture()
+def fast(server: EmbeddedServer) -> Any:
+    """The same command line run in-process (click's CliRunner): for the many cases
+    where the subprocess start-up would only add time. stdin is not a terminal here
+    either."""
+    runner = CliRunner()
+
+    def run(*args: str) -> Ran:
+        res = runner.invoke(cli_app.cli, ["--url", server.url, *args])
+        if res.exception is not None and not isinstance(res.exception, SystemExit):
+            raise res.exception
+        return Ran(res.exit_code, res.stdout, res.stderr)
+
+    return run
+
+
+def as_json(proc: Any) -> Any:
     return json.loads(proc.stdout)
 
 
-def test_enqueue_stats_jobs_and_show(emq: Any, q: Queue, r: redis.Redis) -> None:
+def test_enqueue_stats_jobs_and_show(emq: Any, fast: Any, q: Queue, r: redis.Redis) -> None:
     b = q.keys.base
     p = emq("enqueue", q.name, '{"n": 1}')
     assert p.returncode == 0, p.stderr
     first = p.stdout.strip()
     assert re.fullmatch(r"JOB[0-9A-Za-z]{11}", first)
-    p = emq(
+    p = fast(
         "--json", "enqueue", q.name, "[1, 2]",
         "--name", "resize", "--priority", "5", "--group", "g1", "--max-attempts", "2",
     )  # fmt: skip
@@ -79,7 +105,7 @@ def test_enqueue_stats_jobs_and_show(emq: Any, q: Queue, r: redis.Redis) -> None
     doc = as_json(p)
     assert set(doc) == {"queue", "id"} and doc["queue"] == q.name
     grouped = doc["id"]
-    later = as_json(emq("--json", "enqueue", q.name, '"x"', "--delay-ms", "60000"))["id"]
+    later = as_json(fast("--json", "enqueue", q.name, '"x"', "--delay-ms", "60000"))["id"]
     assert r.hget(b + "job:" + first, "payload") == '{"n":1}'
     assert r.hmget(b + "job:" + grouped, "name", "group", "priority", "max_attempts") == [
         "resize", "g1", "5", "2",
@@ -97,22 +123,22 @@ def test_enqueue_stats_jobs_and_show(emq: Any, q: Queue, r: redis.Redis) -> None
             {"name": "g1", "depth": 1, "in_flight": 0, "limit": None, "weight": 1, "paused": False}
         ],
     }  # fmt: skip
-    text = emq("stats", q.name)
+    text = fast("stats", q.name)
     assert text.returncode == 0 and "pending" in text.stdout and "g1" in text.stdout
 
-    page = as_json(emq("--json", "jobs", q.name, "pending"))
+    page = as_json(fast("--json", "jobs", q.name, "pending"))
     assert [j["id"] for j in page["jobs"]] == [grouped, first]  # newest first
     assert page["jobs"][0]["name"] == "resize" and page["jobs"][0]["data"] == [1, 2]
     assert "payload" not in page["jobs"][0]
-    one = as_json(emq("--json", "jobs", q.name, "pending", "--limit", "1", "--offset", "1"))
+    one = as_json(fast("--json", "jobs", q.name, "pending", "--limit", "1", "--offset", "1"))
     assert [j["id"] for j in one["jobs"]] == [first]
-    listing = emq("jobs", q.name, "scheduled")
+    listing = fast("jobs", q.name, "scheduled")
     assert listing.returncode == 0 and later in listing.stdout
-    assert "no dead jobs" in emq("jobs", q.name, "dead").stdout
+    assert "no dead jobs" in fast("jobs", q.name, "dead").stdout
 
-    shown = as_json(emq("--json", "job", "show", q.name, first))
+    shown = as_json(fast("--json", "job", "show", q.name, first))
     assert shown == {"id": first, "state": "pending", "attempts": "0", "data": {"n": 1}}
-    human = emq("job", "show", q.name, first)
+    human = fast("job", "show", q.name, first)
     assert human.returncode == 0 and "pending" in human.stdout and '{"n": 1}' in human.stdout
     assert queue_keys(r, q) == {
         b + "pending", b + "schedule", b + "groups", b + "ring", b + "wake", b + "g:g1:pending",
@@ -120,23 +146,25 @@ def test_enqueue_stats_jobs_and_show(emq: Any, q: Queue, r: redis.Redis) -> None
     }  # fmt: skip
 
 
-def test_usage_errors_write_nothing(emq: Any, q: Queue, r: redis.Redis) -> None:
+def test_usage_errors_write_nothing(emq: Any, fast: Any, q: Queue, r: redis.Redis) -> None:
     q.enqueue({"keep": True})
     before = dump(r, q)
-    bad_json = emq("enqueue", q.name, "{not json")
+    bad_json = fast("enqueue", q.name, "{not json")
     assert bad_json.returncode == exits.USAGE and "not valid JSON" in bad_json.stderr
-    bad_state = emq("jobs", q.name, "finished")
+    bad_state = fast("jobs", q.name, "finished")
     assert bad_state.returncode == exits.USAGE
     bad_name = emq("--json", "enqueue", "no spaces allowed", "{}")
     assert bad_name.returncode == exits.MALFORMED
     assert "invalid queue name" in bad_name.stderr
     assert as_json(bad_name)["error"] == "malformed"
-    bad_group = emq("enqueue", q.name, "{}", "--group", "a/b")
+    bad_group = fast("enqueue", q.name, "{}", "--group", "a/b")
     assert bad_group.returncode == exits.MALFORMED and "invalid group name" in bad_group.stderr
     assert dump(r, q) == before
 
 
-def test_queues_finds_every_queue(emq: Any, make_queue: Any, qname: str, r: redis.Redis) -> None:
+def test_queues_finds_every_queue(
+    emq: Any, fast: Any, make_queue: Any, qname: str, r: redis.Redis
+) -> None:
     flat, only_scheduled, paused = (make_queue(f"{qname}-{i}") for i in range(3))
     flat.enqueue(1)
     flat.enqueue(2)
@@ -152,12 +180,12 @@ def test_queues_finds_every_queue(emq: Any, make_queue: Any, qname: str, r: redi
     }  # fmt: skip
     assert found[only_scheduled.name]["scheduled"] == 1
     assert found[paused.name]["paused"] is True and found[paused.name]["pending"] == 1
-    text = emq("queues")
+    text = fast("queues")
     assert text.returncode == 0
     assert all(name in text.stdout for name in (flat.name, only_scheduled.name, paused.name))
 
 
-def test_pause_and_resume(emq: Any, q: Queue, r: redis.Redis) -> None:
+def test_pause_and_resume(emq: Any, fast: Any, q: Queue, r: redis.Redis) -> None:
     jid = q.enqueue("x")
     pending_before = r.dump(q.keys.pending)
     p = emq("--json", "pause", q.name)
@@ -165,16 +193,18 @@ def test_pause_and_resume(emq: Any, q: Queue, r: redis.Redis) -> None:
     assert r.hget(q.keys.meta, "paused") == "1"
     assert q.claim() is None
     assert r.dump(q.keys.pending) == pending_before
-    again = emq("pause", q.name)  # idempotent
+    again = fast("pause", q.name)  # idempotent
     assert again.returncode == 0 and again.stdout.strip() == f"paused {q.name}"
-    p = emq("--json", "resume", q.name)
+    p = fast("--json", "resume", q.name)
     assert p.returncode == 0 and as_json(p) == {"queue": q.name, "paused": False}
     assert r.hexists(q.keys.meta, "paused") is False
     got = q.claim()
     assert got is not None and got.id == jid
 
 
-def test_drain_refuses_without_yes_and_drains_with_it(emq: Any, q: Queue, r: redis.Redis) -> None:
+def test_drain_refuses_without_yes_and_drains_with_it(
+    emq: Any, fast: Any, q: Queue, r: redis.Redis
+) -> None:
     running = q.enqueue("running")
     got = q.claim()
     assert got is not None and got.id == running
@@ -195,13 +225,13 @@ def test_drain_refuses_without_yes_and_drains_with_it(emq: Any, q: Queue, r: red
     assert counts["pending"] == 0 and counts["active"] == 1 and counts["scheduled"] == 1
     assert not r.keys(q.keys.base + "de:*")
     assert r.exists(q.keys.job(running)) == 1
-    p = emq("drain", q.name, "--include-schedule", "-y")
+    p = fast("drain", q.name, "--include-schedule", "-y")
     assert p.returncode == 0 and p.stdout.strip() == f"drained 1 jobs from {q.name}"
     assert q.counts()["scheduled"] == 0 and r.exists(q.keys.schedule) == 0
 
 
 def test_obliterate_refusals_then_budgeted_loop(
-    emq: Any, q: Queue, make_queue: Any, qname: str, r: redis.Redis
+    emq: Any, fast: Any, q: Queue, make_queue: Any, qname: str, r: redis.Redis
 ) -> None:
     other = make_queue(qname + "-other")
     other.enqueue("bystander")
@@ -224,7 +254,7 @@ def test_obliterate_refusals_then_budgeted_loop(
 
     q.pause()
     before = dump(r, q)
-    p = emq("obliterate", q.name, "--yes")
+    p = fast("obliterate", q.name, "--yes")
     assert p.returncode == exits.REFUSED["active"] == 15
     assert p.stderr.startswith("refused: active")
     assert dump(r, q) == before
@@ -236,17 +266,17 @@ def test_obliterate_refusals_then_budgeted_loop(
     assert queue_keys(r, q) == set()
     assert dump(r, other) == other_before
 
-    gone = emq("obliterate", q.name, "--yes")  # the meta hash went too: not paused
+    gone = fast("obliterate", q.name, "--yes")  # the meta hash went too: not paused
     assert gone.returncode == 14 and queue_keys(r, q) == set()
-    text = emq("obliterate", other.name)
+    text = fast("obliterate", other.name)
     assert text.returncode == exits.NOT_CONFIRMED and dump(r, other) == other_before
 
 
-def test_job_verbs(emq: Any, q: Queue, r: redis.Redis) -> None:
+def test_job_verbs(emq: Any, fast: Any, q: Queue, r: redis.Redis) -> None:
     jid = q.enqueue({"v": 1}, dedup_id="once")
     row = q.keys.job(jid)
 
-    p = emq("--json", "job", "data", q.name, jid, '{"v": 2}')
+    p = fast("--json", "job", "data", q.name, jid, '{"v": 2}')
     assert p.returncode == 0 and as_json(p) == {"id": jid, "data": {"v": 2}}
     assert r.hget(row, "payload") == '{"v":2}'
 
@@ -255,21 +285,21 @@ def test_job_verbs(emq: Any, q: Queue, r: redis.Redis) -> None:
         assert p.returncode == 0 and as_json(p) == {"id": jid, "progress": shown}
         assert r.hget(row, "progress") == stored
 
-    assert as_json(emq("--json", "job", "log", q.name, jid, "one")) == {"id": jid, "lines": 1}
-    assert emq("job", "log", q.name, jid, "two").stdout.strip() == f"{jid} keeps 2 log line(s)"
-    p = emq("--json", "job", "log", q.name, jid, "three", "--keep", "2")
+    assert as_json(fast("--json", "job", "log", q.name, jid, "one")) == {"id": jid, "lines": 1}
+    assert fast("job", "log", q.name, jid, "two").stdout.strip() == f"{jid} keeps 2 log line(s)"
+    p = fast("--json", "job", "log", q.name, jid, "three", "--keep", "2")
     assert as_json(p) == {"id": jid, "lines": 2}
     assert r.lrange(row + ":logs", 0, -1) == ["two", "three"]
-    assert as_json(emq("--json", "job", "logs", q.name, jid)) == {
+    assert as_json(fast("--json", "job", "logs", q.name, jid)) == {
         "id": jid,
         "logs": ["two", "three"],
     }
-    assert emq("job", "logs", q.name, jid).stdout.splitlines() == ["two", "three"]
+    assert fast("job", "logs", q.name, jid).stdout.splitlines() == ["two", "three"]
 
     before = dump(r, q)
-    p = emq("job", "reprocess", q.name, jid)
+    p = fast("job", "reprocess", q.name, jid)
     assert p.returncode == exits.REFUSED["not_dead"] and p.stderr.startswith("refused: not_dead")
-    p = emq("job", "remove", q.name, jid)
+    p = fast("job", "remove", q.name, jid)
     assert p.returncode == exits.NOT_CONFIRMED
     assert dump(r, q) == before
 
@@ -279,7 +309,7 @@ def test_job_verbs(emq: Any, q: Queue, r: redis.Redis) -> None:
 
     gone_before = dump(r, q)
     for args in (("job", "show"), ("job", "logs"), ("job", "reprocess")):
-        p = emq(*args, q.name, jid)
+        p = fast(*args, q.name, jid)
         assert p.returncode == exits.REFUSED["gone"] == 10, args
         assert p.stderr.startswith("refused: gone")
     for args in (
@@ -290,13 +320,15 @@ def test_job_verbs(emq: Any, q: Queue, r: redis.Redis) -> None:
         ("job", "remove", q.name, BAD_ID, "--yes"),
         ("job", "reprocess", q.name, BAD_ID),
     ):
-        p = emq(*args)
+        p = fast(*args)
         assert p.returncode == exits.MALFORMED == 4, args
         assert "not a job id" in p.stderr
     assert dump(r, q) == gone_before
 
 
-def test_job_remove_locked_and_reprocess_dead(emq: Any, q: Queue, r: redis.Redis) -> None:
+def test_job_remove_locked_and_reprocess_dead(
+    emq: Any, fast: Any, q: Queue, r: redis.Redis
+) -> None:
     held = q.enqueue("held")
     c = q.claim()
     assert c is not None and c.id == held
@@ -310,45 +342,45 @@ def test_job_remove_locked_and_reprocess_dead(emq: Any, q: Queue, r: redis.Redis
     assert q.retry(held, c.token, "boom", max_attempts=1) == "dead"
     assert r.hget(q.keys.job(held), "last_error") == "boom"
     q.unlock_job(held, c.token)
-    p = emq("--json", "job", "reprocess", q.name, held)
+    p = fast("--json", "job", "reprocess", q.name, held)
     assert p.returncode == 0 and as_json(p) == {"id": held, "reprocessed": True}
     assert r.zrange(q.keys.pending, 0, -1) == [held]
     assert r.hget(q.keys.job(held), "last_error") is None
     assert r.hget(q.keys.job(held), "state") == "pending"
 
 
-def test_group_verbs(emq: Any, q: Queue, r: redis.Redis) -> None:
+def test_group_verbs(emq: Any, fast: Any, q: Queue, r: redis.Redis) -> None:
     b = q.keys.base
     for i in range(3):
         q.enqueue(i, group="g1")
     q.enqueue("other", group="g2")
-    assert emq("group", "pause", q.name, "g1").returncode == 0
+    assert fast("group", "pause", q.name, "g1").returncode == 0
     assert r.sismember(b + "gpaused", "g1")
     assert as_json(emq("--json", "group", "limit", q.name, "g1", "2")) == {
         "queue": q.name, "group": "g1", "limit": 2,
     }  # fmt: skip
     assert r.hget(b + "glimit", "g1") == "2"
-    assert emq("group", "weight", q.name, "g1", "3").returncode == 0
+    assert fast("group", "weight", q.name, "g1", "3").returncode == 0
     assert r.hget(b + "gweight", "g1") == "3"
-    listing = as_json(emq("--json", "group", "list", q.name))
+    listing = as_json(fast("--json", "group", "list", q.name))
     assert listing["groups"] == [
         {"name": "g1", "depth": 3, "in_flight": 0, "limit": 2, "weight": 3, "paused": True},
         {"name": "g2", "depth": 1, "in_flight": 0, "limit": None, "weight": 1, "paused": False},
     ]
-    assert "g2" in emq("group", "list", q.name).stdout
-    assert emq("group", "limit", q.name, "g1", "--clear").returncode == 0
+    assert "g2" in fast("group", "list", q.name).stdout
+    assert fast("group", "limit", q.name, "g1", "--clear").returncode == 0
     assert r.hexists(b + "glimit", "g1") is False
-    both = emq("group", "limit", q.name, "g1")
+    both = fast("group", "limit", q.name, "g1")
     assert both.returncode == exits.USAGE
-    p = emq("--json", "group", "resume", q.name, "g1")
+    p = fast("--json", "group", "resume", q.name, "g1")
     assert as_json(p) == {"queue": q.name, "group": "g1", "paused": False}
     assert not r.sismember(b + "gpaused", "g1")
 
     before = dump(r, q)
-    assert emq("group", "drain", q.name, "g1").returncode == exits.NOT_CONFIRMED
-    assert emq("group", "drain", q.name, "bad/group", "--yes").returncode == exits.MALFORMED
+    assert fast("group", "drain", q.name, "g1").returncode == exits.NOT_CONFIRMED
+    assert fast("group", "drain", q.name, "bad/group", "--yes").returncode == exits.MALFORMED
     assert dump(r, q) == before
-    p = emq("--json", "group", "drain", q.name, "g1", "--yes")
+    p = fast("--json", "group", "drain", q.name, "g1", "--yes")
     assert as_json(p) == {"queue": q.name, "group": "g1", "drained": 3}
     assert r.exists(b + "g:g1:pending") == 0 and r.zcard(b + "g:g2:pending") == 1
 
@@ -380,8 +412,8 @@ def test_events_tail_receives_progress_and_pause(
     assert r.hget(q.keys.job(jid), "progress") == "42"
 
 
-def test_events_human_lines_and_timeout(emq: Any, q: Queue) -> None:
-    p = emq("events", q.name, "--timeout", "0.3")
+def test_events_human_lines_and_timeout(fast: Any, q: Queue) -> None:
+    p = fast("events", q.name, "--timeout", "0.3")
     assert p.returncode == 0 and p.stdout == "" and "listening on" in p.stderr
 
 
@@ -473,3 +505,56 @@ def test_exit_statuses_cover_every_reason_and_are_documented() -> None:
     doc = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     documented = dict(re.findall(r"^\| `(\d+)` \| (.+?) \|$", doc, re.MULTILINE))
     assert documented == {str(code): meaning for code, meaning in exits.table()}
+
+
+HANDLER_MODULE = """
+def handle(job):
+    if job.data.get("fail"):
+        raise RuntimeError("asked to fail")
+    job.log("handled " + str(job.data["n"]))
+"""
+
+
+def test_worker_command_serves_until_interrupted(
+    server: EmbeddedServer, q: Queue, r: redis.Redis, tmp_path: Path
+) -> None:
+    (tmp_path / "emq_test_handlers.py").write_text(HANDLER_MODULE, encoding="utf-8")
+    for n in range(3):
+        q.enqueue({"n": n})
+    doomed = q.enqueue({"n": 9, "fail": True}, max_attempts=1)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "echomq.cli", "--url", server.url, "--json",
+         "worker", "emq_test_handlers:handle", "--queue", q.name, "--concurrency", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        text=True, env=_env(), cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 20
+        while q.counts()["completed"] < 3 or q.job_state(doomed) != "dead":
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the worker did not serve the queue"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert f"worker on {q.name}" in err and "worker stopped" in err
+    stats = json.loads(out)["stats"]
+    assert stats["completed"] == 3 and stats["dead"] == 1 and stats["claimed"] == 4
+    assert q.counts() == {
+        "pending": 0, "active": 0, "scheduled": 0, "dead": 1, "completed": 3, "failed": 1,
+    }  # fmt: skip
+    assert "asked to fail" in (r.hget(q.keys.job(doomed), "last_error") or "")
+    assert not r.exists(q.keys.lock(doomed))
+
+
+def test_worker_command_rejects_a_bad_handler(fast: Any, q: Queue, r: redis.Redis) -> None:
+    q.enqueue("untouched")
+    before = dump(r, q)
+    for spec in ("no_colon", "no_such_module_xyz:handle", "json:no_such_function"):
+        p = fast("worker", spec, "--queue", q.name)
+        assert p.returncode == exits.USAGE, spec
+    p = fast("worker", "json:loads", "--queue", "bad name")
+    assert p.returncode == exits.MALFORMED
+    assert dump(r, q) == before

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import importlib
 import json
+import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -14,9 +18,9 @@ from typing import Any
 
 import click
 
-from ..context import as_str
 from ..embedded import EmbeddedServer, server_answers
 from ..errors import ServerUnavailable
+from ..events import Event
 from . import exits
 from .app import CommandFailed, Env, cli, pass_env
 
@@ -64,36 +68,30 @@ def events(env: Env, queue: str, count: int | None, timeout: float | None) -> No
     Pub/sub is at-most-once: an event is a notification, the sets are the truth.
     """
     q = env.queue(queue)
-    client: Any = env.client
-    pubsub = client.pubsub(ignore_subscribe_messages=True)
-    pubsub.subscribe(q.keys.events)
-    env.note(f"listening on {q.keys.events} (Ctrl-C to stop)")
     deadline = None if timeout is None else time.monotonic() + timeout
     seen = 0
-    with _stop_signals() as stop:
-        try:
-            while not stop.is_set() and (count is None or seen < count):
-                wait = 0.2 if deadline is None else min(0.2, deadline - time.monotonic())
-                if wait <= 0:
-                    break
-                message = pubsub.get_message(timeout=wait)
-                if message is None or message.get("type") != "message":
-                    continue
+    # The stream subscribes again after a lost connection; Ctrl-C ends the tail.
+    with contextlib.suppress(KeyboardInterrupt), q.events() as stream:
+        env.note(f"listening on {q.keys.events} (Ctrl-C to stop)")
+        while count is None or seen < count:
+            wait = 1.0 if deadline is None else deadline - time.monotonic()
+            if wait <= 0:
+                break
+            event = stream.get(timeout=min(wait, 1.0))
+            if event is not None:
                 seen += 1
-                _print_event(env, as_str(message["data"]))
-        finally:
-            pubsub.close()
+                _print_event(env, event)
 
 
-def _print_event(env: Env, text: str) -> None:
-    try:
-        event = json.loads(text)
-    except json.JSONDecodeError:
-        event = {"event": "raw", "data": text}
+def _print_event(env: Env, event: Event) -> None:
+    doc: dict[str, Any] = {"event": event.name}
+    if event.job is not None:
+        doc["job"] = event.job
+    doc.update(event.fields)
     if env.json:
-        click.echo(json.dumps(event, ensure_ascii=False))
+        click.echo(json.dumps(doc, ensure_ascii=False))
     else:
-        env.out.print(_event_line(event), markup=False)
+        env.out.print(_event_line(doc), markup=False)
 
 
 def load_handler(spec: str) -> Callable[..., Any]:
@@ -105,6 +103,9 @@ def load_handler(spec: str) -> Callable[..., Any]:
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise click.BadParameter(f"want MODULE:FUNCTION, got {spec!r}")
+    # Like `python -m`, let a handler module in the current directory be found.
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -135,8 +136,10 @@ def worker(env: Env, handler_spec: str, queue_name: str, concurrency: int, lease
     _require_server(env)
     w = Worker(queue_name, handler, url=env.server_url, concurrency=concurrency, lease_ms=lease_ms)
     env.note(f"worker on {queue_name} at {env.server_url}, concurrency {concurrency}")
-    w.run()
-    env.note("worker stopped")
+    stats = dataclasses.asdict(w.run())
+    env.note("worker stopped: " + ", ".join(f"{v} {k}" for k, v in stats.items() if v))
+    if env.json:
+        env.emit({"queue": queue_name, "stats": stats}, "")
 
 
 @cli.command()
