@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import redis
 
 from conftest import dump
 from echomq import AsyncQueue, InvalidArgument, Queue, admin
+from echomq.embedded import EmbeddedServer
 from operator_support import changed, put_job, ring, row_keys
 
 # -- pause / resume -------------------------------------------------------------------
@@ -242,3 +245,17 @@ async def test_async_drain(aq: AsyncQueue, r: redis.Redis) -> None:
         "completed": 0,
         "failed": 0,
     }
+
+
+# -- the runbook's session is a test ---------------------------------------------------
+
+
+def test_the_runbook_session_runs(server: EmbeddedServer, r: redis.Redis, qname: str) -> None:
+    text = (Path(__file__).resolve().parent.parent / "docs" / "runbook.md").read_text()
+    session = text.split("## A runbook session", 1)[1]
+    code = session.split("```python\n", 1)[1].split("```", 1)[0]
+    assert '"runbook-demo"' in code
+    code = code.replace('"runbook-demo"', repr(qname))  # this test's own queue
+    r.set(f"emq:{{{qname}}}:marker", "1")  # a key the session's obliterate must sweep
+    exec(compile(code, "docs/runbook.md", "exec"), {"URL": server.url})
+    assert set(r.scan_iter(match=f"emq:{{{qname}}}:*")) == set()

@@ -14,15 +14,21 @@ DEFAULT_DRAIN_BUDGET = 10000
 
 
 def pause(ctx: Context) -> Plan[None]:
-    """Close the claim gate: every claim answers ``None``; the backlog is untouched.
+    """Close the claim gate of the whole queue: a field on its meta hash.
 
-    Idempotent.
+    Every claim, flat and grouped, reads the field first and answers ``None`` (``[]``)
+    while it is set; no set moves, so the backlog stays byte-for-byte as it was.
+    Idempotent: pausing a paused queue changes nothing.
     """
     yield Eval(script("pause"), (ctx.keys.meta, ctx.keys.base))
 
 
 def resume(ctx: Context) -> Plan[None]:
-    """Open the claim gate: claims serve the head of pending again. Idempotent."""
+    """Open the claim gate: the next claim serves the head of pending again.
+
+    Idempotent: resuming a running queue changes nothing. When the gate was closed,
+    wake tokens for the ready work bring idle workers back.
+    """
     yield Eval(script("resume"), (ctx.keys.meta, ctx.keys.base))
 
 
@@ -40,6 +46,9 @@ def drain(
 
     Returns:
         The total number of jobs drained.
+
+    Raises:
+        InvalidArgument: ``budget`` below 1, before any I/O.
     """
     positive(budget, "budget")
     flag = "1" if include_schedule else ""
@@ -56,6 +65,11 @@ def obliterate(
 ) -> Plan[bool]:
     """Destroy a paused queue, at most ``budget`` jobs of work per call.
 
+    Jobs go first (active when forced, pending, schedule, dead, every lane: each row
+    with its logs and lock, dedup keys released), then the repeat records, the
+    metrics and lane structures, any other key under ``emq:{q}:``, and meta last.
+    Call again while it answers ``False``.
+
     Args:
         force: also delete jobs in flight.
         budget: the most jobs this call deletes.
@@ -67,6 +81,7 @@ def obliterate(
     Raises:
         QueueNotPaused: the queue is not paused; nothing changed.
         QueueHasActiveJobs: jobs are in flight and ``force`` is not set; nothing changed.
+        InvalidArgument: ``budget`` below 1, before any I/O.
     """
     positive(budget, "budget")
     reply = yield Eval(

@@ -26,9 +26,14 @@ def _row(ctx: Context, job_id: str) -> tuple[str, str]:
 
 
 def update_data(ctx: Context, job_id: str, payload: Any) -> Plan[None]:
-    """Replace a job's payload, in any state.
+    """Replace a job's payload, in any state; nothing else on the row changes.
+
+    Args:
+        job_id: the job (a branded ``JOB`` id).
+        payload: the new data, serialized by the queue's serializer.
 
     Raises:
+        InvalidJobId: a malformed id, before any I/O.
         JobGone: no such job; nothing written.
     """
     keys = _row(ctx, job_id)
@@ -61,13 +66,19 @@ def progress_text(progress: Any) -> tuple[str, str]:
 
 
 def update_progress(ctx: Context, job_id: str, progress: Any) -> Plan[None]:
-    """Write a job's progress and publish ``{"event":"progress","job":id,"progress":v}``.
+    """Write a job's progress, then publish it on the queue's events channel.
+
+    The script writes the row's ``progress`` field and publishes
+    ``{"event":"progress","job":id,"progress":value}`` on ``emq:{q}:events``.
 
     Args:
+        job_id: the job, in any state.
         progress: a number (stored as decimal text), a string (as is) or any
             JSON-serializable value (stored as JSON). The event carries the value.
 
     Raises:
+        InvalidJobId, InvalidArgument: a malformed id or a value JSON cannot carry,
+            before any I/O.
         JobGone: no such job; nothing written, nothing published.
     """
     keys = _row(ctx, job_id)
@@ -77,16 +88,18 @@ def update_progress(ctx: Context, job_id: str, progress: Any) -> Plan[None]:
 
 
 def add_log(ctx: Context, job_id: str, line: str, keep: int = 0) -> Plan[int]:
-    """Append a line to a job's logs.
+    """Append a line to a job's logs (``emq:{q}:job:<id>:logs``), in any state.
 
     Args:
+        job_id: the job.
         line: the text to append.
-        keep: when > 0, keep only the newest ``keep`` lines.
+        keep: when > 0, trim the list to its newest ``keep`` lines; 0 keeps every line.
 
     Returns:
         The number of lines kept.
 
     Raises:
+        InvalidJobId, InvalidArgument: a malformed id or a negative ``keep``.
         JobGone: no such job; nothing written.
     """
     keys = _row(ctx, job_id)
@@ -96,9 +109,16 @@ def add_log(ctx: Context, job_id: str, line: str, keep: int = 0) -> Plan[int]:
 
 
 def get_job_logs(ctx: Context, job_id: str) -> Plan[list[str]]:
-    """A job's log lines in append order (``[]`` when none).
+    """A job's log lines in append order. Read-only.
+
+    Args:
+        job_id: the job.
+
+    Returns:
+        The lines, oldest first; ``[]`` when there are none.
 
     Raises:
+        InvalidJobId: a malformed id, before any I/O.
         JobGone: no such job.
     """
     reply = yield Eval(script("get_logs"), _row(ctx, job_id), (job_id,))
@@ -106,14 +126,21 @@ def get_job_logs(ctx: Context, job_id: str) -> Plan[list[str]]:
 
 
 def remove_job(ctx: Context, job_id: str, dedup_id: str | None = None) -> Plan[None]:
-    """Delete a job in any state, with its logs; release its dedup key.
+    """Delete a job in any state, with its logs and lock; release its dedup key.
+
+    A grouped job leaves its lane; when it was in flight it gives its lane slot back
+    and the group's place on the ring follows.
 
     Args:
-        dedup_id: also release this dedup key, only if it names this job.
+        job_id: the job.
+        dedup_id: also release this dedup key, only when it names this job (the
+            row's own dedup key is released the same way without it).
 
     Raises:
+        InvalidJobId, InvalidName: a malformed id or dedup id, before any I/O.
         JobGone: no such job.
-        JobLocked: a worker holds it (lock key or field); the job is untouched.
+        JobLocked: a worker holds it (a ``:lock`` key or a ``lock`` field); the job
+            is untouched.
     """
     keys = _row(ctx, job_id)
     if dedup_id is not None:
@@ -123,10 +150,18 @@ def remove_job(ctx: Context, job_id: str, dedup_id: str | None = None) -> Plan[N
 
 
 def reprocess_job(ctx: Context, job_id: str) -> Plan[None]:
-    """Move a dead job back to the backlog (its lane when grouped), error cleared,
-    counters kept. On a paused queue it waits in pending until a claim after resume.
+    """Move a dead job back to the backlog: ``last_error`` cleared, counters kept.
+
+    A flat job goes to pending at score 0; a grouped job to its lane, rejoining the
+    ring when the lane can be served; a wake token is pushed. The pause is not read:
+    on a paused queue the job waits until the first claim after resume, which hands
+    out token ``attempts + 1``.
+
+    Args:
+        job_id: the job.
 
     Raises:
+        InvalidJobId: a malformed id, before any I/O.
         JobGone: no such job.
         JobNotDead: the job is not in the dead set; nothing changed.
     """
@@ -137,10 +172,17 @@ def reprocess_job(ctx: Context, job_id: str) -> Plan[None]:
 
 
 def lock_job(ctx: Context, job_id: str, token: int, ttl_ms: int = 60000) -> Plan[None]:
-    """Mark an active job as held by the worker with ``token`` (``remove_job`` refuses it).
+    """Mark an active job as held by its worker: ``remove_job`` refuses it meanwhile.
+
+    Args:
+        job_id: the job.
+        token: the fencing token the claim handed out.
+        ttl_ms: the lock's lifetime (about two leases); locking again extends it.
 
     Raises:
-        JobGone, StaleToken: refused, nothing changed.
+        InvalidJobId, InvalidArgument: before any I/O.
+        JobGone: no such job.
+        StaleToken: the job is not active under ``token``; nothing changed.
     """
     keys = _row(ctx, job_id)
     positive(token, "token")
@@ -151,6 +193,10 @@ def lock_job(ctx: Context, job_id: str, token: int, ttl_ms: int = 60000) -> Plan
 
 def unlock_job(ctx: Context, job_id: str, token: int) -> Plan[bool]:
     """Release a job's lock, only when it still carries ``token``.
+
+    Args:
+        job_id: the job.
+        token: the token the lock was taken with.
 
     Returns:
         ``True`` when the lock was released; ``False`` when no lock was held (it
