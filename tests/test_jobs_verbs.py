@@ -6,6 +6,7 @@ exactly as it was, a success changes exactly the keys it should.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -13,6 +14,8 @@ from typing import Any
 
 import pytest
 import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import dump
 from echomq import (
@@ -614,3 +617,57 @@ async def test_async_job_verbs(aq: AsyncQueue, r: redis.Redis) -> None:
         await aq.get_job_logs(jid)
     with pytest.raises(InvalidJobId):
         await aq.remove_job("JOBnope")
+
+
+# -- property: a refused per-job verb changes nothing ---------------------------------
+
+_examples = itertools.count()
+
+
+def _refusal(q: Queue, r: redis.Redis, kind: str, state: str, group: str | None, verb: str) -> Any:
+    """Set up one refusing call of ``kind``; returns ``(call, exception class)``."""
+    jid, token = put_job(q, state, group=group)
+    if kind == "missing":
+        return (lambda: VERBS[verb](q, new_id())), JobGone
+    if kind == "not_dead":
+        return (lambda: q.reprocess_job(jid)), JobNotDead
+    if kind == "locked":
+        r.hset(q.keys.job(jid), "lock", "w1")
+        return (lambda: q.remove_job(jid, dedup_id="d")), JobLocked
+    if kind == "stale_lock":
+        return (lambda: q.lock_job(jid, (token or 0) + 1)), StaleToken
+    assert kind == "stale_unlock"
+    r.set(q.keys.lock(jid), "7", px=60_000)
+    return (lambda: q.unlock_job(jid, 8)), StaleToken
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    kind=st.sampled_from(["missing", "not_dead", "locked", "stale_lock", "stale_unlock"]),
+    state=st.sampled_from(STATES),
+    grouped=st.booleans(),
+    backlog=st.integers(0, 3),
+    verb=st.sampled_from(sorted(VERBS)),
+)
+def test_a_refused_job_verb_changes_nothing(
+    make_queue: Callable[..., Queue],
+    r: redis.Redis,
+    kind: str,
+    state: str,
+    grouped: bool,
+    backlog: int,
+    verb: str,
+) -> None:
+    """Missing rows (any verb), reprocess of a live job, remove of a locked one, a stale
+    lock or unlock: each refusal leaves every key of the queue as it was."""
+    if kind == "not_dead" and state == "dead":
+        state = "pending"
+    q = make_queue(f"refuse-job-{next(_examples)}-{new_id()}")
+    call, refusal = _refusal(q, r, kind, state, "g" if grouped else None, verb)
+    q.enqueue_many(range(backlog), group="g" if grouped else None)
+    before = dump(r, q)
+    with pytest.raises(refusal):
+        call()
+    assert dump(r, q) == before
