@@ -255,3 +255,20 @@ def test_a_refused_obliterate_changes_nothing(
         q.obliterate(force=not paused, budget=budget)
     assert err.value.reason == ("active" if paused else "not_paused")
     assert dump(r, q) == before
+
+
+def test_resume_ends_an_interrupted_obliterate_so_the_next_starts_afresh(
+    q: Queue, r: redis.Redis
+) -> None:
+    for i in range(5):
+        r.set(f"{q.keys.base}stray:{i}", i)
+    q.enqueue("kept")
+    q.pause()
+    while r.hget(q.keys.meta, "sweep") is None:
+        assert q.obliterate(budget=1) is False  # into the sweep, mid-pass
+    q.resume()
+    assert r.hgetall(q.keys.meta) == {}
+    q.pause()
+    while not q.obliterate(budget=1):
+        pass
+    assert queue_keys(r, q) == set()

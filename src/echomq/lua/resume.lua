@@ -4,12 +4,14 @@
 -- ARGV     none
 -- Reply:   1
 -- Refusals: none.
--- Writes:  HDEL meta paused; only when the gate was closed: wake tokens for the ready
---          work (flat pending plus the groups on the ring, capped) so idle workers come
---          back, and event 'resumed'.
+-- Writes:  HDEL meta paused; only when the gate was closed: HDEL meta sweep (an
+--          interrupted obliterate's scan cursor: a later one must start a fresh pass),
+--          wake tokens for the ready work (flat pending plus the groups on the ring,
+--          capped) so idle workers come back, and event 'resumed'.
 local B = KEYS[2]
 --! include common
 if redis.call('HDEL', KEYS[1], 'paused') == 1 then
+  redis.call('HDEL', KEYS[1], 'sweep')
   push_wake(redis.call('ZCARD', B .. 'pending') + redis.call('LLEN', B .. 'ring'))
   emit('{"event":"resumed"}')
 end
