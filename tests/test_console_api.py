@@ -20,8 +20,8 @@ import redis
 import uvicorn
 
 from conftest import dump, queue_keys
-from echomq import Queue
-from echomq.console import UnsafeBind, create_app
+from echomq import InvalidArgument, JobGone, Queue
+from echomq.console import Console, ReadOnly, UnsafeBind, create_app
 from echomq.console.app import STATIC, TOKEN_ENV
 from echomq.console.handlers import QueueDirectory
 from echomq.embedded import EmbeddedServer, free_port
@@ -267,6 +267,29 @@ def test_groups_and_metrics(api: TestClient, q: Queue, r: redis.Redis) -> None:
     assert m["failed"]["total"] == 1 and m["failed"]["series"][-1] + m["failed"]["series"][-2] == 1
     refused(api.get(qp(q, "/metrics?minutes=0")), 400, "invalid", "argument")
     assert dump(r, q) == before
+
+
+async def test_handlers_run_without_http(server: EmbeddedServer, q: Queue, r: redis.Redis) -> None:
+    """The handlers are plain coroutines: no request, no framework."""
+    jid = q.enqueue({"x": 1})
+    console = Console(server.url)
+    frozen = Console(server.url, read_only=True)
+    try:
+        assert await console.pause(q.name, {}) == {"ok": True, "paused": True}
+        assert r.hget(q.keys.meta, "paused") == "1"
+        detail = await console.job_detail(q.name, jid)
+        assert detail["job"]["data"] == {"x": 1} and detail["logs"] == []
+        before = dump(r, q)
+        with pytest.raises(ReadOnly):
+            await frozen.resume(q.name, {})
+        with pytest.raises(InvalidArgument):
+            await console.obliterate(q.name, {"budget": 0})
+        with pytest.raises(JobGone):
+            await console.reprocess_job(q.name, "JOB00000000001", {})
+        assert dump(r, q) == before
+    finally:
+        await console.aclose()
+        await frozen.aclose()
 
 
 # ----------------------------------------------------------------------- queue verbs
@@ -582,6 +605,14 @@ def test_non_loopback_bind_needs_a_token(
         assert not r.exists(q.keys.meta)
         assert post(client, qp(q, "/pause"), headers={"X-EMQ-Token": "t0ken"}).status_code == 200
         assert r.hget(q.keys.meta, "paused") == "1"
+
+
+def test_no_server_is_503(q: Queue) -> None:
+    nowhere = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    with TestClient(create_app(nowhere), base_url=ORIGIN) as client:
+        refused(client.get("/api/queues"), 503, "unavailable", "server")
+        refused(client.get(qp(q)), 503, "unavailable", "server")
+        refused(post(client, qp(q, "/pause")), 503, "unavailable", "server")
 
 
 # ---------------------------------------------------------------- server-sent events

@@ -248,6 +248,15 @@ def test_token_is_asked_for_and_sent(
         page.wait_for_selector(".head .badge.paused")
         assert r.hget(q.keys.meta, "paused") == "1"
         page.close()
+        # a token handed over in the URL fragment (never sent to the server) works too
+        handed = open_page(f"{url}#token=letmein")
+        handed.wait_for_selector("table.queues")
+        assert handed.evaluate("location.hash") == "#/"
+        handed.goto(f"{url}#/q/{q.name}")
+        handed.click("#btn-pause")  # now labelled Resume
+        handed.wait_for_selector(".head .badge.running")
+        assert not r.hexists(q.keys.meta, "paused")
+        handed.close()
 
 
 def test_read_only_page_disables_every_verb(

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import redis
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -44,14 +45,20 @@ from ..errors import (
     Refused,
     ServerUnavailable,
 )
-from .handlers import GROUP_VERBS, JOB_VERBS, QUEUE_VERBS, Console, ReadOnly, UnsafeBind
+from .handlers import (
+    GROUP_VERBS,
+    JOB_VERBS,
+    MAX_STREAMS,
+    QUEUE_VERBS,
+    Console,
+    ReadOnly,
+    UnsafeBind,
+)
 
 #: The environment variable a token may come from.
 TOKEN_ENV = "EMQ_CONSOLE_TOKEN"
 #: The largest request body accepted (a payload edit is the biggest).
 MAX_BODY = 8 * 1024 * 1024
-#: Event streams open at once (each holds one server connection).
-MAX_STREAMS = 64
 STATIC = Path(__file__).parent / "static"
 
 _SECURITY_HEADERS = [
@@ -157,7 +164,7 @@ def error_reply(exc: Exception) -> JSONResponse:
     elif isinstance(exc, (InvalidName, InvalidJobId, InvalidArgument)):
         kind = {InvalidName: "name", InvalidJobId: "job_id"}.get(type(exc), "argument")
         status, body = 400, {"error": "invalid", "reason": kind}
-    elif isinstance(exc, ServerUnavailable):
+    elif isinstance(exc, (ServerUnavailable, redis.ConnectionError, redis.TimeoutError)):
         status, body = 503, {"error": "unavailable", "reason": "server"}
     else:
         status, body = 500, {"error": "internal", "reason": type(exc).__name__}
@@ -218,7 +225,7 @@ def _json(fn: Callable[[Request], Awaitable[dict[str, Any]]]) -> Endpoint:
     async def endpoint(request: Request) -> Response:
         try:
             body = await fn(request)
-        except (EchoMQError, Denied) as exc:
+        except (EchoMQError, Denied, redis.RedisError) as exc:
             return error_reply(exc)
         return JSONResponse(body, headers={"cache-control": "no-store"})
 
@@ -430,7 +437,5 @@ def serve(
     import uvicorn
 
     app = create_app(url, host=host, token=token, read_only=read_only)
-    shown = f"[{host}]" if ":" in host else host
-    mode = " (read-only)" if read_only else ""
-    print(f"emq console{mode} on http://{shown}:{port}/  (Ctrl-C to stop)", flush=True)
+    # uvicorn's access log would print every poll; warnings and errors only
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)

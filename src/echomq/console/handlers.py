@@ -35,6 +35,9 @@ from ..reads import STATES
 Body = Mapping[str, Any]
 Reply = dict[str, Any]
 
+#: What discovery matches: every queue key except job rows and their sub-keys (the
+#: bulk of a keyspace); every live job sits in a set, so its queue still shows.
+QUEUE_KEYS_MATCH = ANY_QUEUE_PATTERN.removesuffix("*") + "[^j]*"
 #: Keys SCAN visits per step, and steps per discovery call: a bounded chunk of work.
 SCAN_COUNT = 1000
 SCAN_STEPS = 20
@@ -48,6 +51,14 @@ METRIC_MINUTES = 60
 MAX_METRIC_MINUTES = 1440
 #: Seconds an event stream waits for a message before it yields a heartbeat.
 HEARTBEAT_S = 10.0
+#: Event streams open at once: each holds one server connection for its life.
+MAX_STREAMS = 64
+#: Server connections in all: the streams plus room for requests. A request waits
+#: (up to ``POOL_WAIT_S``) for a free one rather than failing.
+POOL_SIZE = MAX_STREAMS + 64
+POOL_WAIT_S = 10.0
+#: Queues whose counts the queue list reads at once.
+SUMMARY_CONCURRENCY = 16
 #: Queues kept in the facade cache (a queue is cheap to rebuild; the cap bounds memory).
 QUEUE_CACHE = 256
 #: The row fields a job list shows.
@@ -157,7 +168,7 @@ class QueueDirectory:
         async with self._lock:
             for _ in range(self.steps):
                 cursor, keys = await client.scan(
-                    self._cursor, match=ANY_QUEUE_PATTERN, count=self.scan_count
+                    self._cursor, match=QUEUE_KEYS_MATCH, count=self.scan_count
                 )
                 self._cursor = int(cursor)
                 for key in keys:
@@ -194,7 +205,10 @@ class Console:
     def client(self) -> Any:
         """The shared client, created on first use (inside the serving event loop)."""
         if self._client is None:
-            self._client = redis.asyncio.Redis.from_url(self.url, decode_responses=True)
+            pool = redis.asyncio.BlockingConnectionPool.from_url(
+                self.url, decode_responses=True, max_connections=POOL_SIZE, timeout=POOL_WAIT_S
+            )
+            self._client = redis.asyncio.Redis.from_pool(pool)
         return self._client
 
     async def aclose(self) -> None:
@@ -248,7 +262,13 @@ class Console:
             a large keyspace (later calls find more).
         """
         names, complete = await self.directory.refresh(self.client)
-        rows = await asyncio.gather(*(self._summary(self.queue(n)) for n in names))
+        gate = asyncio.Semaphore(SUMMARY_CONCURRENCY)
+
+        async def summary(name: str) -> Reply:
+            async with gate:
+                return await self._summary(self.queue(name))
+
+        rows = await asyncio.gather(*(summary(n) for n in names))
         return {"queues": list(rows), "complete": complete}
 
     async def queue_summary(self, queue: str) -> Reply:
@@ -278,6 +298,7 @@ class Console:
         if state not in STATES:
             raise InvalidArgument(f"unknown state {state!r}; want one of {', '.join(STATES)}")
         _int({"n": n}, "n", None, 1, MAX_PAGE)
+        _int({"offset": offset}, "offset", None, 0)
         ids, counts, now = await asyncio.gather(
             q.browse(state, n, offset), q.counts(), self._now_ms()
         )
