@@ -558,3 +558,43 @@ def test_worker_command_rejects_a_bad_handler(fast: Any, q: Queue, r: redis.Redi
     p = fast("worker", "json:loads", "--queue", "bad name")
     assert p.returncode == exits.MALFORMED
     assert dump(r, q) == before
+
+
+def test_queues_scan_limit_reports_an_incomplete_search(
+    fast: Any, make_queue: Any, qname: str
+) -> None:
+    for i in range(20):
+        make_queue(f"{qname}-{i}").enqueue(i)
+    p = fast("--json", "queues", "--scan-limit", "1")
+    assert p.returncode == 0
+    assert as_json(p)["complete"] is False
+    assert "the scan stopped after 1 keys" in p.stderr
+
+
+def test_console_command_serves_the_console(server: EmbeddedServer, q: Queue) -> None:
+    import urllib.request
+
+    q.enqueue("visible")
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "echomq.cli", "--url", server.url, "console", "--port", str(port),
+         "--read-only"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        text=True, env=_env(),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            assert proc.poll() is None, proc.communicate()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1) as resp:
+                    assert resp.status == 200
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, "the console never answered"
+                time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert f"console at http://127.0.0.1:{port}/ for {server.url}" in err

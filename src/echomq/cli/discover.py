@@ -48,8 +48,9 @@ def discover_queues(client: Any, scan_limit: int = DEFAULT_SCAN_LIMIT) -> Discov
     cursor: Any = 0
     examined = 0
     while True:
-        cursor, keys = client.scan(cursor=cursor, match=QUEUE_KEYS_MATCH, count=SCAN_COUNT)
-        examined += SCAN_COUNT
+        count = min(SCAN_COUNT, scan_limit)
+        cursor, keys = client.scan(cursor=cursor, match=QUEUE_KEYS_MATCH, count=count)
+        examined += count
         for key in keys:
             name = queue_of_key(as_str(key))
             if name is not None:

@@ -201,7 +201,9 @@ def load_console() -> Callable[..., Any]:
 @cli.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
-@click.option("--token", help="Require this bearer token for every request.")
+@click.option(
+    "--token", help="Require this token for every change (default: env EMQ_CONSOLE_TOKEN)."
+)
 @click.option("--read-only", is_flag=True, help="Show the queues; refuse every write.")
 @pass_env
 def console(env: Env, host: str, port: int, token: str | None, read_only: bool) -> None:
