@@ -38,7 +38,7 @@ import redis
 
 from _common import bench_server, median, report
 from echomq import Queue, admin
-from echomq.scripts import Plan, SyncRunner
+from echomq.scripts import Plan, SyncRunner, all_scripts
 
 FILL_CHUNK = 20_000
 GROUPS = 10
@@ -67,6 +67,12 @@ def fill(q: Queue, r: redis.Redis, n: int, *, grouped_share: float, log_share: f
             pipe.execute()
         made += k
     return time.perf_counter() - t0
+
+
+def percentile(xs: list[float], p: float) -> float:
+    """The ``p`` quantile of ``xs`` (nearest rank): a high one that one stall does not set."""
+    ordered = sorted(xs)
+    return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
 
 
 def drive_timed(runner: SyncRunner, plan: Plan[Any]) -> tuple[Any, list[float]]:
@@ -115,6 +121,11 @@ def server_clock(r: redis.Redis) -> Iterator[Callable[[], tuple[float, float]]]:
         r.config_set("latency-monitor-threshold", old)
 
 
+def at_least_1ms(ms: float) -> float | str:
+    """The latency monitor keeps only events of 1 ms or more: 0 means "under 1 ms"."""
+    return ms if ms > 0 else "<1"
+
+
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -135,6 +146,7 @@ def bench_obliterate(url: str, jobs: int, budgets: list[int], args: argparse.Nam
             "mean call server ms",
             "max call client ms",
             "median call client ms",
+            "p99 call client ms",
             "total s",
             "fill s",
             "memory MiB",
@@ -162,10 +174,11 @@ def bench_obliterate(url: str, jobs: int, budgets: list[int], args: argparse.Nam
                     budget,
                     jobs,
                     len(calls),
-                    server_max,
+                    at_least_1ms(server_max),
                     server_mean,
                     max(calls) * 1000,
                     median(calls) * 1000,
+                    percentile(calls, 0.99) * 1000,
                     total,
                     fill_s,
                     mem,
@@ -201,7 +214,15 @@ def bench_drain(url: str, jobs: int, args: argparse.Namespace) -> None:
                     "total s",
                     "fill s",
                 ],
-                [jobs, len(times), server_max, server_mean, max(times) * 1000, total, fill_s],
+                [
+                    jobs,
+                    len(times),
+                    at_least_1ms(server_max),
+                    server_mean,
+                    max(times) * 1000,
+                    total,
+                    fill_s,
+                ],
             ]
         )
     r.close()
@@ -217,6 +238,10 @@ def main() -> None:
     args = parser.parse_args()
     budgets = [int(b) for b in args.budgets.split(",") if b]
     with bench_server() as url:
+        # load every script up front, so no NOSCRIPT round lands inside a measurement
+        with redis.Redis.from_url(url) as r:
+            for s in all_scripts():
+                r.script_load(s.body)
         t0 = time.perf_counter()
         bench_obliterate(url, args.jobs, budgets, args)
         bench_drain(url, args.drain_jobs, args)
