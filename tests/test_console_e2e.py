@@ -115,9 +115,10 @@ def open_page(browser: Browser) -> Iterator[Callable[[str], Page]]:
     assert errors == []
 
 
-def dead_job(q: Queue, payload: Any, error: str) -> str:
-    """A job moved to dead through the real claim/retry path."""
-    jid = q.enqueue(payload, max_attempts=1, priority=-(10**6))
+def dead_job(q: Queue, payload: Any, error: str, priority: int = -(10**6)) -> str:
+    """A job moved to dead through the real claim/retry path (by default ahead of
+    anything already pending, so the claim takes it)."""
+    jid = q.enqueue(payload, max_attempts=1, priority=priority)
     claimed = q.claim()
     assert claimed is not None and claimed.id == jid
     assert q.retry(jid, claimed.token, error) == "dead"
@@ -213,6 +214,13 @@ def test_refusal_shows_its_typed_reason(
     assert dump(r, q) == before
 
 
+def test_a_bad_name_is_shown_in_place(open_page: Callable[[str], Page], console_url: str) -> None:
+    page = open_page(f"{console_url}#/q/bad*name")
+    banner = page.wait_for_selector(".problem")
+    assert banner is not None and "name" in banner.inner_text()
+    assert page.query_selector(".toast") is None
+
+
 def test_edit_payload_and_live_progress(
     open_page: Callable[[str], Page], console_url: str, q: Queue, r: redis.Redis
 ) -> None:
@@ -277,13 +285,19 @@ def test_read_only_page_disables_every_verb(
 
 
 # ------------------------------------------------------------------------ screenshots
-def _demo(url: str, r: redis.Redis) -> str:
-    """Queues that look like a day at work; returns the id of a job worth showing."""
+def _demo(url: str, r: redis.Redis) -> tuple[str, str]:
+    """Queues that look like a day at work; returns a busy job's id and a dead one's."""
     emails = Queue("emails", url=url)
-    for i in range(3):  # first: a claim alternates flat and grouped work
+    dead = [  # first: a claim alternates flat and grouped work
         dead_job(
-            emails, {"to": f"bounce{i}@example"}, "SMTPRecipientsRefused: 550 5.1.1 no such user"
+            emails,
+            {"to": f"bounce{i}@example"},
+            "SMTPRecipientsRefused: 550 5.1.1 no such user",
+            priority=0,
         )
+        for i in range(3)
+    ]
+    emails.add_log(dead[0], "smtp said: 550 5.1.1 <bounce0@example>: no such user")
     for i in range(46):
         emails.enqueue({"to": f"user{i}@example.com", "template": "welcome"}, name="send")
     for tenant, n in (("acme", 7), ("globex", 4), ("initech", 9)):
@@ -324,7 +338,7 @@ def _demo(url: str, r: redis.Redis) -> str:
     dead_job(thumbs, {"image": "broken.png"}, "PIL.UnidentifiedImageError")
     webhooks = Queue("webhooks", url=url)
     webhooks.enqueue({"hook": 1}, delay_ms=30000)
-    return shown
+    return shown, dead[0]
 
 
 @pytest.mark.skipif(
@@ -336,7 +350,7 @@ def test_screenshots(browser: Browser) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with EmbeddedServer() as own:  # a server of its own: only the demo queues show
         r = redis.Redis.from_url(own.url, decode_responses=True)
-        shown = _demo(own.url, r)
+        shown, dead = _demo(own.url, r)
         with serving(own.url) as url:
             context = browser.new_context(viewport={"width": 1280, "height": 800})
             page = context.new_page()
@@ -368,6 +382,9 @@ def test_screenshots(browser: Browser) -> None:
             page.wait_for_selector("#job-state")
             page.wait_for_selector("#live.on")
             page.screenshot(path=str(out / "job.png"), full_page=True)
+            page.goto(f"{url}#/q/emails/job/{dead}")
+            page.wait_for_selector("#last-error")
+            page.screenshot(path=str(out / "job-dead.png"), full_page=True)
             context.close()
         r.close()
     assert {p.name for p in out.glob("*.png")} >= {

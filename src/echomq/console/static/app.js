@@ -221,6 +221,20 @@
     el.textContent = on ? "live" : "connecting";
   }
 
+  /* A banner for a failed re-read: shown in place (a poll would otherwise toast every
+   * few seconds while the server is away), cleared by the next good read. */
+  function problemBanner() {
+    const el = h("div", { class: "note problem", hidden: true, role: "alert" });
+    return {
+      el,
+      show(err) {
+        el.textContent = `Cannot read from the console: ${err.reason || err.error || ""} ${err.message}`;
+        el.hidden = false;
+      },
+      clear() { el.hidden = true; },
+    };
+  }
+
   /* A write button: disabled (with a reason) on a read-only console. */
   function verb(label, onclick, cls = "", attrs = {}) {
     return h("button", {
@@ -310,6 +324,7 @@
 
     const badge = h("span");
     const actions = h("div", { class: "actions" });
+    const problem = problemBanner();
     const oblit = h("div", { class: "panel", hidden: true });
     const cards = h("div", { class: "cards" });
     const canvas = h("canvas", { class: "chart", width: 600, height: 190 });
@@ -322,6 +337,7 @@
 
     root.append(
       h("div", { class: "head" }, h("h1", { class: "mono" }, name), badge, actions),
+      problem.el,
       oblit,
       cards,
       h("div", { class: "grid2" },
@@ -567,6 +583,7 @@
       try {
         const [s, g, m] = await Promise.all([get(base), get(`${base}/groups`), get(`${base}/metrics?minutes=60`)]);
         if (view.stopped) return;
+        problem.clear();
         view.summary = s;
         paintHead(s);
         paintGroups(g.groups);
@@ -574,7 +591,8 @@
         totals.textContent = `· ${fmt(m.completed.total)} completed, ${fmt(m.failed.total)} failed in all`;
         drawChart(canvas, m);
       } catch (err) {
-        if (!view.stopped) showError("Refresh", err);
+        if (!view.stopped) problem.show(err);
+        return;
       }
       await loadJobs();
     }
@@ -693,9 +711,11 @@
     const logLine = h("input", { type: "text", id: "log-line", placeholder: "a log line", disabled: config.read_only });
     const progressInput = h("input", { type: "text", id: "progress-value", placeholder: "e.g. 50", disabled: config.read_only });
     const body = h("div");
+    const problem = problemBanner();
 
     root.append(
       h("div", { class: "head" }, h("h1", { class: "mono" }, id), badges, actions),
+      problem.el,
       body);
 
     body.append(h("div", { class: "grid2" },
@@ -810,6 +830,7 @@
       if (view.gone) return;
       try {
         const d = await get(base);
+        problem.clear();
         if (!view.stopped) paint(d);
       } catch (err) {
         if (err.status === 404 && err.reason === "gone") {
@@ -820,7 +841,7 @@
             "This job no longer exists: it completed or was removed. ",
             h("a", { href: qlink(name) }, `Back to ${name}`)));
         } else if (!view.stopped) {
-          showError("Refresh", err);
+          problem.show(err);
         }
       }
     }
