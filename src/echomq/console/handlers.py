@@ -26,6 +26,7 @@ from typing import Any
 
 import redis.asyncio
 
+from .. import __version__
 from ..context import as_str
 from ..errors import EchoMQError, InvalidArgument, JobGone
 from ..keyspace import ANY_QUEUE_PATTERN, EVENTS_PATTERN, queue_of_key
@@ -62,8 +63,16 @@ SUMMARY_CONCURRENCY = 16
 #: Queues kept in the facade cache (a queue is cheap to rebuild; the cap bounds memory).
 QUEUE_CACHE = 256
 #: The row fields a job list shows.
-LIST_FIELDS = ("state", "name", "group", "priority", "attempts", "failures", "progress")
-LIST_FIELDS_ERR = (*LIST_FIELDS, "last_error")
+LIST_FIELDS = (
+    "state",
+    "name",
+    "group",
+    "priority",
+    "attempts",
+    "failures",
+    "progress",
+    "last_error",
+)
 
 
 class ReadOnly(EchoMQError):
@@ -245,8 +254,6 @@ class Console:
     # ------------------------------------------------------------------- reads
     def config(self) -> Reply:
         """What the page needs to know about this console."""
-        from .. import __version__
-
         return {"read_only": self.read_only, "version": __version__, "states": list(STATES)}
 
     async def _summary(self, q: AsyncQueue) -> Reply:
@@ -317,7 +324,7 @@ class Console:
             return []
         pipe = self.client.pipeline(transaction=False)
         for job_id in ids:
-            pipe.hmget(q.keys.job(job_id), *LIST_FIELDS_ERR)
+            pipe.hmget(q.keys.job(job_id), *LIST_FIELDS)
             pipe.zscore(q.keys.state_set(state), job_id)
         replies = await pipe.execute()
         out: list[Reply] = []
@@ -326,7 +333,7 @@ class Console:
             if values[0] is None:  # settled between the browse and this read
                 continue
             row: Reply = {"id": job_id, "score": None if state == "pending" else score}
-            row.update({f: v for f, v in zip(LIST_FIELDS_ERR, values) if v is not None})
+            row.update({f: v for f, v in zip(LIST_FIELDS, values) if v is not None})
             out.append(row)
         return out
 
