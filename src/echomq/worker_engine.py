@@ -87,6 +87,7 @@ class Engine:
         self._done: list[JobContext] = []
         self._other: list[tuple[JobContext, str, str]] = []
         self._poke_fut: asyncio.Future[None] | None = None
+        self._beating = False
         self._rng = random.Random()
 
     async def run(
@@ -96,12 +97,15 @@ class Engine:
         loop = asyncio.get_running_loop()
         self._thread = threading.get_ident()
         self._poke_fut = loop.create_future()
+        self._beating = True
         beat = loop.create_task(self._beat_loop(aq))
         try:
             ready.set()
             await self._serve(aq, blocker, pool)
             await self._wind_down(aq)
         finally:
+            # the flag ends the loop even when the client turns a cancel into an error
+            self._beating = False
             beat.cancel()
             await asyncio.gather(beat, return_exceptions=True)
 
@@ -282,7 +286,7 @@ class Engine:
     # ---- the beat and shutdown ------------------------------------------------------
 
     async def _beat_loop(self, aq: AsyncQueue) -> None:
-        while True:
+        while self._beating:
             await asyncio.sleep(self.config.beat / 1000)
             try:
                 await self._beat(aq)
