@@ -197,3 +197,45 @@ def test_spent_sequence_borrows_the_next_millisecond(monkeypatch: pytest.MonkeyP
     first_ms = ids.minted_at_ms(minted[0])
     assert ids.minted_at_ms(minted[(1 << ids.SEQ_BITS) - 1]) == first_ms
     assert ids.minted_at_ms(minted[-1]) == first_ms + 1
+
+
+@settings(max_examples=40)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(min_value=ids.EPOCH_MS, max_value=ids.EPOCH_MS + 10**5),
+            st.integers(min_value=1, max_value=300),
+        ),
+        min_size=1,
+        max_size=20,
+    )
+)
+def test_mint_many_is_monotonic_and_matches_encode(steps: list[tuple[int, int]]) -> None:
+    # each step reads the clock once and mints a batch; the clock may step back
+    with pytest.MonkeyPatch.context() as mp:
+        minter = _with_clock(mp, [ms / 1000 for ms, _ in steps])
+        minted: list[str] = []
+        for _, count in steps:
+            batch = minter.mint_many(count)
+            assert len(batch) == count
+            minted.extend(batch)
+    assert minted == sorted(minted)
+    assert len(set(minted)) == len(minted)
+    assert all(ids.encode(ids.decode(j)) == j for j in minted)
+    values = [ids.decode(j) for j in minted]
+    assert all((v >> ids.SEQ_BITS) & 1023 == 3 for v in values)
+
+
+def test_mint_many_crosses_encoding_blocks_and_milliseconds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 62**3 does not divide the snowflake layout: a batch spans several tail blocks
+    t0 = (ids.EPOCH_MS + 3_000_000) / 1000
+    minter = _with_clock(monkeypatch, [t0, t0, t0])
+    first = minter.mint_many(3 * 4096 + 5)
+    after = minter.mint()
+    assert first == sorted(first) and first[-1] < after
+    assert [ids.decode(j) for j in first] == sorted(ids.decode(j) for j in first)
+    assert all(ids.encode(ids.decode(j)) == j for j in first)
+    assert ids.minted_at_ms(first[-1]) == ids.minted_at_ms(first[0]) + 3
+    assert ids.new_ids(0) == []

@@ -140,6 +140,44 @@ def test_enqueue_options_are_stored(q: Queue, r: redis.Redis) -> None:
     assert r.zscore(q.keys.pending, jid) == 4.0
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "fields"),
+    [
+        ({"priority": -2}, {"priority": "-2"}),
+        ({"backoff": "fixed:5"}, {"backoff": "fixed:5"}),
+        ({"max_attempts": 9, "dedup_id": "d"}, {"max_attempts": "9", "dedup": "d"}),
+        ({"name": "n", "job_id": "JOB00000000009"}, {"name": "n"}),
+    ],
+    ids=["first-option", "last-option", "middle-and-dedup", "given-id"],
+)
+def test_each_option_lands_alone(
+    q: Queue, r: redis.Redis, kwargs: dict[str, Any], fields: dict[str, str]
+) -> None:
+    # options travel positionally with trailing absent ones left off: each must land
+    # in its own field and nothing else may appear
+    jid = q.enqueue("p", **kwargs)
+    assert row(r, q, jid) == {"state": "pending", "attempts": "0", "payload": '"p"', **fields}
+    assert r.zscore(q.keys.pending, jid) == float(kwargs.get("priority", 0))
+
+
+def test_grouped_enqueue_goes_to_its_lane(q: Queue, r: redis.Redis) -> None:
+    one = q.enqueue("a", group="g1", priority=1)
+    many = q.enqueue_many(["b", "c"], group="g1")
+    later = q.enqueue("d", group="g1", delay_ms=60_000)
+    lane = q.keys.lane("g1")
+    assert r.zrange(lane, 0, -1, withscores=True) == [(many[0], 0.0), (many[1], 0.0), (one, 1.0)]
+    assert r.exists(q.keys.pending) == 0
+    assert r.smembers(q.keys.groups) == {"g1"} and r.lrange(q.keys.ring, 0, -1) == ["g1"]
+    assert row(r, q, later) == {
+        "state": "scheduled",
+        "attempts": "0",
+        "payload": '"d"',
+        "group": "g1",
+    }
+    assert r.zcard(q.keys.schedule) == 1
+    assert q.counts()["pending"] == 3
+
+
 def test_enqueue_with_custom_serializer(make_queue: Callable[..., Queue], qname: str, r) -> None:
     class Upper:
         def dumps(self, value: Any) -> str:

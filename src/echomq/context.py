@@ -22,12 +22,17 @@ class Serializer(Protocol):
         ...
 
 
+# One encoder for the process: json.dumps with options builds a new one per call,
+# which is a third of the cost of a small payload on the enqueue hot path.
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
 class JsonSerializer:
     """The default serializer: compact JSON text."""
 
     def dumps(self, value: Any) -> str:
         """Serialize ``value`` as compact JSON."""
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        return _ENCODE(value)
 
     def loads(self, text: str) -> Any:
         """Parse JSON text."""

@@ -24,6 +24,10 @@ SEQ_BITS = 12
 MAX_VALUE = (1 << 63) - 1
 _INDEX = {c: i for i, c in enumerate(ALPHABET)}
 _SHAPE = re.compile(r"JOB[0-9A-Za-z]{11}")
+# Two base62 digits per lookup: encoding is on the enqueue hot path (one id per job).
+_PAIRS = [a + b for a in ALPHABET for b in ALPHABET]
+_PAIR_BASE = 62 * 62
+_TAIL_BASE = 62 * 62 * 62
 
 
 def encode(value: int) -> str:
@@ -34,11 +38,13 @@ def encode(value: int) -> str:
     """
     if not 0 <= value <= MAX_VALUE:
         raise InvalidJobId(f"snowflake out of range: {value}")
-    chars = ["0"] * WIDTH
-    for i in range(WIDTH - 1, -1, -1):
-        value, rem = divmod(value, 62)
-        chars[i] = ALPHABET[rem]
-    return PREFIX + "".join(chars)
+    pairs = _PAIRS
+    value, p0 = divmod(value, _PAIR_BASE)
+    value, p1 = divmod(value, _PAIR_BASE)
+    value, p2 = divmod(value, _PAIR_BASE)
+    value, p3 = divmod(value, _PAIR_BASE)
+    top, p4 = divmod(value, _PAIR_BASE)  # top < 62: 2**63 < 62**11
+    return PREFIX + ALPHABET[top] + pairs[p4] + pairs[p3] + pairs[p2] + pairs[p1] + pairs[p0]
 
 
 def decode(job_id: str) -> int:
@@ -91,20 +97,38 @@ class IdMinter:
 
     def mint(self) -> str:
         """Return a new id, greater than every id this minter returned before."""
+        return self.mint_many(1)[0]
+
+    def mint_many(self, n: int) -> list[str]:
+        """Return ``n`` new ids in increasing order, each greater than every id this
+        minter returned before (one clock read and one lock for the lot)."""
         with self._lock:
             now = int(time.time() * 1000) - EPOCH_MS
-            if now > self._last_ms:
-                self._last_ms = now
-                self._seq = 0
-            else:
+            ms, seq = self._last_ms, self._seq
+            if now > ms:
+                ms, seq = now, -1  # the first id of a new millisecond has sequence 0
+            node = self._node << SEQ_BITS
+            out: list[str] = []
+            head_of, head = -1, ""
+            for _ in range(n):
                 # Same millisecond or the clock stepped back: keep counting on the last
                 # millisecond, borrowing the next one when the sequence is spent.
-                self._seq += 1
-                if self._seq >> SEQ_BITS:
-                    self._last_ms += 1
-                    self._seq = 0
-            value = (self._last_ms << (NODE_BITS + SEQ_BITS)) | (self._node << SEQ_BITS) | self._seq
-            return encode(value)
+                seq += 1
+                if seq >> SEQ_BITS:
+                    ms += 1
+                    seq = 0
+                value = (ms << (NODE_BITS + SEQ_BITS)) | node | seq
+                # Ids minted together share all but their last three characters: encode
+                # the head once per block and only the tail per id.
+                if value > MAX_VALUE:
+                    raise InvalidJobId(f"snowflake out of range: {value}")
+                high, low = divmod(value, _TAIL_BASE)
+                if high != head_of:
+                    head_of, head = high, encode(high * _TAIL_BASE)[:-3]
+                pair, last = divmod(low, 62)
+                out.append(head + _PAIRS[pair] + ALPHABET[last])
+            self._last_ms, self._seq = ms, seq
+            return out
 
 
 _default = IdMinter()
@@ -113,3 +137,8 @@ _default = IdMinter()
 def new_id() -> str:
     """Mint a new branded id from the process-wide minter."""
     return _default.mint()
+
+
+def new_ids(n: int) -> list[str]:
+    """Mint ``n`` new branded ids, in increasing order, from the process-wide minter."""
+    return _default.mint_many(n)

@@ -1,70 +1,98 @@
 -- enqueue: write one or more job rows and put each in its backlog.
 -- KEYS[1]  the queue base emq:{q}:
--- ARGV[1]  n, the number of jobs; then 11 fields per job:
---          id, payload, name, group, priority, max_attempts, delay_ms, run_at_ms,
---          dedup, check ('1' when the caller chose the id), backoff   ('' = absent)
--- Reply:   an array of n ids: the new job's id, or for a duplicate id / held dedup
---          key the id of the job that already holds it (nothing written for it).
+-- ARGV[1]  n, the number of jobs;  ARGV[2] w, the fields per job: 2 or 4
+-- ARGV[3 .. 2+n*w]  per job: id, payload; with w = 4 also dedup ('' = none) and
+--          check ('1' when the caller chose the id: an existing row is a duplicate)
+-- ARGV[3+n*w ..]  options shared by every job, in this order; '' or omitted = absent:
+--          priority, name, group, max_attempts, delay_ms, run_at_ms, backoff
+-- Reply:   w = 4: an array of n ids, the new job's id or, for a duplicate id / held
+--          dedup key, the id of the job that already holds it (nothing written for it).
+--          w = 2 (minted ids, no dedup): n, the number of jobs written.
 -- Refusals: none.
 -- Writes:  the row (state pending|scheduled, attempts 0), pending/lane/schedule,
 --          groups + ring + wake for lanes, de:<dedup> (NX), wake; event 'enqueued'.
 local B = KEYS[1]
 --! include common
-local n = tonumber(ARGV[1])
+local n, w = tonumber(ARGV[1]), tonumber(ARGV[2])
+local o = 3 + n * w
+local function opt(k)
+  local v = ARGV[o + k]
+  if v == '' then return nil end
+  return v
+end
+local prio, name, g, maxa = opt(0), opt(1), opt(2), opt(3)
+local delay, runat, backoff = opt(4), opt(5), opt(6)
+
+local due = nil
+if runat then
+  due = tonumber(runat)
+elseif delay and tonumber(delay) > 0 then
+  due = now_ms() + tonumber(delay)
+end
+
+-- the row's fields are the same for every job but the payload (slot 6)
+local f = {'state', due and 'scheduled' or 'pending', 'attempts', 0, 'payload', ''}
+if name then f[#f + 1] = 'name'; f[#f + 1] = name end
+if g then f[#f + 1] = 'group'; f[#f + 1] = g end
+if prio then f[#f + 1] = 'priority'; f[#f + 1] = prio end
+if maxa then f[#f + 1] = 'max_attempts'; f[#f + 1] = maxa end
+if backoff then f[#f + 1] = 'backoff'; f[#f + 1] = backoff end
+local nf = #f
+
+local dest, score
+if due then
+  dest, score = B .. 'schedule', due
+elseif g then
+  dest, score = lane_key(g), prio or 0
+else
+  dest, score = B .. 'pending', prio or 0
+end
+
 local out = {}
-local flat = {}
-local lanes = {}
-local now = nil
-local ready = 0
+local zs = {}
 for i = 0, n - 1 do
-  local a = 2 + i * 11
-  local id, payload, name, g = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
-  local prio, maxa, delay, runat = ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7]
-  local dedup, check, backoff = ARGV[a + 8], ARGV[a + 9], ARGV[a + 10]
+  local a = 3 + i * w
+  local id = ARGV[a]
   local jk = B .. 'job:' .. id
-  local holder = nil
-  if check == '1' and redis.call('EXISTS', jk) == 1 then holder = id end
-  if not holder and dedup ~= '' then
-    -- SET NX GET: one command both takes the key and tells who holds it
-    holder = redis.call('SET', B .. 'de:' .. dedup, id, 'NX', 'GET') or nil
-  end
-  if holder then
-    out[#out + 1] = holder
-  else
-    local due = nil
-    if runat ~= '' then
-      due = tonumber(runat)
-    elseif delay ~= '' and tonumber(delay) > 0 then
-      now = now or now_ms()
-      due = now + tonumber(delay)
+  local holder, dedup = nil, nil
+  if w == 4 then
+    if ARGV[a + 3] == '1' and redis.call('EXISTS', jk) == 1 then holder = id end
+    if ARGV[a + 2] ~= '' then dedup = ARGV[a + 2] end
+    if not holder and dedup then
+      -- SET NX GET: one command both takes the key and tells who holds it
+      holder = redis.call('SET', B .. 'de:' .. dedup, id, 'NX', 'GET') or nil
     end
-    local f = {'state', due and 'scheduled' or 'pending', 'attempts', 0, 'payload', payload}
-    if name ~= '' then f[#f + 1] = 'name'; f[#f + 1] = name end
-    if g ~= '' then f[#f + 1] = 'group'; f[#f + 1] = g end
-    if prio ~= '0' then f[#f + 1] = 'priority'; f[#f + 1] = prio end
-    if maxa ~= '' then f[#f + 1] = 'max_attempts'; f[#f + 1] = maxa end
-    if dedup ~= '' then f[#f + 1] = 'dedup'; f[#f + 1] = dedup end
-    if backoff ~= '' then f[#f + 1] = 'backoff'; f[#f + 1] = backoff end
-    redis.call('HSET', jk, unpack(f))
-    if due then
-      redis.call('ZADD', B .. 'schedule', due, id)
-    elseif g ~= '' then
-      redis.call('ZADD', lane_key(g), prio, id)
-      lanes[g] = true
-      ready = ready + 1
+    out[#out + 1] = holder or id
+  end
+  if not holder then
+    f[6] = ARGV[a + 1]
+    if dedup then
+      f[nf + 1] = 'dedup'; f[nf + 2] = dedup
+      redis.call('HSET', jk, unpack(f))
+      f[nf + 1] = nil; f[nf + 2] = nil
     else
-      flat[#flat + 1] = prio
-      flat[#flat + 1] = id
-      ready = ready + 1
+      redis.call('HSET', jk, unpack(f))
     end
+    zs[#zs + 1] = score
+    zs[#zs + 1] = id
     emit(ev('enqueued', id))
-    out[#out + 1] = id
   end
 end
-if #flat > 0 then redis.call('ZADD', B .. 'pending', unpack(flat)) end
-for g in pairs(lanes) do
-  redis.call('SADD', B .. 'groups', g)
-  ring_sync(g)
+
+-- one ZADD for the lot, in slices that stay under Lua's unpack limit
+local i = 1
+while i <= #zs do
+  local j = math.min(i + 999, #zs)
+  redis.call('ZADD', dest, unpack(zs, i, j))
+  i = j + 1
 end
-if ready > 0 then push_wake(ready) end
-return out
+local written = #zs / 2
+if written > 0 and not due then
+  if g then
+    redis.call('SADD', B .. 'groups', g)
+    ring_sync(g)
+  end
+  push_wake(written)
+end
+if w == 4 then return out end
+return written

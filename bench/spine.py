@@ -1,0 +1,170 @@
+"""Throughput of the job spine beside ceilings measured in the same run.
+
+Rows (jobs/s, median of ``--repeat`` runs):
+
+- ``enqueue`` one by one, against the one-by-one ceiling: ``EVALSHA`` of a trivial
+  script, one round trip each, on the same client library and server.
+- ``enqueue_many`` in one call, against the pipelined ceiling: the same trivial
+  ``EVALSHA`` once per job, all in one pipeline.
+- ``claim + complete`` one job at a time (three round trips: the pause read, the claim
+  script, the complete script), against the one-by-one ceiling divided by three.
+- ``claim_many + complete_many`` in batches of 100, against the pipelined ceiling.
+
+Targets (issue 2): one-by-one enqueue >= 85% of its ceiling; enqueue_many >= 100,000
+jobs/s. Run: ``.venv/bin/python bench/spine.py`` (``EMQ_URL`` measures another server).
+"""
+
+from __future__ import annotations
+
+import sys
+
+# bench/ holds an ``operator.py``, which would shadow the stdlib module of that name
+# for every later import while this directory leads sys.path; move it to the end,
+# where ``_common`` is still found.
+if __name__ == "__main__" and sys.path and sys.path[0].rstrip("/").endswith("bench"):
+    sys.path.append(sys.path.pop(0))
+
+import argparse
+import itertools
+import os
+import time
+from collections.abc import Callable
+
+import redis
+
+from _common import bench_server, median, report
+from echomq import Queue
+
+TRIVIAL = "return 1"
+_names = itertools.count()
+
+
+def fresh_queue(url: str) -> Queue:
+    return Queue(f"bench-spine-{os.getpid()}-{next(_names)}", url=url)
+
+
+def cleanup(client: redis.Redis) -> None:
+    keys = list(client.scan_iter(match=f"emq:{{bench-spine-{os.getpid()}-*", count=5000))
+    for i in range(0, len(keys), 5000):
+        client.unlink(*keys[i : i + 5000])
+
+
+def rate(jobs: int, run: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    run()
+    return jobs / (time.perf_counter() - start)
+
+
+def ceiling_one_by_one(client: redis.Redis, sha: str, n: int) -> float:
+    def run() -> None:
+        for _ in range(n):
+            client.evalsha(sha, 1, "emq:{bench-ceiling}:x")
+
+    return rate(n, run)
+
+
+def ceiling_pipelined(client: redis.Redis, sha: str, n: int) -> float:
+    def run() -> None:
+        pipe = client.pipeline(transaction=False)
+        for _ in range(n):
+            pipe.evalsha(sha, 1, "emq:{bench-ceiling}:x")
+        pipe.execute()
+
+    return rate(n, run)
+
+
+def enqueue_one_by_one(url: str, n: int) -> float:
+    with fresh_queue(url) as q:
+        q.counts()  # connect and fence outside the timing
+        return rate(n, lambda: [q.enqueue({"i": i}) for i in range(n)])
+
+
+def enqueue_many(url: str, n: int) -> float:
+    payloads = [{"i": i} for i in range(n)]
+    with fresh_queue(url) as q:
+        q.counts()
+        return rate(n, lambda: q.enqueue_many(payloads))
+
+
+def claim_complete(url: str, n: int) -> float:
+    with fresh_queue(url) as q:
+        q.enqueue_many({"i": i} for i in range(n))
+
+        def run() -> None:
+            while (c := q.claim()) is not None:
+                q.complete(c.id, c.token)
+
+        got = rate(n, run)
+        assert q.counts()["completed"] == n
+        return got
+
+
+def claim_complete_batched(url: str, n: int, batch: int = 100) -> float:
+    with fresh_queue(url) as q:
+        q.enqueue_many({"i": i} for i in range(n))
+
+        def run() -> None:
+            while cs := q.claim_many(batch):
+                missed = q.complete_many([(c.id, c.token) for c in cs])
+                assert not missed
+
+        got = rate(n, run)
+        assert q.counts()["completed"] == n
+        return got
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5, help="runs per measurement (median)")
+    ap.add_argument("--one", type=int, default=4000, help="jobs per one-by-one run")
+    ap.add_argument("--many", type=int, default=50000, help="jobs per enqueue_many run")
+    args = ap.parse_args()
+
+    with bench_server() as url:
+        client = redis.Redis.from_url(url)
+        sha = client.script_load(TRIVIAL)
+        try:
+            rows: dict[str, list[float]] = {}
+
+            def measure(label: str, fn: Callable[[], float]) -> None:
+                rows.setdefault(label, []).append(fn())
+
+            # interleave the repetitions so drift hits ceilings and verbs alike
+            for _ in range(args.repeat):
+                measure("ceil1", lambda: ceiling_one_by_one(client, sha, args.one))
+                measure("enq1", lambda: enqueue_one_by_one(url, args.one))
+                measure("ceilp", lambda: ceiling_pipelined(client, sha, args.many))
+                measure("many", lambda: enqueue_many(url, args.many))
+                measure("cc", lambda: claim_complete(url, args.one))
+                measure("ccb", lambda: claim_complete_batched(url, args.many // 5))
+                cleanup(client)
+            m = {k: median(v) for k, v in rows.items()}
+            server = client.info("server")
+            name = "valkey" if "valkey_version" in server else "redis"
+            version = server.get("valkey_version") or server.get("redis_version")
+        finally:
+            cleanup(client)
+            client.close()
+
+    print(f"server: {name} {version} at {url}; median of {args.repeat} runs")
+    report(
+        [
+            ("measurement", "jobs/s", "ceiling", "ceiling jobs/s", "ratio", "target"),
+            ("enqueue (one by one)", m["enq1"], "EVALSHA 1-by-1", m["ceil1"],
+             m["enq1"] / m["ceil1"], ">= 0.85"),
+            ("enqueue_many", m["many"], "EVALSHA pipelined", m["ceilp"],
+             m["many"] / m["ceilp"], ">= 100,000/s"),
+            ("claim + complete", m["cc"], "EVALSHA 1-by-1 / 3", m["ceil1"] / 3,
+             m["cc"] / (m["ceil1"] / 3), ""),
+            ("claim_many + complete_many", m["ccb"], "EVALSHA pipelined", m["ceilp"],
+             m["ccb"] / m["ceilp"], ""),
+        ]
+    )  # fmt: skip
+    ok1 = m["enq1"] / m["ceil1"] >= 0.85
+    ok2 = m["many"] >= 100_000
+    print(f"one-by-one enqueue target: {'met' if ok1 else 'MISSED'}; "
+          f"enqueue_many target: {'met' if ok2 else 'MISSED'}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
