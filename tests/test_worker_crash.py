@@ -1,0 +1,93 @@
+"""At-least-once: a worker process killed with SIGKILL mid-job loses nothing.
+
+The worker runs in a subprocess with a short lease. Once its handlers have started,
+the process is killed; nothing settles the jobs. After the lease, the stalled check
+of another worker's beat puts them back, they are served again with the next token,
+and each completion is counted exactly once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from typing import Any
+
+import redis
+
+from echomq import JobContext, Queue, Worker
+from echomq.embedded import EmbeddedServer
+from worker_support import FAST, job_keys, running, wait_until
+
+CRASHING_WORKER = """
+import sys, time
+from echomq import Worker, WorkerConfig
+
+def handle(job):
+    print("started", job.id, flush=True)
+    time.sleep(60)  # killed long before this returns
+
+config = WorkerConfig(concurrency=int(sys.argv[3]), lease_ms=300, beat_ms=50)
+Worker(sys.argv[1], handle, url=sys.argv[2], config=config).run()
+"""
+
+
+def start_crashing_worker(q: Queue, url: str, concurrency: int) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", CRASHING_WORKER, q.name, url, str(concurrency)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+def read_started(proc: subprocess.Popen[str], n: int, timeout: float = 20) -> list[str]:
+    """The ids the subprocess reports as started (n of them), read off its stdout."""
+    got: list[str] = []
+
+    def reader() -> None:
+        assert proc.stdout is not None
+        while len(got) < n:
+            line = proc.stdout.readline()
+            if not line:
+                return
+            got.append(line.split()[1])
+
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    assert len(got) == n, f"the worker started {len(got)} of {n} jobs"
+    return got
+
+
+def test_jobs_of_a_killed_worker_are_served_again_once(
+    q: Queue, r: redis.Redis, server: EmbeddedServer
+) -> None:
+    ids = q.enqueue_many([{"n": i} for i in range(3)])
+    proc = start_crashing_worker(q, server.url, concurrency=3)
+    try:
+        started = read_started(proc, 3)
+        assert sorted(started) == sorted(ids)
+        for jid in ids:  # leased and locked by the doomed process, token 1
+            assert r.hget(q.keys.job(jid), "state") == "active"
+            assert r.get(q.keys.lock(jid)) == "1"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    assert proc.returncode == -signal.SIGKILL
+    assert r.zcard(q.keys.active) == 3  # nobody settled them
+
+    served: list[tuple[str, Any, int, str | None]] = []
+
+    def handle(job: JobContext) -> None:
+        served.append((job.id, job.data, job.attempt, r.hget(q.keys.job(job.id), "stalled")))
+
+    with running(Worker(q, handle, config=FAST)):
+        wait_until(lambda: q.counts()["completed"] == 3)
+    assert sorted(served) == sorted((jid, {"n": i}, 2, "1") for i, jid in enumerate(ids))
+    assert q.metrics()["completed"]["count"] == 3  # exactly one completion each
+    assert q.counts()["failed"] == 0
+    assert job_keys(r, q) == set()
+    assert r.zcard(q.keys.active) == 0
