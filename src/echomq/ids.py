@@ -28,6 +28,7 @@ _SHAPE = re.compile(r"JOB[0-9A-Za-z]{11}")
 _PAIRS = [a + b for a in ALPHABET for b in ALPHABET]
 _PAIR_BASE = 62 * 62
 _TAIL_BASE = 62 * 62 * 62
+_SEQ_MASK = (1 << SEQ_BITS) - 1
 
 
 def encode(value: int) -> str:
@@ -91,44 +92,56 @@ class IdMinter:
             env = os.environ.get("EMQ_NODE")
             node = int(env) if env else int.from_bytes(os.urandom(2), "big")
         self._node = node & ((1 << NODE_BITS) - 1)
+        self._node_bits = self._node << SEQ_BITS
         self._last_ms = 0
         self._seq = 0
         self._lock = threading.Lock()
 
+    def _reserve(self, n: int) -> int:
+        """Claim ``n`` consecutive (millisecond, sequence) slots; return the first as
+        ``ms << SEQ_BITS | seq``. Slot ``k`` is that value plus ``k``: a spent
+        sequence carries into the next millisecond."""
+        with self._lock:
+            now = int(time.time() * 1000) - EPOCH_MS
+            if now > self._last_ms:
+                first = now << SEQ_BITS
+            else:
+                # Same millisecond or the clock stepped back: keep counting on the last
+                # millisecond, borrowing the next one when the sequence is spent.
+                first = ((self._last_ms << SEQ_BITS) | self._seq) + 1
+            last = first + n - 1
+            self._last_ms, self._seq = last >> SEQ_BITS, last & _SEQ_MASK
+            return first
+
+    def _value(self, slot: int) -> int:
+        value = (
+            ((slot >> SEQ_BITS) << (NODE_BITS + SEQ_BITS)) | self._node_bits | (slot & _SEQ_MASK)
+        )
+        if value > MAX_VALUE:
+            raise InvalidJobId(f"snowflake out of range: {value}")
+        return value
+
     def mint(self) -> str:
         """Return a new id, greater than every id this minter returned before."""
-        return self.mint_many(1)[0]
+        return encode(self._value(self._reserve(1)))
 
     def mint_many(self, n: int) -> list[str]:
         """Return ``n`` new ids in increasing order, each greater than every id this
         minter returned before (one clock read and one lock for the lot)."""
-        with self._lock:
-            now = int(time.time() * 1000) - EPOCH_MS
-            ms, seq = self._last_ms, self._seq
-            if now > ms:
-                ms, seq = now, -1  # the first id of a new millisecond has sequence 0
-            node = self._node << SEQ_BITS
-            out: list[str] = []
-            head_of, head = -1, ""
-            for _ in range(n):
-                # Same millisecond or the clock stepped back: keep counting on the last
-                # millisecond, borrowing the next one when the sequence is spent.
-                seq += 1
-                if seq >> SEQ_BITS:
-                    ms += 1
-                    seq = 0
-                value = (ms << (NODE_BITS + SEQ_BITS)) | node | seq
-                # Ids minted together share all but their last three characters: encode
-                # the head once per block and only the tail per id.
-                if value > MAX_VALUE:
-                    raise InvalidJobId(f"snowflake out of range: {value}")
-                high, low = divmod(value, _TAIL_BASE)
-                if high != head_of:
-                    head_of, head = high, encode(high * _TAIL_BASE)[:-3]
-                pair, last = divmod(low, 62)
-                out.append(head + _PAIRS[pair] + ALPHABET[last])
-            self._last_ms, self._seq = ms, seq
-            return out
+        if n <= 0:
+            return []
+        first = self._reserve(n)
+        out: list[str] = []
+        head_of, head = -1, ""
+        for slot in range(first, first + n):
+            # Ids minted together share all but their last three characters: encode
+            # the head once per block and only the tail per id.
+            high, low = divmod(self._value(slot), _TAIL_BASE)
+            if high != head_of:
+                head_of, head = high, encode(high * _TAIL_BASE)[:-3]
+            pair, last = divmod(low, 62)
+            out.append(head + _PAIRS[pair] + ALPHABET[last])
+        return out
 
 
 _default = IdMinter()

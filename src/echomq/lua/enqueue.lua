@@ -15,13 +15,15 @@ local B = KEYS[1]
 --! include common
 local n, w = tonumber(ARGV[1]), tonumber(ARGV[2])
 local o = 3 + n * w
-local function opt(k)
-  local v = ARGV[o + k]
-  if v == '' then return nil end
-  return v
-end
-local prio, name, g, maxa = opt(0), opt(1), opt(2), opt(3)
-local delay, runat, backoff = opt(4), opt(5), opt(6)
+local prio, name, g, maxa = ARGV[o], ARGV[o + 1], ARGV[o + 2], ARGV[o + 3]
+local delay, runat, backoff = ARGV[o + 4], ARGV[o + 5], ARGV[o + 6]
+if prio == '' then prio = nil end
+if name == '' then name = nil end
+if g == '' then g = nil end
+if maxa == '' then maxa = nil end
+if delay == '' then delay = nil end
+if runat == '' then runat = nil end
+if backoff == '' then backoff = nil end
 
 local due = nil
 if runat then
@@ -48,7 +50,7 @@ else
   dest, score = B .. 'pending', prio or 0
 end
 
-local out = {}
+local out = (w == 4) and {} or nil
 local zs = {}
 for i = 0, n - 1 do
   local a = 3 + i * w
@@ -80,13 +82,15 @@ for i = 0, n - 1 do
 end
 
 -- one ZADD for the lot, in slices that stay under Lua's unpack limit
-local i = 1
-while i <= #zs do
-  local j = math.min(i + 999, #zs)
-  redis.call('ZADD', dest, unpack(zs, i, j))
-  i = j + 1
+local nz = #zs
+if nz <= 1000 then
+  if nz > 0 then redis.call('ZADD', dest, unpack(zs)) end
+else
+  for i = 1, nz, 1000 do
+    redis.call('ZADD', dest, unpack(zs, i, math.min(i + 999, nz)))
+  end
 end
-local written = #zs / 2
+local written = nz / 2
 if written > 0 and not due then
   if g then
     redis.call('SADD', B .. 'groups', g)
