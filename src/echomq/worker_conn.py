@@ -85,3 +85,36 @@ def blocking_client(aq: AsyncQueue) -> Any:
             connection_class=pool.connection_class, max_connections=2, **kwargs
         )
     )
+
+
+async def wait_wake(blocker: Any, wake_key: str, timeout_s: float, gate: tuple[Any, ...]) -> Any:
+    """Block on the wake list with ``gate`` (the pause read) sent right behind it.
+
+    The server runs the gate read the moment ``BLPOP`` returns (a client's commands
+    run in order), so its answer is as fresh as a read made after the wake. Both go
+    out in one write on the blocking connection; a cluster client, which has no
+    single pool, gets a pipeline.
+
+    Returns:
+        The gate's reply.
+    """
+    pool = getattr(blocker, "connection_pool", None)
+    if pool is None:
+        pipe = blocker.pipeline(transaction=False)
+        pipe.blpop([wake_key], timeout=timeout_s)
+        pipe.execute_command(*gate)
+        return (await pipe.execute())[1]
+    conn = await pool.get_connection()
+    try:
+        await conn.send_packed_command(conn.pack_commands([("BLPOP", wake_key, timeout_s), gate]))
+        await conn.read_response()  # the token, or nil after the timeout
+        reply = await conn.read_response()
+    except BaseException:
+        # cancelled or cut off between the two replies: the connection is unusable
+        await conn.disconnect()
+        raise
+    finally:
+        await pool.release(conn)
+    if isinstance(reply, Exception):
+        raise reply
+    return reply

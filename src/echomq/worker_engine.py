@@ -29,6 +29,7 @@ from .job_context import LEASE_LOST, SHUTDOWN, TIMEOUT, JobCancelled, JobContext
 from .queue import AsyncQueue
 from .spine import Claimed
 from .worker_config import WorkerConfig
+from .worker_conn import wait_wake
 from .worker_routes import Routes, failure_text
 
 log = logging.getLogger("echomq.worker")
@@ -87,7 +88,8 @@ class Engine:
         self._done: list[JobContext] = []
         self._other: list[tuple[JobContext, str, str]] = []
         self._poke_fut: asyncio.Future[None] | None = None
-        self._beating = False
+        self._beating = self._wake_claiming = False
+        self._gate_args: tuple[Any, ...] = ()
         self._rng = random.Random()
 
     async def run(
@@ -95,6 +97,7 @@ class Engine:
     ) -> None:
         """Serve until a stop is requested, then wind down."""
         loop = asyncio.get_running_loop()
+        self._gate_args = settle.gate_read(aq.ctx).args
         self._thread = threading.get_ident()
         self._poke_fut = loop.create_future()
         self._beating = True
@@ -125,7 +128,7 @@ class Engine:
 
     async def _serve(self, aq: AsyncQueue, blocker: Any, pool: ThreadPoolExecutor) -> None:
         cfg, loop = self.config, asyncio.get_running_loop()
-        wake: asyncio.Task[Any] | None = None
+        wake: asyncio.Task[None] | None = None
         failures = 0
         try:
             while not self.stop_requested:
@@ -133,6 +136,7 @@ class Engine:
                     await self._settle_others(aq)
                     done = self._take_done()
                     free = cfg.concurrency - len(self._running)
+                    # while a wake task exists `_more` is False: only it claims then
                     want = min(free, cfg.claim_batch) if self._more else 0
                     if done or want:
                         plan = settle.settle_and_claim(aq.ctx, done, want, cfg.lease_ms, cfg.lock)
@@ -144,20 +148,14 @@ class Engine:
                     assert self._poke_fut is not None
                     waits: list[asyncio.Future[Any]] = [self._poke_fut]
                     if free > 0:
-                        wake = wake or loop.create_task(self._await_wake(aq, blocker))
+                        wake = wake or loop.create_task(self._wake_then_claim(aq, blocker, pool))
                         waits.append(wake)
                     await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
                     if self._poke_fut.done():
                         self._poke_fut = loop.create_future()
                     if wake is not None and wake.done():
-                        # a wake token, or the beat's timeout: claim once, reading
-                        # the gate that was read right behind the BLPOP
                         finished, wake = wake, None
-                        gate = finished.result()
-                        want = min(cfg.concurrency - len(self._running), cfg.claim_batch)
-                        if want > 0:
-                            gated = settle.claim_gated(aq.ctx, gate, want, cfg.lease_ms, cfg.lock)
-                            self._claimed(aq, await aq.runner.drive(gated), want, pool)
+                        finished.result()
                     failures = 0
                 except _RECOVERABLE as exc:
                     self.stats.errors += 1
@@ -166,17 +164,31 @@ class Engine:
                     failures = min(failures + 1, 10)
         finally:
             if wake is not None:
-                wake.cancel()
+                if not self._wake_claiming:
+                    wake.cancel()  # blocked on the wake list: nothing is lost
+                # mid-claim, it finishes: its jobs are then wound down like the others
                 await asyncio.gather(wake, return_exceptions=True)
 
-    async def _await_wake(self, aq: AsyncQueue, blocker: Any) -> Any:
-        """Block on the wake list; the server answers the pipelined gate read the
-        moment BLPOP returns. Returns the gate's reply."""
-        pipe = blocker.pipeline(transaction=False)
-        pipe.blpop([aq.keys.wake], timeout=self.config.beat / 1000)
-        pipe.execute_command(*settle.gate_read(aq.ctx).args)
-        replies = await pipe.execute()
-        return replies[1]
+    async def _wake_then_claim(
+        self, aq: AsyncQueue, blocker: Any, pool: ThreadPoolExecutor
+    ) -> None:
+        """Block on the wake list, then claim with the gate read right behind the BLPOP.
+
+        A wake token or the beat's timeout both lead to one claim; claiming here rather
+        than back in the serve loop saves the idle path a few scheduling hops.
+        """
+        cfg = self.config
+        gate = await wait_wake(blocker, aq.keys.wake, cfg.beat / 1000, self._gate_args)
+        want = min(cfg.concurrency - len(self._running), cfg.claim_batch)
+        if want <= 0:
+            self._more = True
+            return
+        self._wake_claiming = True
+        try:
+            gated = settle.claim_gated(aq.ctx, gate, want, cfg.lease_ms, cfg.lock)
+            self._claimed(aq, await aq.runner.drive(gated), want, pool)
+        finally:
+            self._wake_claiming = False
 
     def _claimed(
         self, aq: AsyncQueue, got: list[Claimed], want: int, pool: ThreadPoolExecutor
