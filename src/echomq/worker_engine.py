@@ -157,9 +157,12 @@ class Engine:
                         finished, wake = wake, None
                         finished.result()
                     failures = 0
-                except _RECOVERABLE as exc:
+                except Exception as exc:
+                    # a server error, or a payload the serializer cannot read: the
+                    # worker stays up; leased jobs it could not start come back when
+                    # their leases run out (and a repeat staller ends up dead)
                     self.stats.errors += 1
-                    log.warning("worker %s: %r; trying again", self.name, exc)
+                    log.warning("worker %s: %r; trying again", self.name, exc, exc_info=True)
                     await self._nap(min(_ERROR_PAUSE_CAP_S, _ERROR_PAUSE_S * 2**failures))
                     failures = min(failures + 1, 10)
         finally:
@@ -302,9 +305,9 @@ class Engine:
             await asyncio.sleep(self.config.beat / 1000)
             try:
                 await self._beat(aq)
-            except _RECOVERABLE as exc:
+            except Exception as exc:  # the next beat tries again
                 self.stats.errors += 1
-                log.warning("worker %s beat: %r", self.name, exc)
+                log.warning("worker %s beat: %r", self.name, exc, exc_info=True)
 
     async def _beat(self, aq: AsyncQueue) -> None:
         cfg = self.config
