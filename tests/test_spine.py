@@ -356,6 +356,53 @@ def test_enqueue_many_empty_and_bad_options_do_no_io(nowhere: Queue) -> None:
         nowhere.enqueue_many([1], group="no good")
 
 
+# ---------------------------------------------------------------- the enqueue script's contract
+
+
+def run_enqueue_script(q: Queue, args: list[str]) -> Any:
+    from echomq.scripts import Eval, script
+
+    def plan() -> Any:
+        return (yield Eval(script("enqueue"), (q.keys.base,), args))
+
+    return q.runner.drive(plan())
+
+
+def test_script_long_form_many_jobs_keeps_each_dedup_to_its_own_row(
+    q: Queue, r: redis.Redis
+) -> None:
+    a, b, c = ids.new_ids(3)
+    held = q.enqueue("held", dedup_id="taken")
+    reply = run_enqueue_script(
+        q,
+        ["3", "4", a, '"a"', "d-a", "0", b, '"b"', "", "0", c, '"c"', "taken", "0", "", "nm"],
+    )
+    assert [x.decode() for x in reply] == [a, b, held]
+    assert row(r, q, a) == {
+        "state": "pending",
+        "attempts": "0",
+        "payload": '"a"',
+        "name": "nm",
+        "dedup": "d-a",
+    }
+    assert row(r, q, b) == {"state": "pending", "attempts": "0", "payload": '"b"', "name": "nm"}
+    assert r.exists(q.keys.job(c)) == 0
+    assert r.get(q.keys.dedup("d-a")) == a
+    assert r.zrange(q.keys.pending, 0, -1) == [a, b, held]  # mint order
+
+
+def test_script_short_form_past_the_unpack_limit(q: Queue, r: redis.Redis) -> None:
+    # more jobs in one call than the client ever sends: the ZADD is sliced
+    n = 4501  # past Lua's unpack limit of about 8000 values
+    minted = ids.new_ids(n)
+    args = [str(n), "2"]
+    for i, j in enumerate(minted):
+        args += [j, str(i)]
+    assert run_enqueue_script(q, [*args, "7"]) == n
+    assert r.zrange(q.keys.pending, 0, -1, withscores=True) == [(j, 7.0) for j in minted]
+    assert row(r, q, minted[-1])["payload"] == str(n - 1)
+
+
 # ---------------------------------------------------------------- claim
 
 
