@@ -4,7 +4,7 @@
 -- ARGV[1]  '1' to include the schedule set, else '';  ARGV[2] budget (jobs per call)
 -- Reply:   {drained in this call, more (1 when the budget was spent: call again)}
 -- Refusals: none.
--- Writes:  ZREM from pending/lanes/schedule; each row deleted with its logs and lock,
+-- Writes:  ZPOPMIN from pending/lanes/schedule; each row deleted with its logs and lock,
 --          its dedup key released when it still names the job; a lane left empty
 --          leaves the ring; event 'drained' with the count (when any).
 local B = KEYS[1]
