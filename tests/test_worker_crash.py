@@ -8,6 +8,7 @@ and each completion is counted exactly once.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -34,9 +35,28 @@ Worker(sys.argv[1], handle, url=sys.argv[2], config=config).run()
 """
 
 
-def start_crashing_worker(q: Queue, url: str, concurrency: int) -> subprocess.Popen[str]:
+GRACEFUL_WORKER = """
+import dataclasses, json, sys, time
+from echomq import Worker, WorkerConfig
+
+def handle(job):
+    print("started", job.id, flush=True)
+    if job.data == "quick":
+        time.sleep(0.5)  # finishes within the grace
+        return
+    while True:  # would run for ever: stops when told
+        time.sleep(0.005)
+        job.check_cancelled()
+
+config = WorkerConfig(concurrency=2, lease_ms=5000, grace_ms=3000)
+stats = Worker(sys.argv[1], handle, url=sys.argv[2], config=config).run()
+print("stats", json.dumps(dataclasses.asdict(stats)), flush=True)
+"""
+
+
+def start_worker(code: str, q: Queue, url: str, concurrency: int = 1) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", CRASHING_WORKER, q.name, url, str(concurrency)],
+        [sys.executable, "-c", code, q.name, url, str(concurrency)],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -66,7 +86,7 @@ def test_jobs_of_a_killed_worker_are_served_again_once(
     q: Queue, r: redis.Redis, server: EmbeddedServer
 ) -> None:
     ids = q.enqueue_many([{"n": i} for i in range(3)])
-    proc = start_crashing_worker(q, server.url, concurrency=3)
+    proc = start_worker(CRASHING_WORKER, q, server.url, concurrency=3)
     try:
         started = read_started(proc, 3)
         assert sorted(started) == sorted(ids)
@@ -91,3 +111,27 @@ def test_jobs_of_a_killed_worker_are_served_again_once(
     assert q.counts()["failed"] == 0
     assert job_keys(r, q) == set()
     assert r.zcard(q.keys.active) == 0
+
+
+def test_sigterm_finishes_quick_jobs_and_releases_the_rest(
+    q: Queue, r: redis.Redis, server: EmbeddedServer
+) -> None:
+    quick = q.enqueue("quick")
+    endless = q.enqueue("endless")
+    waiting = q.enqueue("waiting")
+    proc = start_worker(GRACEFUL_WORKER, q, server.url)
+    try:
+        assert sorted(read_started(proc, 2)) == sorted([quick, endless])
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0
+    stats = json.loads(out.strip().splitlines()[-1].split(" ", 1)[1])
+    assert (stats["completed"], stats["released"], stats["claimed"]) == (1, 1, 2)
+    assert q.job_state(quick) is None and q.metrics()["completed"]["count"] == 1
+    row = r.hgetall(q.keys.job(endless))
+    assert row["state"] == "pending" and row["attempts"] == "1" and "failures" not in row
+    assert r.hget(q.keys.job(waiting), "attempts") == "0"  # never claimed after the signal
+    assert r.zcard(q.keys.active) == 0 and not r.exists(q.keys.lock(endless))
