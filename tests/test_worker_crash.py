@@ -42,13 +42,13 @@ from echomq import Worker, WorkerConfig
 def handle(job):
     print("started", job.id, flush=True)
     if job.data == "quick":
-        time.sleep(0.5)  # finishes within the grace
+        time.sleep(0.4)  # finishes within the grace
         return
     while True:  # would run for ever: stops when told
         time.sleep(0.005)
         job.check_cancelled()
 
-config = WorkerConfig(concurrency=2, lease_ms=5000, grace_ms=3000)
+config = WorkerConfig(concurrency=2, lease_ms=5000, grace_ms=1200)
 stats = Worker(sys.argv[1], handle, url=sys.argv[2], config=config).run()
 print("stats", json.dumps(dataclasses.asdict(stats)), flush=True)
 """
