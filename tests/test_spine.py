@@ -808,7 +808,7 @@ def test_counts_of_every_state(q: Queue, r: redis.Redis) -> None:
         ("pending", "active", "scheduled", "dead", "completed", "failed"), 0
     )
     q.enqueue_many(range(6))
-    q.enqueue("later", delay_ms=600_000)
+    q.enqueue_many(["later", "later"], delay_ms=600_000)
     done, failing, running = q.claim_many(3)
     q.complete(done.id, done.token)
     q.retry(failing.id, failing.token, "e", max_attempts=1)
@@ -816,12 +816,14 @@ def test_counts_of_every_state(q: Queue, r: redis.Redis) -> None:
     assert q.counts() == {
         "pending": 3,
         "active": 1,
-        "scheduled": 1,
+        "scheduled": 2,
         "dead": 1,
         "completed": 1,
         "failed": 1,
     }
     assert running.id in r.zrange(q.keys.active, 0, -1)
+    q.enqueue("laned", group="g")
+    assert q.counts()["pending"] == 4  # lanes count as pending
 
 
 def test_get_job_and_job_state(q: Queue, r: redis.Redis) -> None:
@@ -862,6 +864,21 @@ def test_browse_newest_first_with_offset(q: Queue, r: redis.Redis) -> None:
     for c in cs:
         q.retry(c.id, c.token, "e", max_attempts=1)
     assert set(q.browse("dead")) == {c.id for c in cs}
+
+
+def test_browse_pending_merges_the_lanes(q: Queue, r: redis.Redis) -> None:
+    flat0 = q.enqueue("f0")
+    g1 = q.enqueue("g1", group="ga")
+    flat5 = q.enqueue("f5", priority=5)
+    g2 = q.enqueue("g2", group="gb", priority=5)
+    g3 = q.enqueue("g3", group="ga", priority=-1)
+    # score (priority) descending, then id descending: the newest of equals first
+    order = [g2, flat5, g1, flat0, g3]
+    assert q.browse("pending") == order
+    assert q.browse("pending", 2, 1) == order[1:3]
+    assert q.browse("pending", 10, 4) == order[4:]
+    assert q.counts()["pending"] == 5
+    assert r.zcard(q.keys.pending) == 2
 
 
 def test_is_paused_reads_the_meta_field(q: Queue, r: redis.Redis) -> None:
