@@ -23,11 +23,14 @@ from echomq.embedded import EmbeddedServer
 from worker_support import FAST, job_keys, running, wait_until
 
 CRASHING_WORKER = """
-import sys, time
+import sys, threading, time
 from echomq import Worker, WorkerConfig
 
+lock = threading.Lock()  # handlers run on several threads: one line at a time
+
 def handle(job):
-    print("started", job.id, flush=True)
+    with lock:
+        print("started", job.id, flush=True)
     time.sleep(60)  # killed long before this returns
 
 config = WorkerConfig(concurrency=int(sys.argv[3]), lease_ms=300, beat_ms=50)
@@ -36,11 +39,14 @@ Worker(sys.argv[1], handle, url=sys.argv[2], config=config).run()
 
 
 GRACEFUL_WORKER = """
-import dataclasses, json, sys, time
+import dataclasses, json, sys, threading, time
 from echomq import Worker, WorkerConfig
 
+lock = threading.Lock()
+
 def handle(job):
-    print("started", job.id, flush=True)
+    with lock:
+        print("started", job.id, flush=True)
     if job.data == "quick":
         time.sleep(0.4)  # finishes within the grace
         return
