@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import redis
 
+from conftest import dump
 from echomq import (
     AsyncQueue,
     Backoff,
@@ -22,6 +23,7 @@ from echomq import (
     Queue,
     Worker,
     WorkerConfig,
+    settle,
 )
 from echomq.embedded import EmbeddedServer
 from worker_support import FAST, job_keys, running, server_ms, wait_until
@@ -386,3 +388,25 @@ def test_bad_settings_raise_before_any_connection() -> None:
     w = Worker("q", lambda job: None, concurrency=4, lease_ms=900)
     assert (w.config.concurrency, w.config.lease_ms, w.config.beat) == (4, 900, 300)
     assert w.stop(timeout=1)  # never started: nothing to wait for
+
+
+def test_settle_and_claim_completes_but_never_claims_through_a_closed_gate(
+    q: Queue, r: redis.Redis
+) -> None:
+    first = q.enqueue("a")
+    q.enqueue("b")
+    c = q.claim()
+    assert c is not None and c.id == first
+    q.pause()
+    pending_before = r.zrange(q.keys.pending, 0, -1, withscores=True)
+    refused, got = q.runner.drive(settle.settle_and_claim(q.ctx, [(first, 1)], 5, 1000, 2000))
+    assert (refused, got) == ([], [])
+    assert q.job_state(first) is None and q.metrics()["completed"]["count"] == 1
+    assert r.zrange(q.keys.pending, 0, -1, withscores=True) == pending_before
+    before = dump(r, q)
+    assert q.runner.drive(settle.claim_gated(q.ctx, 1, 5, 1000, 2000)) == []  # paused
+    assert dump(r, q) == before
+    q.resume()
+    refused, got = q.runner.drive(settle.settle_and_claim(q.ctx, [(first, 1)], 5, 1000, 2000))
+    assert refused == [first] and [j.payload for j in got] == ["b"]  # gone: refused, quietly
+    assert r.get(q.keys.lock(got[0].id)) == "1"

@@ -228,4 +228,4 @@ def fire_due(ctx: Context, budget: int = 50) -> Plan[list[str]]:
     if not ops:
         return []
     made = yield Batch(tuple(ops))
-    return [as_str(m) for m in made if m and not isinstance(m, Exception) and m != 0]
+    return [as_str(m) for m in made if m and not isinstance(m, Exception)]
