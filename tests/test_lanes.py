@@ -446,6 +446,22 @@ def test_check_stalled_returns_or_dead_letters_grouped_jobs(q: Queue, r: redis.R
     assert r.hget(q.keys.job(a1), "stalled") == "1"
 
 
+def test_stalled_dead_letter_frees_a_limited_lane(q: Queue, r: redis.Redis) -> None:
+    q.set_group_limit("a", 1)
+    a1, a2 = q.enqueue_many(["a1", "a2"], group="a")
+    c = q.claim()
+    assert c is not None and c.id == a1
+    assert assert_law(r, q).ring == []
+    expire(r, q, a1)
+    wake = lanes_of(r, q).wake
+    assert q.check_stalled(max_stalled=0) == ([], [a1])
+    snap = assert_law(r, q)
+    assert snap.dead == [a1] and snap.gactive == {}
+    assert snap.ring == ["a"] and snap.lanes == {"a": [a2]}
+    assert snap.wake == wake + 1  # the re-rung group wakes a worker for a2
+    assert r.hget(q.keys.job(a1), "state") == "dead"
+
+
 def test_promote_records_the_group_of_a_delayed_job(q: Queue, r: redis.Redis) -> None:
     jid = q.enqueue("later", group="late", run_at_ms=1)
     snap = assert_law(r, q)
