@@ -518,6 +518,22 @@ def test_groups_info_and_depth(q: Queue, r: redis.Redis) -> None:
     assert_law(r, q)
 
 
+def test_groups_walks_the_set_page_by_page(q: Queue, r: redis.Redis) -> None:
+    names = [f"t{i:02d}" for i in range(25)]
+    for i, g in enumerate(names):
+        q.enqueue_many(range(i % 3 + 1), group=g)
+    # one server call reads one SSCAN page and hands back the cursor
+    reply = q.runner.execute(Eval(script("groups"), (q.keys.base,), ("0", "5")))
+    assert len(reply) % 6 == 1 and len(reply) < 6 * 25
+    infos = q.groups(page=5)
+    assert [g.name for g in infos] == names
+    assert [g.depth for g in infos] == [i % 3 + 1 for i in range(25)]
+    assert q.groups() == infos
+    assert sum(g.depth for g in infos) == q.counts()["pending"]
+    with pytest.raises(InvalidArgument):
+        q.groups(page=0)
+
+
 def test_drain_group_is_bounded_and_releases_dedup(q: Queue, r: redis.Redis) -> None:
     held = q.enqueue("held", group="a", dedup_id="d1")
     q.enqueue_many(range(4), group="a")

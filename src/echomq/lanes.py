@@ -13,6 +13,9 @@ from .errors import JobGone
 from .keyspace import check_name
 from .scripts import Cmd, Eval, Plan, script
 
+#: Groups read per server call by :func:`groups`.
+GROUPS_PAGE = 200
+
 
 @dataclass(frozen=True)
 class GroupInfo:
@@ -71,14 +74,25 @@ def group_depth(ctx: Context, group: str) -> Plan[int]:
     return int((yield Cmd(("ZCARD", ctx.keys.lane(group)))))
 
 
-def groups(ctx: Context) -> Plan[list[GroupInfo]]:
-    """Every group of the queue with its depth, in-flight, limit, weight and pause."""
-    r = yield Eval(script("groups"), (ctx.keys.base,))
-    out: list[GroupInfo] = []
-    for i in range(0, len(r), 6):
-        lim = as_str(r[i + 3])
-        out.append(
-            GroupInfo(
+def groups(ctx: Context, page: int = GROUPS_PAGE) -> Plan[list[GroupInfo]]:
+    """Every group of the queue with its depth, in-flight, limit, weight and pause.
+
+    Args:
+        page: how many groups one server call reads (the set is walked with a
+            cursor, so a queue with many tenants never blocks the server).
+
+    Returns:
+        One :class:`GroupInfo` per group, sorted by name.
+    """
+    positive(page, "page")
+    by_name: dict[str, GroupInfo] = {}
+    cursor = "0"
+    while True:
+        r = yield Eval(script("groups"), (ctx.keys.base,), (cursor, str(page)))
+        cursor = as_str(r[0])
+        for i in range(1, len(r), 6):
+            lim = as_str(r[i + 3])
+            info = GroupInfo(
                 name=as_str(r[i]),
                 depth=int(r[i + 1]),
                 in_flight=int(r[i + 2]),
@@ -86,8 +100,10 @@ def groups(ctx: Context) -> Plan[list[GroupInfo]]:
                 weight=int(r[i + 4]),
                 paused=bool(int(r[i + 5])),
             )
-        )
-    return out
+            # SSCAN may return a member twice across pages: keep one per name
+            by_name[info.name] = info
+        if cursor == "0":
+            return [by_name[n] for n in sorted(by_name)]
 
 
 def drain_group(ctx: Context, group: str, budget: int = 10000) -> Plan[int]:

@@ -1,14 +1,15 @@
--- groups: every group with its depth, in-flight count, limit, weight and pause.
+-- groups: one page of the queue's groups, each with its depth, in-flight count, limit,
+-- weight and pause. The set of groups grows with the tenants, so a call reads one
+-- SSCAN page and the client walks the cursor (bounded work per call).
 -- KEYS[1]  the queue base emq:{q}:
--- ARGV     none
--- Reply:   a flat array, 6 per group: name, depth, in_flight, limit ('' = none),
---          weight, paused (0|1); sorted by name
+-- ARGV[1]  the SSCAN cursor ('0' to start);  ARGV[2] the page size hint (COUNT)
+-- Reply:   {next cursor ('0' when done), then 6 per group: name, depth, in_flight,
+--          limit ('' = none), weight, paused (0|1)}
 -- Refusals: none. Read-only.
 local B = KEYS[1]
-local names = redis.call('SMEMBERS', B .. 'groups')
-table.sort(names)
-local out = {}
-for _, g in ipairs(names) do
+local page = redis.call('SSCAN', B .. 'groups', ARGV[1], 'COUNT', tonumber(ARGV[2]))
+local out = {page[1]}
+for _, g in ipairs(page[2]) do
   out[#out + 1] = g
   out[#out + 1] = redis.call('ZCARD', B .. 'g:' .. g .. ':pending')
   out[#out + 1] = tonumber(redis.call('HGET', B .. 'gactive', g) or '0')
