@@ -40,15 +40,18 @@ local function pop_lane()
     else
       local r = redis.call('ZPOPMIN', lane_key(g))
       redis.call('HINCRBY', B .. 'gactive', g, 1)
-      -- a weighted group keeps the head of the ring for `weight` claims per turn
-      local w = tonumber(redis.call('HGET', B .. 'gweight', g) or '1')
-      if w <= 1 or redis.call('HINCRBY', B .. 'gturn', g, 1) >= w then
-        if w > 1 then redis.call('HDEL', B .. 'gturn', g) end
-        redis.call('LMOVE', ring, ring, 'LEFT', 'RIGHT')
-      end
       if not serveable(g) then
-        redis.call('LREM', ring, 0, g)
+        -- the lane emptied or hit its limit: leave the ring from its head (O(1),
+        -- where an LREM would walk a ring of many tenants)
+        redis.call('LPOP', ring)
         redis.call('HDEL', B .. 'gturn', g)
+      else
+        -- a weighted group keeps the head of the ring for `weight` claims per turn
+        local w = tonumber(redis.call('HGET', B .. 'gweight', g) or '1')
+        if w <= 1 or redis.call('HINCRBY', B .. 'gturn', g, 1) >= w then
+          if w > 1 then redis.call('HDEL', B .. 'gturn', g) end
+          redis.call('LMOVE', ring, ring, 'LEFT', 'RIGHT')
+        end
       end
       return r[1], g
     end

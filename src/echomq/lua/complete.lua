@@ -15,10 +15,7 @@ if f[1] ~= 'active' or f[2] ~= token then
   return redis.error_reply('EMQSTALE token ' .. token .. ' is not current')
 end
 redis.call('ZREM', B .. 'active', id)
-if f[3] then
-  slot_back(f[3])
-  ring_sync(f[3])
-end
+if f[3] then give_back(f[3]) end
 delete_row(id, jk)
 count_metric('completed', 1, now_ms())
 emit(ev('completed', id))

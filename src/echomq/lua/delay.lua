@@ -17,10 +17,7 @@ end
 local due = now_ms() + tonumber(ARGV[3])
 redis.call('ZREM', B .. 'active', id)
 redis.call('DEL', jk .. ':lock')
-if f[3] then
-  slot_back(f[3])
-  ring_sync(f[3])
-end
+if f[3] then give_back(f[3]) end
 redis.call('HSET', jk, 'state', 'scheduled')
 redis.call('ZADD', B .. 'schedule', due, id)
 emit('{"event":"delayed","job":"' .. id .. '","due":' .. due .. '}')

@@ -83,6 +83,8 @@ end
 
 -- one ZADD for the lot, in slices that stay under Lua's unpack limit
 local nz = #zs
+-- a lane's depth before: an empty lane joins the ring without searching it
+local lane_before = (g and not due and nz > 0) and redis.call('ZCARD', dest) or nil
 if nz <= 1000 then
   if nz > 0 then redis.call('ZADD', dest, unpack(zs)) end
 else
@@ -94,7 +96,7 @@ local written = nz / 2
 if written > 0 and not due then
   if g then
     redis.call('SADD', B .. 'groups', g)
-    ring_sync(g)
+    lane_grew(g, lane_before, true)
   end
   push_wake(written)
 end

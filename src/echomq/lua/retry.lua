@@ -20,10 +20,7 @@ local now = now_ms()
 local failures = redis.call('HINCRBY', jk, 'failures', 1)
 redis.call('ZREM', B .. 'active', id)
 redis.call('DEL', jk .. ':lock')
-if f[3] then
-  slot_back(f[3])
-  ring_sync(f[3])
-end
+if f[3] then give_back(f[3]) end
 if failures >= maxa then
   redis.call('HSET', jk, 'state', 'dead', 'last_error', err)
   redis.call('ZADD', B .. 'dead', now, id)

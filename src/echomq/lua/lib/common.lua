@@ -69,6 +69,37 @@ local function slot_back(g)
   end
 end
 
+-- give back the slot of a settled grouped job (complete, retry, delay) and re-ring the
+-- group when that made it serveable, without searching the ring: freeing a slot can
+-- only make a group serveable, and by the ring law it was on the ring before iff it
+-- was serveable with one more job in flight, i.e. iff it was not at its limit then.
+local function give_back(g)
+  local left = redis.call('HINCRBY', B .. 'gactive', g, -1)
+  if left <= 0 then
+    redis.call('HDEL', B .. 'gactive', g)
+    left = 0
+  end
+  -- not serveable now: it was not before either, so it is not on the ring
+  if not serveable(g) then return end
+  local lim = redis.call('HGET', B .. 'glimit', g)
+  if lim and left + 1 >= tonumber(lim) then
+    -- it was held at its limit, off the ring: this slot lets it back on
+    redis.call('RPUSH', B .. 'ring', g)
+    push_wake(1)
+  end
+end
+
+-- jobs were just added to the lane of g, which held `before` jobs. Adding work changes
+-- nothing else a group's serveability reads, so a lane that already held jobs keeps
+-- its place; an empty lane was off the ring by the law and joins now iff it can be
+-- served. Either way the ring is never searched.
+local function lane_grew(g, before, quiet)
+  if before == 0 and serveable(g) then
+    redis.call('RPUSH', B .. 'ring', g)
+    if not quiet then push_wake(1) end
+  end
+end
+
 -- put a job (row jk) in the ready backlog: its lane when grouped, else pending.
 -- The group is recorded too: a job enqueued with a delay reaches its lane only here,
 -- and a lane missing from `groups` would be invisible to counts, drain and obliterate.
