@@ -86,6 +86,9 @@ def test_enqueue_grouped_priority_orders_the_lane(q: Queue, r: redis.Redis) -> N
 
 def test_enqueue_into_paused_group_keeps_it_off_the_ring(q: Queue, r: redis.Redis) -> None:
     q.pause_group("a")
+    # a group paused before its first job is listed already
+    assert q.groups() == [GroupInfo("a", 0, 0, None, 1, True)]
+    assert lanes_of(r, q).groups == {"a"}
     jid = q.enqueue("x", group="a")
     snap = assert_law(r, q)
     assert snap.lanes == {"a": [jid]}
