@@ -75,9 +75,12 @@ end
 -- was serveable with one more job in flight, i.e. iff it was not at its limit then.
 local function give_back(g)
   local left = redis.call('HINCRBY', B .. 'gactive', g, -1)
-  if left <= 0 then
-    redis.call('HDEL', B .. 'gactive', g)
-    left = 0
+  if left <= 0 then redis.call('HDEL', B .. 'gactive', g) end
+  if left < 0 then
+    -- there was no slot to give back: the counts were off before this call, so the
+    -- law cannot be trusted to say where the group is; search the ring instead
+    ring_sync(g)
+    return
   end
   -- not serveable now: it was not before either, so it is not on the ring
   if not serveable(g) then return end
