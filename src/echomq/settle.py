@@ -21,9 +21,9 @@ from typing import Any, TypeVar
 
 from .backoff import Backoff
 from .context import Context, as_str, opt_str, positive
-from .errors import EchoMQError, JobGone, StaleToken
+from .errors import EchoMQError, JobGone
 from .scripts import Batch, Cmd, Eval, Op, Plan, script
-from .spine import Claimed, claim_many, complete_many, retry
+from .spine import Claimed, claim_many, complete_many, fenced_batch, retry
 
 T = TypeVar("T")
 
@@ -62,17 +62,7 @@ def release_many(ctx: Context, pairs: Sequence[tuple[str, int]]) -> Plan[list[st
     Returns:
         The ids NOT released (gone, or no longer active under that token).
     """
-    ops = tuple(_release_op(ctx, j, t) for j, t in pairs)
-    if not ops:
-        return []
-    replies = yield Batch(ops)
-    missed: list[str] = []
-    for (j, _), r in zip(pairs, replies):
-        if r == -1 or isinstance(r, (JobGone, StaleToken)):
-            missed.append(j)
-        elif isinstance(r, Exception):
-            raise r
-    return missed
+    return (yield from fenced_batch(pairs, [_release_op(ctx, j, t) for j, t in pairs]))
 
 
 def fail(

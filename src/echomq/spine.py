@@ -289,12 +289,19 @@ def complete_many(ctx: Context, pairs: Sequence[tuple[str, int]]) -> Plan[list[s
     Returns:
         The ids that were NOT completed (gone or stale); ``[]`` when all were.
     """
-    ops = tuple(
-        Eval(script("complete"), (ctx.keys.base,), (j, _fenced(ctx, j, t))) for j, t in pairs
-    )
+    ops = [Eval(script("complete"), (ctx.keys.base,), (j, _fenced(ctx, j, t))) for j, t in pairs]
+    return (yield from fenced_batch(pairs, ops))
+
+
+def fenced_batch(pairs: Sequence[tuple[str, int]], ops: Sequence[Eval]) -> Plan[list[str]]:
+    """Run one token-fenced op per job in one pipelined round trip.
+
+    Returns:
+        The ids whose op was refused as gone or stale; any other error is raised.
+    """
     if not ops:
         return []
-    replies = yield Batch(ops)
+    replies = yield Batch(tuple(ops))
     missed: list[str] = []
     for (j, _), r in zip(pairs, replies):
         if r == -1 or isinstance(r, (JobGone, StaleToken)):
