@@ -34,26 +34,38 @@ class Lanes:
 
 
 def lanes_of(r: redis.Redis, q: Queue | AsyncQueue) -> Lanes:
-    """Read every lane structure of ``q``; a lane key is found by SCAN, not via ``groups``,
-    so an orphaned lane shows up."""
+    """Read every lane structure of ``q`` (a SCAN, then one pipelined round trip); a
+    lane key is found by SCAN, not via ``groups``, so an orphaned lane shows up."""
     k = q.keys
     # queue and group names admit no glob characters, so the base is a literal prefix
-    lane_keys = r.scan_iter(match=k.base + "g:*:pending", count=1000)
+    lane_keys = list(r.scan_iter(match=k.base + "g:*:pending", count=1000))
     prefix, suffix = k.base + "g:", ":pending"
-    lanes = {key[len(prefix) : -len(suffix)]: r.zrange(key, 0, -1) for key in lane_keys}
+    pipe = r.pipeline(transaction=False)
+    pipe.lrange(k.ring, 0, -1)
+    for h in (k.gactive, k.glimit, k.gweight):
+        pipe.hgetall(h)
+    pipe.smembers(k.gpaused)
+    pipe.smembers(k.groups)
+    for z in (k.pending, k.active, k.schedule, k.dead, *lane_keys):
+        pipe.zrange(z, 0, -1)
+    pipe.llen(k.wake)
+    ring, gactive, glimit, gweight, gpaused, groups, pending, active, schedule, dead, *rest = (
+        pipe.execute()
+    )
+    *lanes, wake = rest
     return Lanes(
-        ring=r.lrange(k.ring, 0, -1),
-        gactive={g: int(v) for g, v in r.hgetall(k.gactive).items()},
-        glimit={g: int(v) for g, v in r.hgetall(k.glimit).items()},
-        gweight={g: int(v) for g, v in r.hgetall(k.gweight).items()},
-        gpaused=set(r.smembers(k.gpaused)),
-        groups=set(r.smembers(k.groups)),
-        lanes=lanes,
-        pending=r.zrange(k.pending, 0, -1),
-        active=r.zrange(k.active, 0, -1),
-        schedule=r.zrange(k.schedule, 0, -1),
-        dead=r.zrange(k.dead, 0, -1),
-        wake=int(r.llen(k.wake)),
+        ring=ring,
+        gactive={g: int(v) for g, v in gactive.items()},
+        glimit={g: int(v) for g, v in glimit.items()},
+        gweight={g: int(v) for g, v in gweight.items()},
+        gpaused=set(gpaused),
+        groups=set(groups),
+        lanes={key[len(prefix) : -len(suffix)]: ids for key, ids in zip(lane_keys, lanes)},
+        pending=pending,
+        active=active,
+        schedule=schedule,
+        dead=dead,
+        wake=int(wake),
     )
 
 
@@ -68,10 +80,12 @@ def serveable(snap: Lanes, group: str) -> bool:
 
 
 def active_by_group(r: redis.Redis, q: Queue | AsyncQueue, active: list[str]) -> dict[str, int]:
-    """How many jobs of each group are in active, from the rows."""
-    out: dict[str, int] = {}
+    """How many jobs of each group are in active, from the rows (one round trip)."""
+    pipe = r.pipeline(transaction=False)
     for job_id in active:
-        g = r.hget(q.keys.job(job_id), "group")
+        pipe.hget(q.keys.job(job_id), "group")
+    out: dict[str, int] = {}
+    for g in pipe.execute():
         if g is not None:
             out[g] = out.get(g, 0) + 1
     return out
@@ -89,9 +103,12 @@ def assert_law(r: redis.Redis, q: Queue | AsyncQueue) -> Lanes:
     assert len(snap.ring) == len(set(snap.ring)), snap.ring
     want = {g for g in snap.groups | set(snap.lanes) if serveable(snap, g)}
     assert set(snap.ring) == want, (snap.ring, want, snap)
-    # each job row agrees with the set that holds it
-    for g, ids in snap.lanes.items():
-        for job_id in ids:
-            row: Any = r.hmget(q.keys.job(job_id), "state", "group")
-            assert row == ["pending", g], (job_id, row)
+    # each job row agrees with the lane that holds it (one round trip)
+    pipe = r.pipeline(transaction=False)
+    placed = [(g, job_id) for g, ids in snap.lanes.items() for job_id in ids]
+    for _, job_id in placed:
+        pipe.hmget(q.keys.job(job_id), "state", "group")
+    rows: list[Any] = pipe.execute()
+    for (g, job_id), row in zip(placed, rows):
+        assert row == ["pending", g], (job_id, row)
     return snap

@@ -26,7 +26,6 @@ from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
     invariant,
-    precondition,
     rule,
     run_state_machine_as_test,
 )
@@ -44,7 +43,17 @@ later_group = st.sampled_from(("a", "b", "c"))
 groups = st.sampled_from(("a", "b", "c"))
 pick = st.integers(min_value=0, max_value=1000)
 SETTLE = ("complete", "retry", "delay", "reap", "stalled", "remove")
-GATE = ("pause", "resume", "limit1", "limit2", "clear_limit", "weight2", "weight1")
+GATE = (
+    "pause",
+    "resume",
+    "limit1",
+    "limit2",
+    "clear_limit",
+    "weight2",
+    "weight1",
+    "queue_pause",
+    "pause_cycle",
+)
 
 
 def _machine(server: EmbeddedServer, r: redis.Redis) -> type[RuleBasedStateMachine]:
@@ -66,7 +75,7 @@ def _machine(server: EmbeddedServer, r: redis.Redis) -> type[RuleBasedStateMachi
             self.q.close()
 
         @initialize(
-            depth=st.tuples(st.integers(1, 4), st.integers(1, 4)),
+            depth=st.tuples(st.integers(1, 6), st.integers(1, 6)),
             limit=st.sampled_from((1, 1, 2, None)),
         )
         def fill(self, depth: tuple[int, int], limit: int | None) -> None:
@@ -80,7 +89,7 @@ def _machine(server: EmbeddedServer, r: redis.Redis) -> type[RuleBasedStateMachi
             return job_id, self.held[job_id]
 
         # --- producers -----------------------------------------------------------
-        @rule(group=group_or_flat, n=st.integers(1, 3), priority=st.sampled_from((0, 0, 1)))
+        @rule(group=group_or_flat, n=st.integers(1, 4), priority=st.sampled_from((0, 0, 1)))
         def enqueue(self, group: str | None, n: int, priority: int) -> None:
             assert len(self.q.enqueue_many(range(n), group=group, priority=priority)) == n
 
@@ -105,10 +114,15 @@ def _machine(server: EmbeddedServer, r: redis.Redis) -> type[RuleBasedStateMachi
                 assert r.llen(self.q.keys.ring) == 0
 
         # --- settling the jobs we hold -------------------------------------------
-        @precondition(lambda self: self.held)
         @rule(i=pick, how=st.sampled_from(SETTLE), last=st.booleans())
         def settle(self, i: int, how: str, last: bool) -> None:
-            # `last`: the final try (retry dead-letters, the stalled check too)
+            # `last`: the final try (retry dead-letters, the stalled check too). With
+            # nothing in hand, claim first: a precondition would make hypothesis
+            # draw this rule far less often, and settling is where slots come back.
+            if not self.held:
+                self.claim(1, promote=False)
+                if not self.held:
+                    return
             job_id, token = self._held(i)
             q = self.q
             if how == "complete":
@@ -139,7 +153,25 @@ def _machine(server: EmbeddedServer, r: redis.Redis) -> type[RuleBasedStateMachi
         @rule(group=groups, how=st.sampled_from(GATE))
         def gate(self, group: str, how: str) -> None:
             q = self.q
-            if how == "pause":
+            if how == "queue_pause":
+                # the queue-wide gate: a claim answers nothing and touches nothing. The
+                # queue is resumed in the same step so later steps keep claiming.
+                q.pause()
+                before = dump(r, q)
+                assert q.claim() is None
+                assert q.claim_many(3) == []
+                assert dump(r, q) == before
+                q.resume()
+            elif how == "pause_cycle":
+                # pause, claim around the paused lane, resume: within one step
+                q.pause_group(group)
+                assert_law(r, q)
+                got = q.claim_many(2)
+                assert group not in {c.group for c in got}
+                self.held.update((c.id, c.token) for c in got)
+                assert_law(r, q)
+                q.resume_group(group)
+            elif how == "pause":
                 q.pause_group(group)
             elif how == "resume":
                 q.resume_group(group)
@@ -149,18 +181,6 @@ def _machine(server: EmbeddedServer, r: redis.Redis) -> type[RuleBasedStateMachi
                 q.set_group_limit(group, int(how[-1]))
             else:
                 q.set_group_weight(group, int(how[-1]))
-
-        @rule()
-        def queue_pause_gates_claims(self) -> None:
-            # the queue-wide gate: a claim answers nothing and touches nothing. The
-            # queue is resumed in the same step so later steps keep claiming.
-            q = self.q
-            q.pause()
-            before = dump(r, q)
-            assert q.claim() is None
-            assert q.claim_many(3) == []
-            assert dump(r, q) == before
-            q.resume()
 
         @rule(i=pick, to=group_or_flat, drain=st.sampled_from((False, False, False, True)))
         def move_or_drain(self, i: int, to: str | None, drain: bool) -> None:
