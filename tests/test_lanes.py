@@ -610,6 +610,9 @@ def test_reassign_refusals_change_nothing(q: Queue, r: redis.Redis) -> None:
     with pytest.raises(JobGone):
         q.reassign(new_id(), "b")
     assert dump(r, q) == before
+    with pytest.raises(InvalidName):
+        q.reassign(jid, "not a group")
+    assert dump(r, q) == before
     # scheduled and dead jobs are not pending either
     q.retry(jid, c.token, "boom", delay_ms=60_000)
     before = dump(r, q)

@@ -43,34 +43,74 @@ def _g(group: str) -> str:
 
 
 def pause_group(ctx: Context, group: str) -> Plan[None]:
-    """Hold one group back; its backlog stays in its lane. Idempotent."""
+    """Hold one group back: it leaves the ring, its backlog stays in its lane byte for
+    byte, its jobs in flight keep running. Idempotent. Distinct from the queue pause.
+
+    Args:
+        group: the group, ``[A-Za-z0-9._-]{1,128}``.
+
+    Raises:
+        InvalidName: a malformed group name (nothing is sent).
+    """
     yield Eval(script("group_pause"), (ctx.keys.base,), (_g(group),))
 
 
 def resume_group(ctx: Context, group: str) -> Plan[None]:
-    """Serve a paused group again. Idempotent."""
+    """Serve a paused group again: it rejoins the ring (with a wake token) when its lane
+    holds work and it is under its limit. Idempotent.
+
+    Raises:
+        InvalidName: a malformed group name (nothing is sent).
+    """
     yield Eval(script("group_resume"), (ctx.keys.base,), (_g(group),))
 
 
 def set_group_limit(ctx: Context, group: str, limit: int) -> Plan[None]:
-    """Allow at most ``limit`` jobs of ``group`` in flight at once."""
+    """Allow at most ``limit`` jobs of ``group`` in flight at once.
+
+    A raised limit re-rings a group held at the old one (with a wake token); a limit
+    below the in-flight count takes the group off the ring until enough jobs finish.
+
+    Args:
+        group: the group.
+        limit: a positive integer.
+
+    Raises:
+        InvalidName, InvalidArgument: before anything is sent.
+    """
     positive(limit, "limit")
     yield Eval(script("group_limit"), (ctx.keys.base,), (_g(group), str(limit)))
 
 
 def clear_group_limit(ctx: Context, group: str) -> Plan[None]:
-    """Remove the group's concurrency limit."""
+    """Remove the group's concurrency limit (re-ringing it if the limit held it back).
+
+    Raises:
+        InvalidName: a malformed group name (nothing is sent).
+    """
     yield Eval(script("group_limit"), (ctx.keys.base,), (_g(group), ""))
 
 
 def set_group_weight(ctx: Context, group: str, weight: int) -> Plan[None]:
-    """Serve up to ``weight`` jobs of ``group`` per turn of the ring (1 = plain turns)."""
+    """Serve up to ``weight`` jobs of ``group`` per turn of the ring (1 = plain turns).
+
+    Args:
+        group: the group.
+        weight: a positive integer; 1 clears the weight.
+
+    Raises:
+        InvalidName, InvalidArgument: before anything is sent.
+    """
     positive(weight, "weight")
     yield Eval(script("group_weight"), (ctx.keys.base,), (_g(group), str(weight)))
 
 
 def group_depth(ctx: Context, group: str) -> Plan[int]:
-    """How many jobs wait in the group's lane."""
+    """How many jobs wait in the group's lane (0 for a group never seen).
+
+    Raises:
+        InvalidName: a malformed group name (nothing is sent).
+    """
     return int((yield Cmd(("ZCARD", ctx.keys.lane(group)))))
 
 
@@ -107,10 +147,19 @@ def groups(ctx: Context, page: int = GROUPS_PAGE) -> Plan[list[GroupInfo]]:
 
 
 def drain_group(ctx: Context, group: str, budget: int = 10000) -> Plan[int]:
-    """Delete one group's pending lane (rows, logs, dedup keys), bounded per call.
+    """Delete one group's pending lane: the jobs' rows and logs go, their dedup keys
+    are released, the group leaves the ring. Jobs in flight are untouched.
+
+    Args:
+        group: the group.
+        budget: the most jobs one server call deletes; the verb calls again until the
+            lane is empty.
 
     Returns:
         How many jobs were drained.
+
+    Raises:
+        InvalidName, InvalidArgument: before anything is sent.
     """
     positive(budget, "budget")
     g = _g(group)
@@ -123,11 +172,17 @@ def drain_group(ctx: Context, group: str, budget: int = 10000) -> Plan[int]:
 
 
 def reassign(ctx: Context, job_id: str, group: str | None) -> Plan[None]:
-    """Move a pending job to ``group``'s lane (``None``: to the flat pending set).
+    """Move a pending job to ``group``'s lane (``None``: to the flat pending set),
+    keeping its priority score; both groups' places on the ring follow.
+
+    Args:
+        job_id: the job.
+        group: the target group, or ``None`` for the flat pending set.
 
     Raises:
+        InvalidJobId, InvalidName: before anything is sent.
         JobGone: no such job.
-        JobNotPending: the job is not pending; nothing changed.
+        JobNotPending: the job is active, scheduled or dead; nothing changed.
     """
     row = ctx.keys.job(job_id)
     target = "" if group is None else _g(group)
