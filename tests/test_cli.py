@@ -23,7 +23,7 @@ import redis
 from click.testing import CliRunner
 
 from conftest import dump, queue_keys
-from echomq import Queue
+from echomq import Queue, ids
 from echomq.cli import app as cli_app
 from echomq.cli import exits
 from echomq.embedded import EmbeddedServer, free_port, server_answers
@@ -598,3 +598,164 @@ def test_console_command_serves_the_console(server: EmbeddedServer, q: Queue) ->
     finally:
         proc.kill()
     assert f"console at http://127.0.0.1:{port}/ for {server.url}" in err
+
+
+# --- group reassign and repeatables -------------------------------------------------------
+
+
+def _server_ms(r: redis.Redis) -> int:
+    seconds, micros = r.time()
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+def test_group_reassign(emq: Any, fast: Any, q: Queue, r: redis.Redis) -> None:
+    b = q.keys.base
+    flat = q.enqueue("flat", priority=5)
+    grouped = q.enqueue("grouped", group="g1")
+    flat_score = r.zscore(b + "pending", flat)
+    p = fast("--json", "group", "reassign", q.name, flat, "g2")
+    assert p.returncode == 0, p.stderr
+    assert as_json(p) == {"queue": q.name, "id": flat, "group": "g2"}
+    assert r.exists(b + "pending") == 0
+    assert r.zrange(b + "g:g2:pending", 0, -1, withscores=True) == [(flat, flat_score)]
+    assert r.hget(b + "job:" + flat, "group") == "g2"
+    assert r.smembers(b + "groups") == {"g1", "g2"}
+
+    p = emq("group", "reassign", q.name, grouped, "--flat")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == f"reassigned {grouped} to the flat pending set"
+    assert r.zrange(b + "pending", 0, -1) == [grouped]
+    assert r.exists(b + "g:g1:pending") == 0
+    assert r.hexists(b + "job:" + grouped, "group") is False
+    assert fast("group", "reassign", q.name, grouped, "g2").stdout.strip() == (
+        f"reassigned {grouped} to group g2"
+    )
+    # Each keeps its priority score: priority 0 runs before priority 5.
+    assert r.zrange(b + "g:g2:pending", 0, -1) == [grouped, flat]
+    assert r.exists(b + "pending") == 0
+
+    later = q.enqueue("later", delay_ms=60000)
+    before = dump(r, q)
+    p = emq("--json", "group", "reassign", q.name, later, "g1")
+    assert p.returncode == exits.REFUSED["not_pending"] == 13
+    assert p.stderr.startswith("refused: not_pending")
+    assert as_json(p)["reason"] == "not_pending"
+    p = fast("group", "reassign", q.name, ids.new_id(), "--flat")
+    assert p.returncode == exits.REFUSED["gone"] == 10 and p.stderr.startswith("refused: gone")
+    for args, code in (
+        ((BAD_ID, "g1"), exits.MALFORMED),
+        ((flat, "a/b"), exits.MALFORMED),
+        ((flat,), exits.USAGE),  # neither GROUP nor --flat
+        ((flat, "g1", "--flat"), exits.USAGE),  # both
+    ):
+        p = fast("group", "reassign", q.name, *args)
+        assert p.returncode == code, args
+    assert dump(r, q) == before
+
+
+def test_repeat_add_list_cancel(emq: Any, fast: Any, q: Queue, r: redis.Redis) -> None:
+    b = q.keys.base
+    empty = fast("repeat", "list", q.name)
+    assert empty.returncode == 0 and empty.stdout.strip() == f"no repeatables in {q.name}"
+    assert as_json(fast("--json", "repeat", "list", q.name)) == {"queue": q.name, "repeats": []}
+
+    start = _server_ms(r)
+    p = fast(
+        "--json", "repeat", "add", q.name, "tick", "--every-ms", "5000", "--payload", '{"n": 1}',
+        "--first-in-ms", "60000", "--job-name", "tock", "--group", "g1", "--priority", "3",
+        "--max-attempts", "2",
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    doc = as_json(p)
+    tick_next = doc["next_run_ms"]
+    assert doc == {"queue": q.name, "name": "tick", "next_run_ms": tick_next}
+    assert start + 60000 <= tick_next <= _server_ms(r) + 60000
+    assert r.zscore(b + "repeat", "tick") == tick_next
+    assert r.hgetall(b + "repeat:tick") == {
+        "kind": "every", "spec": "5000", "payload": '{"n":1}', "count": "0",
+        "job_name": "tock", "group": "g1", "priority": "3", "max_attempts": "2",
+    }  # fmt: skip
+
+    p = emq("repeat", "add", q.name, "nightly", "--cron", "0 3 * * *")
+    assert p.returncode == 0, p.stderr
+    assert re.fullmatch(
+        r"repeat nightly: next run \d{4}-\d\d-\d\dT03:00:00\.000Z", p.stdout.strip()
+    )
+    nightly_next = int(r.zscore(b + "repeat", "nightly") or 0)
+    assert nightly_next % 86_400_000 == 3 * 3_600_000 and nightly_next > start
+    assert r.hgetall(b + "repeat:nightly") == {
+        "kind": "cron", "spec": "0 3 * * *", "payload": "null", "count": "0",
+    }  # fmt: skip
+
+    # The same cadence again keeps the next run; the template is replaced.
+    p = fast("--json", "repeat", "add", q.name, "tick", "--every-ms", "5000", "--payload", "2")
+    assert as_json(p)["next_run_ms"] == tick_next
+    assert r.hgetall(b + "repeat:tick") == {
+        "kind": "every", "spec": "5000", "payload": "2", "count": "0",
+    }  # fmt: skip
+    assert queue_keys(r, q) == {b + "repeat", b + "repeat:tick", b + "repeat:nightly"}
+
+    listing = as_json(fast("--json", "repeat", "list", q.name))
+    by_name = {row["name"]: row for row in listing["repeats"]}
+    soonest_first = sorted(by_name, key=lambda n: by_name[n]["next_run_ms"])
+    assert [row["name"] for row in listing["repeats"]] == soonest_first
+    assert by_name["tick"] == {
+        "name": "tick", "every_ms": 5000, "cron": None, "next_run_ms": tick_next, "payload": 2,
+        "job_name": "tick", "group": None, "priority": 0, "max_attempts": None,
+        "backoff": None, "count": 0, "last_run_ms": None,
+    }  # fmt: skip
+    assert by_name["nightly"]["cron"] == "0 3 * * *"
+    assert by_name["nightly"]["next_run_ms"] == nightly_next
+    assert len(as_json(fast("--json", "repeat", "list", q.name, "--limit", "1"))["repeats"]) == 1
+    text = fast("repeat", "list", q.name).stdout
+    assert "every 5000 ms" in text and "cron 0 3 * * *" in text
+
+    before = dump(r, q)
+    for args, code in (
+        (("add", q.name, "x"), exits.USAGE),  # no cadence
+        (("add", q.name, "x", "--every-ms", "5", "--cron", "* * * * *"), exits.USAGE),
+        (("add", q.name, "x", "--cron", "not a cron"), exits.USAGE),
+        (("add", q.name, "x", "--every-ms", "0"), exits.USAGE),
+        (("add", q.name, "x", "--every-ms", "5", "--payload", "{no"), exits.USAGE),
+        (("add", q.name, "bad/name", "--every-ms", "5"), exits.MALFORMED),
+        (("add", q.name, "x", "--every-ms", "5", "--group", "a b"), exits.MALFORMED),
+        (("cancel", q.name, "bad/name"), exits.MALFORMED),
+        (("list", "bad name"), exits.MALFORMED),
+    ):
+        p = fast("repeat", *args)
+        assert p.returncode == code, args
+    assert "invalid repeat name" in fast("repeat", "cancel", q.name, "a/b").stderr
+    assert dump(r, q) == before
+
+    p = fast("--json", "repeat", "cancel", q.name, "tick")
+    assert p.returncode == 0 and as_json(p) == {"queue": q.name, "name": "tick", "cancelled": True}
+    assert r.zrange(b + "repeat", 0, -1) == ["nightly"]
+    assert r.exists(b + "repeat:tick") == 0
+
+    # Cancelling an unknown name is not an error: nothing changes, the output says so.
+    before = dump(r, q)
+    p = emq("repeat", "cancel", q.name, "tick")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == f"no repeat tick in {q.name}; nothing changed"
+    p = fast("--json", "repeat", "cancel", q.name, "tick")
+    assert p.returncode == 0 and as_json(p)["cancelled"] is False
+    assert dump(r, q) == before
+
+    assert fast("repeat", "cancel", q.name, "nightly").stdout.strip() == "cancelled repeat nightly"
+    assert queue_keys(r, q) == set()
+
+
+def test_new_commands_gate_names_before_connecting() -> None:
+    nowhere = f"redis://127.0.0.1:{free_port()}/0"
+    runner = CliRunner()
+    for args in (
+        ["group", "reassign", "q", BAD_ID, "g"],
+        ["group", "reassign", "q", ids.new_id(), "a/b"],
+        ["repeat", "add", "q", "bad/name", "--every-ms", "5"],
+        ["repeat", "cancel", "q", "bad/name"],
+        ["repeat", "list", "bad name"],
+    ):
+        result = runner.invoke(cli_app.cli, ["--url", nowhere, *args])
+        assert result.exit_code == exits.MALFORMED, args
+    result = runner.invoke(cli_app.cli, ["--url", nowhere, "repeat", "list", "q"])
+    assert result.exit_code == exits.NO_SERVER  # a well-formed command does try the server

@@ -7,7 +7,16 @@ One subcommand per verb, the same verbs as :class:`echomq.Queue`; ``--url`` (or
 
 from __future__ import annotations
 
-from . import group_cmds, job_cmds, queue_cmds, runtime_cmds
+from . import group_cmds, job_cmds, queue_cmds, repeat_cmds, runtime_cmds
 from .app import Env, cli, main
 
-__all__ = ["Env", "cli", "group_cmds", "job_cmds", "main", "queue_cmds", "runtime_cmds"]
+__all__ = [
+    "Env",
+    "cli",
+    "group_cmds",
+    "job_cmds",
+    "main",
+    "queue_cmds",
+    "repeat_cmds",
+    "runtime_cmds",
+]

@@ -12,7 +12,7 @@ FAILURE = 1
 USAGE = 2
 #: No server answers at the URL (or at the default address when none is given).
 NO_SERVER = 3
-#: A malformed job id, queue, group or dedup name; nothing was sent.
+#: A malformed job id, queue, group, dedup or repeat name; nothing was sent.
 MALFORMED = 4
 #: A destructive verb was not confirmed (no ``--yes`` off a terminal, or answered no).
 NOT_CONFIRMED = 5
@@ -37,7 +37,7 @@ _REASON_MEANING = {
     "gone": "no such job",
     "locked": "a worker holds the job (job remove)",
     "not_dead": "the job is not dead (job reprocess)",
-    "not_pending": "the job is not pending (reassign)",
+    "not_pending": "the job is not pending (group reassign)",
     "not_paused": "the queue is not paused (obliterate)",
     "active": "jobs are in flight; --force deletes them too (obliterate)",
     "stale": "the fencing token is not the current one",
@@ -58,7 +58,7 @@ def table() -> list[tuple[int, str]]:
         (FAILURE, "unexpected error (script error, keyspace version mismatch, ...)"),
         (USAGE, "usage error: unknown option, malformed JSON, argument out of range"),
         (NO_SERVER, "no server answers at the URL"),
-        (MALFORMED, "malformed job id, queue, group or dedup name (nothing sent)"),
+        (MALFORMED, "malformed job id, queue, group, dedup or repeat name (nothing sent)"),
         (NOT_CONFIRMED, "destructive verb not confirmed (no --yes off a terminal, or declined)"),
         (MISSING_EXTRA, "optional extra not installed (console)"),
         (DEMO_FAILED, "a demo step did not behave as the runbook says"),

@@ -1,4 +1,4 @@
-"""Lane commands: ``emq group list|pause|resume|limit|weight|drain``."""
+"""Lane commands: ``emq group list|pause|resume|limit|weight|drain|reassign``."""
 
 from __future__ import annotations
 
@@ -95,3 +95,19 @@ def drain_group(env: Env, queue: str, name: str, yes: bool) -> None:
     confirm(env, yes, lambda: f"drain the {q.group_depth(name)} pending jobs of group {name}?")
     n = q.drain_group(name)
     env.emit({"queue": queue, "group": name, "drained": n}, f"drained {n} jobs from group {name}")
+
+
+@group.command("reassign")
+@click.argument("queue")
+@click.argument("job_id", metavar="ID")
+@click.argument("name", metavar="[GROUP]", required=False)
+@click.option("--flat", is_flag=True, help="Move the job to the flat pending set instead.")
+@pass_env
+def reassign(env: Env, queue: str, job_id: str, name: str | None, flat: bool) -> None:
+    """Move pending job ID to GROUP's lane (or --flat: out of every lane), keeping its priority."""
+    if (name is None) == (not flat):
+        raise click.UsageError("give either GROUP or --flat")
+    # The verb gates the id and the group before it sends anything.
+    env.queue(queue).reassign(job_id, name)
+    where = "the flat pending set" if name is None else f"group {name}"
+    env.emit({"queue": queue, "id": job_id, "group": name}, f"reassigned {job_id} to {where}")

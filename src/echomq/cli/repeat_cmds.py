@@ -1,0 +1,137 @@
+"""Repeatable commands: ``emq repeat list|add|cancel``."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import datetime, timezone
+from typing import Any
+
+import click
+from rich.table import Table
+
+from .app import Env, cli, pass_env
+from .queue_cmds import parse_json
+
+#: Repeatables listed when ``--limit`` is not given (the verb's own default).
+DEFAULT_LIST_LIMIT = 1000
+
+
+@cli.group()
+def repeat() -> None:
+    """Jobs made on a cadence: list, register or cancel a repeatable."""
+
+
+def utc_text(ms: int) -> str:
+    """``ms`` since the epoch as an ISO 8601 UTC time with milliseconds."""
+    moment = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _cadence(row: dict[str, Any]) -> str:
+    return f"every {row['every_ms']} ms" if row["every_ms"] is not None else f"cron {row['cron']}"
+
+
+@repeat.command("list")
+@click.argument("queue")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=DEFAULT_LIST_LIMIT,
+    show_default=True,
+    help="List at most this many (soonest first).",
+)
+@pass_env
+def list_repeats(env: Env, queue: str, limit: int) -> None:
+    """The repeatables of QUEUE, soonest first: cadence, next run, jobs made."""
+    rows = [asdict(rep) for rep in env.queue(queue).repeats(limit)]
+
+    def text() -> None:
+        if not rows:
+            env.out.print(f"no repeatables in {queue}", markup=False)
+            return
+        table = Table("name", "cadence", "next run (UTC)", "made", "job name", "group")
+        for row in rows:
+            table.add_row(
+                row["name"],
+                _cadence(row),
+                utc_text(row["next_run_ms"]),
+                str(row["count"]),
+                row["job_name"],
+                row["group"] or "-",
+            )
+        env.out.print(table)
+
+    env.emit({"queue": queue, "repeats": rows}, text)
+
+
+@repeat.command("add")
+@click.argument("queue")
+@click.argument("name")
+@click.option("--every-ms", type=click.IntRange(min=1), help="Fire every this many ms.")
+@click.option("--cron", "cron_expr", metavar="EXPR", help="Fire on this cron expression (UTC).")
+@click.option("--payload", metavar="JSON", help="The data of each job (default null).")
+@click.option(
+    "--first-in-ms",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="The first run is this long from now (cron: the first slot after that).",
+)
+@click.option("--job-name", help="The name of each job (default: NAME).")
+@click.option("--group", help="Put each job in this group's lane.")
+@click.option("--priority", type=int, default=0, show_default=True, help="Lower runs first.")
+@click.option("--max-attempts", type=click.IntRange(min=1), help="Failures before dead.")
+@pass_env
+def add_repeat(
+    env: Env,
+    queue: str,
+    name: str,
+    every_ms: int | None,
+    cron_expr: str | None,
+    payload: str | None,
+    first_in_ms: int,
+    job_name: str | None,
+    group: str | None,
+    priority: int,
+    max_attempts: int | None,
+) -> None:
+    """Register repeatable NAME on QUEUE (or update it); print its next run.
+
+    Give exactly one of --every-ms and --cron. Registering NAME again with the
+    same cadence keeps its next run and replaces the job template.
+    """
+    if (every_ms is None) == (cron_expr is None):
+        raise click.UsageError("give exactly one of --every-ms and --cron")
+    data = None if payload is None else parse_json(payload)
+    next_run = env.queue(queue).repeat(
+        name,
+        every_ms=every_ms,
+        cron=cron_expr,
+        payload=data,
+        first_in_ms=first_in_ms,
+        job_name=job_name,
+        group=group,
+        priority=priority,
+        max_attempts=max_attempts,
+    )
+    env.emit(
+        {"queue": queue, "name": name, "next_run_ms": next_run},
+        f"repeat {name}: next run {utc_text(next_run)}",
+    )
+
+
+@repeat.command("cancel")
+@click.argument("queue")
+@click.argument("name")
+@pass_env
+def cancel_repeat(env: Env, queue: str, name: str) -> None:
+    """Remove repeatable NAME from QUEUE; the jobs it already made stay.
+
+    An unknown NAME changes nothing and still exits 0 (cancelling is idempotent);
+    the output says so, and --json shows "cancelled": false.
+    """
+    cancelled = env.queue(queue).cancel_repeat(name)
+    text = (
+        f"cancelled repeat {name}" if cancelled else f"no repeat {name} in {queue}; nothing changed"
+    )
+    env.emit({"queue": queue, "name": name, "cancelled": cancelled}, text)
