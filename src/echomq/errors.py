@@ -5,7 +5,7 @@ transition that declined to run and changed nothing) derives from :class:`Refuse
 and carries a stable ``.reason`` string::
 
     EchoMQError
-    ├── InvalidName            a queue, group or dedup name failed the gate (no I/O done)
+    ├── InvalidName            a queue, group, dedup or repeat name failed the gate (no I/O)
     ├── InvalidJobId           a job id is not a branded JOB id (no I/O done)
     ├── InvalidArgument        another argument is out of range (no I/O done)
     ├── VersionMismatch        the server's {emq}:version differs from this client's
