@@ -25,7 +25,7 @@ from echomq import (
 )
 from echomq.embedded import EmbeddedServer, free_port
 from echomq.keyspace import KEYSPACE_VERSION, VERSION_KEY
-from echomq.scripts import Batch, Cmd, Eval, Plan, SyncRunner, all_scripts, script
+from echomq.scripts import Batch, Cmd, Eval, Plan, SyncRunner, all_scripts, script, splice_lib
 
 LUA = resources.files("echomq") / "lua"
 
@@ -54,11 +54,34 @@ def test_every_script_is_loaded_with_its_local_sha() -> None:
 
 
 def test_includes_are_spliced() -> None:
-    common = (LUA / "lib" / "common.lua").read_text(encoding="utf-8")
     raw = (LUA / "complete.lua").read_text(encoding="utf-8")
     assert "--! include common" in raw
     body = script("complete").body
-    assert common in body and "local function now_ms" in body
+    assert "--! include" not in body
+    # complete uses these helpers, and give_back needs ring_sync, serveable, push_wake...
+    for helper in ("now_ms", "delete_row", "count_metric", "give_back", "ring_sync", "serveable"):
+        assert f"local function {helper}(" in body
+    assert "local WAKE_CAP = 64" in body
+    # ...but not the ones it never calls
+    for helper in ("make_ready", "zrem_all", "lane_grew", "slot_back"):
+        assert f"local function {helper}(" not in body
+
+
+def test_a_script_carries_only_the_lib_definitions_it_uses() -> None:
+    lib = (
+        "local A = 1\n"
+        "-- b doubles A\n"
+        "local function b() return A * 2 end\n"
+        "local function c() return 3 end\n"
+        "-- d calls b\n"
+        "local function d() return b() end\n"
+    )
+    assert splice_lib(lib, "return d()") == (
+        "local A = 1\n-- b doubles A\nlocal function b() return A * 2 end\n"
+        "-- d calls b\nlocal function d() return b() end\n"
+    )
+    assert splice_lib(lib, "return c()") == "local function c() return 3 end\n"
+    assert splice_lib(lib, "return 1") == ""
 
 
 @pytest.mark.parametrize("name", lua_names())

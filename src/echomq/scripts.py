@@ -43,14 +43,52 @@ class Script:
     sha: str
 
 
+# A top-level definition in a lib file: `local function name(` or `local NAME =`.
+_DEFINITION = re.compile(r"^local (?:function )?(\w+)", re.MULTILINE)
+_WORD = re.compile(r"\w+")
+
+
+def _definitions(lib: str) -> list[tuple[str, str]]:
+    """Split a lib into its top-level definitions, each with the comment above it."""
+    lines = lib.splitlines(keepends=True)
+    starts: list[tuple[int, str]] = []  # (first line of the block, defined name)
+    for i, line in enumerate(lines):
+        m = _DEFINITION.match(line)
+        if m:
+            first = i
+            while first > 0 and lines[first - 1].startswith("--"):
+                first -= 1
+            starts.append((first, m.group(1)))
+    blocks: list[tuple[str, str]] = []
+    for k, (first, name) in enumerate(starts):
+        end = starts[k + 1][0] if k + 1 < len(starts) else len(lines)
+        blocks.append((name, "".join(lines[first:end]).rstrip("\n") + "\n"))
+    return blocks
+
+
+def splice_lib(lib: str, user: str) -> str:
+    """The definitions of ``lib`` that ``user`` needs, directly or through each other,
+    in the lib's order. Every definition a script carries costs a closure on every
+    call, so a script carries only what it uses."""
+    blocks = _definitions(lib)
+    names = {n for n, _ in blocks}
+    needed = set(_WORD.findall(user)) & names
+    for name, text in reversed(blocks):  # a definition only uses earlier ones
+        if name in needed:
+            needed |= set(_WORD.findall(text)) & names
+    return "".join(text for name, text in blocks if name in needed)
+
+
 @cache
 def script(name: str) -> Script:
-    """Load ``lua/<name>.lua`` (with its includes) once per process."""
+    """Load ``lua/<name>.lua`` once per process; each ``--! include <lib>`` line is
+    replaced by the definitions of ``lua/lib/<lib>.lua`` that the script uses."""
     root = resources.files("echomq") / "lua"
     text = (root / f"{name}.lua").read_text(encoding="utf-8")
 
     def splice(m: re.Match[str]) -> str:
-        return (root / "lib" / f"{m.group(1)}.lua").read_text(encoding="utf-8")
+        lib = (root / "lib" / f"{m.group(1)}.lua").read_text(encoding="utf-8")
+        return splice_lib(lib, text)
 
     body = _INCLUDE.sub(splice, text)
     return Script(name, body, hashlib.sha1(body.encode()).hexdigest())
