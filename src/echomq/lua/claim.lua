@@ -6,7 +6,7 @@
 -- ARGV[4]  lock ttl in ms: when > 0 the job's :lock key is set to its token
 -- Reply:   a flat array, 5 entries per job: id, payload, token, name, group ('' = none)
 -- Refusals: none (an empty array when nothing is ready).
--- Writes:  ZPOPMIN pending|lane, HINCRBY attempts, state active, ZADD active deadline,
+-- Writes:  ZPOPMIN pending|lane, attempts + 1 and state active (one HSET), ZADD active deadline,
 --          gactive/ring/gturn for lanes, the :lock key; event 'active'.
 local B = KEYS[1]
 --! include common
@@ -71,15 +71,16 @@ while #out < count * 5 do
   end
   if not id then break end
   local jk = B .. 'job:' .. id
-  local tok = redis.call('HINCRBY', jk, 'attempts', 1)
-  redis.call('HSET', jk, 'state', 'active')
+  -- one read and one write of the row: the new token is attempts + 1
+  local f = redis.call('HMGET', jk, 'attempts', 'payload', 'name')
+  local tok = (tonumber(f[1]) or 0) + 1
+  redis.call('HSET', jk, 'attempts', tok, 'state', 'active')
   redis.call('ZADD', B .. 'active', deadline, id)
-  local f = redis.call('HMGET', jk, 'payload', 'name')
   if lockttl > 0 then redis.call('SET', jk .. ':lock', tok, 'PX', lockttl) end
   out[#out + 1] = id
-  out[#out + 1] = f[1] or ''
-  out[#out + 1] = tok
   out[#out + 1] = f[2] or ''
+  out[#out + 1] = tok
+  out[#out + 1] = f[3] or ''
   out[#out + 1] = g or ''
   emit('{"event":"active","job":"' .. id .. '","attempt":' .. tok .. '}')
   side = (side == 'f') and 'g' or 'f'
