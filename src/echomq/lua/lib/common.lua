@@ -118,9 +118,11 @@ local function make_ready(id, jk, g, score)
   end
 end
 
--- delete a row with its logs and lock; release its dedup key if it still names it
-local function delete_row(id, jk)
-  local d = redis.call('HGET', jk, 'dedup')
+-- delete a row with its logs and lock; release its dedup key if it still names it.
+-- A caller that already read the row's dedup field passes it (false when absent).
+local function delete_row(id, jk, dedup)
+  local d = dedup
+  if d == nil then d = redis.call('HGET', jk, 'dedup') end
   if d then
     local dk = B .. 'de:' .. d
     if redis.call('GET', dk) == id then redis.call('DEL', dk) end
