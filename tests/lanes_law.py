@@ -94,8 +94,11 @@ def active_by_group(r: redis.Redis, q: Queue | AsyncQueue, active: list[str]) ->
 def assert_law(r: redis.Redis, q: Queue | AsyncQueue) -> Lanes:
     """Assert the ring law and the gactive balance; return the snapshot read."""
     snap = lanes_of(r, q)
-    # every lane is recorded, so counts, drain and obliterate see it
+    # every lane is recorded, so counts, drain and obliterate see it...
     assert set(snap.lanes) <= snap.groups, (snap.lanes, snap.groups)
+    # ...and only live groups are: work waiting or in flight, or a setting
+    live = set(snap.lanes) | set(snap.gactive) | set(snap.glimit) | set(snap.gweight)
+    assert snap.groups <= live | snap.gpaused, (snap.groups, live)
     # gactive is exact: a slot taken by a claim was given back exactly once
     assert snap.gactive == active_by_group(r, q, snap.active), snap
     assert all(v > 0 for v in snap.gactive.values()), snap.gactive

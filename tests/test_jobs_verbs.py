@@ -278,7 +278,10 @@ def test_remove_job_in_every_state(q: Queue, r: redis.Redis, state: str, group: 
         expected.add(q.keys.ring)  # the lane emptied, so the group left the ring
     if group and state == "active":
         expected.add(q.keys.gactive)  # the slot the claim took is given back
+    if group and state in ("pending", "active"):
+        expected.add(q.keys.groups)  # the group now holds nothing, so it is forgotten
     assert changed(before, after) == expected
+    assert not r.exists(q.keys.groups)
     assert not r.exists(q.keys.job(jid), q.keys.logs(jid), q.keys.lock(jid))
     assert r.zscore(holder, jid) is None
     assert r.hget(q.keys.gactive, "g") is None
@@ -427,12 +430,15 @@ def test_reprocess_returns_a_grouped_job_to_its_lane_and_the_ring(q: Queue, r: r
     before = dump(r, q)
     q.reprocess_job(jid)
     after = dump(r, q)
+    # the group was forgotten when its last job died (nothing left in its lane or in
+    # flight); reprocess gives it work again, so it is listed again
     assert changed(before, after) == {
         q.keys.job(jid),
         q.keys.dead,
         q.keys.lane("g"),
         q.keys.ring,
         q.keys.wake,
+        q.keys.groups,
     }
     assert r.zscore(q.keys.lane("g"), jid) == 0
     assert r.zscore(q.keys.pending, jid) is None

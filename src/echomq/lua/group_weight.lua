@@ -3,13 +3,16 @@
 -- ARGV[1]  group;  ARGV[2] the weight (a positive integer; 1 clears it)
 -- Reply:   1
 -- Refusals: none (the client gates the value).
--- Writes:  HSET/HDEL gweight, HDEL gturn.
+-- Writes:  HSET/HDEL gweight, HDEL gturn; groups (added with a weight, forgotten when
+--          clearing it leaves the group holding nothing).
 local B = KEYS[1]
+--! include common
+redis.call('HDEL', B .. 'gturn', ARGV[1])
 if ARGV[2] == '1' then
   redis.call('HDEL', B .. 'gweight', ARGV[1])
+  prune_group(ARGV[1])
 else
   redis.call('HSET', B .. 'gweight', ARGV[1], ARGV[2])
+  redis.call('SADD', B .. 'groups', ARGV[1])
 end
-redis.call('HDEL', B .. 'gturn', ARGV[1])
-redis.call('SADD', B .. 'groups', ARGV[1])
 return 1

@@ -44,6 +44,20 @@ local function serveable(g)
   return true
 end
 
+-- forget a group that holds nothing: no lane, nothing in flight, no setting. The
+-- groups set then lists only live groups, so the reads that walk it (counts, browse,
+-- drain, groups) cost what the live groups cost, not every tenant ever seen. Every
+-- path that gives a group work or a setting adds it back.
+local function prune_group(g)
+  if redis.call('EXISTS', lane_key(g)) == 0
+    and not redis.call('HGET', B .. 'gactive', g)
+    and redis.call('HEXISTS', B .. 'glimit', g) == 0
+    and redis.call('HEXISTS', B .. 'gweight', g) == 0
+    and redis.call('SISMEMBER', B .. 'gpaused', g) == 0 then
+    redis.call('SREM', B .. 'groups', g)
+  end
+end
+
 -- keep the ring law: a group is on the ring exactly once iff it can be served.
 -- A group that (re)joins pushes a wake token so an idle worker comes for it, unless
 -- `quiet`: the caller pushes one token per job it made ready and a second would only
@@ -56,9 +70,12 @@ local function ring_sync(g, quiet)
       redis.call('RPUSH', ring, g)
       if not quiet then push_wake(1) end
     end
-  elseif on then
-    redis.call('LREM', ring, 0, g)
-    redis.call('HDEL', B .. 'gturn', g)
+  else
+    if on then
+      redis.call('LREM', ring, 0, g)
+      redis.call('HDEL', B .. 'gturn', g)
+    end
+    prune_group(g)
   end
 end
 
@@ -75,7 +92,10 @@ end
 -- was serveable with one more job in flight, i.e. iff it was not at its limit then.
 local function give_back(g)
   local left = redis.call('HINCRBY', B .. 'gactive', g, -1)
-  if left <= 0 then redis.call('HDEL', B .. 'gactive', g) end
+  if left <= 0 then
+    redis.call('HDEL', B .. 'gactive', g)
+    prune_group(g)
+  end
   if left < 0 then
     -- there was no slot to give back: the counts were off before this call, so the
     -- law cannot be trusted to say where the group is; search the ring instead
