@@ -4,7 +4,7 @@
 -- ARGV[1]  budget
 -- Reply:   the number returned (== budget means call again)
 -- Refusals: none.
--- Writes:  ZREM active, lock deleted, lane slot back, state pending, ZADD pending|lane,
+-- Writes:  ZREM active, lock deleted, lane slot back (give_back), state pending, ZADD pending|lane,
 --          ring, wake; event 'stalled'.
 local B = KEYS[1]
 --! include common
@@ -16,7 +16,7 @@ for _, id in ipairs(ids) do
   local jk = B .. 'job:' .. id
   local f = redis.call('HMGET', jk, 'group', 'priority')
   redis.call('DEL', jk .. ':lock')
-  if f[1] then slot_back(f[1]) end
+  if f[1] then give_back(f[1], true) end
   make_ready(id, jk, f[1], f[2] or 0)
   emit(ev('stalled', id))
 end

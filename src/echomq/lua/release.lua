@@ -20,7 +20,7 @@ if f[1] ~= 'active' or f[2] ~= token then
 end
 redis.call('ZREM', B .. 'active', id)
 redis.call('DEL', jk .. ':lock')
-if f[3] then slot_back(f[3]) end
+if f[3] then give_back(f[3], true) end
 make_ready(id, jk, f[3], f[4] or 0)
 push_wake(1)
 emit('{"event":"released","job":"' .. id .. '","attempt":' .. token .. '}')

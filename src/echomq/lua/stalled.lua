@@ -18,13 +18,14 @@ for _, id in ipairs(ids) do
   local jk = B .. 'job:' .. id
   local f = redis.call('HMGET', jk, 'group', 'priority')
   redis.call('DEL', jk .. ':lock')
-  if f[1] then slot_back(f[1]) end
   local s = redis.call('HINCRBY', jk, 'stalled', 1)
+  -- a job going dead wakes a worker if its slot re-rings the group; one going back
+  -- is counted in the wake tokens pushed below
+  if f[1] then give_back(f[1], s <= maxs) end
   if s > maxs then
     local err = 'stalled: lease expired ' .. s .. ' times'
     redis.call('HSET', jk, 'state', 'dead', 'last_error', err)
     redis.call('ZADD', B .. 'dead', now, id)
-    if f[1] then ring_sync(f[1]) end
     count_metric('failed', 1, now)
     emit(cjson.encode({event = 'dead', job = id, error = err}))
     dead[#dead + 1] = id

@@ -90,7 +90,8 @@ end
 -- group when that made it serveable, without searching the ring: freeing a slot can
 -- only make a group serveable, and by the ring law it was on the ring before iff it
 -- was serveable with one more job in flight, i.e. iff it was not at its limit then.
-local function give_back(g)
+-- A re-ringed group pushes a wake token unless `quiet` (the caller pushes its own).
+local function give_back(g, quiet)
   local left = redis.call('HINCRBY', B .. 'gactive', g, -1)
   if left <= 0 then
     redis.call('HDEL', B .. 'gactive', g)
@@ -108,7 +109,7 @@ local function give_back(g)
   if lim and left + 1 >= tonumber(lim) then
     -- it was held at its limit, off the ring: this slot lets it back on
     redis.call('RPUSH', B .. 'ring', g)
-    push_wake(1)
+    if not quiet then push_wake(1) end
   end
 end
 
@@ -127,12 +128,16 @@ end
 -- The group is recorded too: a job enqueued with a delay reaches its lane only here,
 -- and a lane missing from `groups` would be invisible to counts, drain and obliterate.
 -- Every caller pushes one wake token per job it made ready, so the ring stays quiet.
+-- A caller that freed the job's lane slot gives it back first (give_back), so the only
+-- change left here is a lane that grew: the ring is never searched.
 local function make_ready(id, jk, g, score)
   redis.call('HSET', jk, 'state', 'pending')
   if g then
-    redis.call('ZADD', lane_key(g), score, id)
+    local lane = lane_key(g)
+    local before = redis.call('ZCARD', lane)
+    redis.call('ZADD', lane, score, id)
     redis.call('SADD', B .. 'groups', g)
-    ring_sync(g, true)
+    lane_grew(g, before, true)
   else
     redis.call('ZADD', B .. 'pending', score, id)
   end
