@@ -10,6 +10,7 @@ import redis
 from conftest import dump
 from echomq import AsyncQueue, InvalidArgument, Queue, admin
 from echomq.embedded import EmbeddedServer
+from echomq.repeat import fire_due
 from operator_support import changed, put_job, ring, row_keys
 
 # -- pause / resume -------------------------------------------------------------------
@@ -259,3 +260,23 @@ def test_the_runbook_session_runs(server: EmbeddedServer, r: redis.Redis, qname:
     r.set(f"emq:{{{qname}}}:marker", "1")  # a key the session's obliterate must sweep
     exec(compile(code, "docs/runbook.md", "exec"), {"URL": server.url})
     assert set(r.scan_iter(match=f"emq:{{{qname}}}:*")) == set()
+
+
+def test_a_registered_repeatable_keeps_producing_after_a_drain(q: Queue, r: redis.Redis) -> None:
+    # a real registration through the repeat verb, due at once
+    q.repeat("heartbeat", every_ms=60_000, payload={"beat": 1})
+    first = q.runner.drive(fire_due(q.ctx))
+    assert len(first) == 1 and r.zscore(q.keys.pending, first[0]) is not None
+    q.enqueue_many(range(4))
+    record = r.hgetall(q.keys.repeat_record("heartbeat"))
+    assert q.drain(include_schedule=True) == 5
+    assert not r.exists(q.keys.pending, q.keys.job(first[0]))
+    # the registry and the record survive the drain untouched...
+    assert r.hgetall(q.keys.repeat_record("heartbeat")) == record
+    assert r.zcard(q.keys.repeat) == 1
+    # ...so when its next slot comes the repeatable makes a fresh job
+    r.zadd(q.keys.repeat, {"heartbeat": 1}, xx=True)  # bring the next slot forward
+    again = q.runner.drive(fire_due(q.ctx))
+    assert len(again) == 1 and again != first
+    assert q.get_job(again[0])["data"] == {"beat": 1}
+    assert q.counts()["pending"] == 1
