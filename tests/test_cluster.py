@@ -13,11 +13,13 @@ from collections.abc import Iterator
 
 import pytest
 import redis
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 
-from echomq import JobGone, Queue, QueueNotPaused
+from echomq import AsyncQueue, JobGone, Queue, QueueNotPaused, Worker
 from echomq.embedded import EmbeddedServer
 from echomq.scripts import script
+from worker_support import FAST, running, wait_until
 
 SLOTS = 16384
 
@@ -123,5 +125,30 @@ def test_scripts_reload_on_every_node_after_flush(rc: RedisCluster) -> None:
     assert sorted(c.payload for c in q.claim_many(5)) == [1, 2, 3]
     q.pause()
     while not q.obliterate(force=True):
+        pass
+    assert list(rc.scan_iter(match=q.keys.pattern())) == []
+
+
+def test_a_worker_serves_a_queue_on_the_cluster(
+    cluster: list[EmbeddedServer], rc: RedisCluster
+) -> None:
+    q = Queue("worked", client=rc)
+    q.enqueue_many(range(20))
+    q.enqueue_many(range(20, 25), group="tenant")
+    seen: list[int] = []
+    client = AsyncRedisCluster(host="127.0.0.1", port=cluster[0].port)
+    aq = AsyncQueue("worked", client=client)
+    with running(Worker(aq, lambda job: seen.append(job.data), config=FAST)):
+        wait_until(lambda: q.counts()["completed"] == 25)
+        # idle now, blocked on the wake list: a new job wakes it
+        q.enqueue(99)
+        wait_until(lambda: q.counts()["completed"] == 26)
+    assert sorted(seen) == [*range(25), 99]
+    assert q.counts() == {
+        "pending": 0, "active": 0, "scheduled": 0, "dead": 0, "completed": 26, "failed": 0
+    }  # fmt: skip
+    assert not rc.exists(q.keys.active, q.keys.pending, q.keys.lane("tenant"))
+    q.pause()
+    while not q.obliterate():
         pass
     assert list(rc.scan_iter(match=q.keys.pattern())) == []
