@@ -5,10 +5,9 @@
 -- Refusals: -1 no row (gone); EMQSTALE the job is not active under this token.
 --          Both before any write.
 -- Writes:  SET row:lock token PX ttl_ms (a re-lock by the holder extends it).
-local f = redis.call('HMGET', KEYS[2], 'state', 'attempts')
-if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
-if f[1] ~= 'active' or f[2] ~= ARGV[2] then
-  return redis.error_reply('EMQSTALE token ' .. ARGV[2] .. ' is not current')
-end
+local B = KEYS[1]
+--! include common
+local f, refusal = fenced(KEYS[2], ARGV[2])
+if not f then return refusal end
 redis.call('SET', KEYS[2] .. ':lock', ARGV[2], 'PX', tonumber(ARGV[3]))
 return 1

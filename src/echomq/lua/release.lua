@@ -13,11 +13,8 @@ local B = KEYS[1]
 --! include common
 local id, token = ARGV[1], ARGV[2]
 local jk = B .. 'job:' .. id
-local f = redis.call('HMGET', jk, 'state', 'attempts', 'group', 'priority')
-if not f[1] then return -1 end
-if f[1] ~= 'active' or f[2] ~= token then
-  return redis.error_reply('EMQSTALE token ' .. token .. ' is not current')
-end
+local f, refusal = fenced(jk, token, 'group', 'priority')
+if not f then return refusal end
 redis.call('ZREM', B .. 'active', id)
 redis.call('DEL', jk .. ':lock')
 if f[3] then give_back(f[3], true) end

@@ -10,11 +10,8 @@ local B = KEYS[1]
 --! include common
 local id, token, err = ARGV[1], ARGV[2], ARGV[3]
 local jk = B .. 'job:' .. id
-local f = redis.call('HMGET', jk, 'state', 'attempts', 'group', 'max_attempts')
-if not f[1] then return -1 end
-if f[1] ~= 'active' or f[2] ~= token then
-  return redis.error_reply('EMQSTALE token ' .. token .. ' is not current')
-end
+local f, refusal = fenced(jk, token, 'group', 'max_attempts')
+if not f then return refusal end
 local maxa = tonumber(ARGV[5]) or tonumber(f[4]) or tonumber(ARGV[6])
 local now = now_ms()
 local failures = redis.call('HINCRBY', jk, 'failures', 1)

@@ -44,6 +44,18 @@ local function serveable(g)
   return true
 end
 
+-- the token fence (law 6): read the row's state, attempts and the extra fields asked
+-- for. Returns the fields, or nil and the refusal to return: -1 when there is no row,
+-- EMQSTALE when the job is not active under `token`. Nothing is written either way.
+local function fenced(jk, token, ...)
+  local f = redis.call('HMGET', jk, 'state', 'attempts', ...)
+  if not f[1] then return nil, -1 end
+  if f[1] ~= 'active' or f[2] ~= token then
+    return nil, redis.error_reply('EMQSTALE token ' .. token .. ' is not current')
+  end
+  return f
+end
+
 -- forget a group that holds nothing: no lane, nothing in flight, no setting. The
 -- groups set then lists only live groups, so the reads that walk it (counts, browse,
 -- drain, groups) cost what the live groups cost, not every tenant ever seen. Every
