@@ -185,7 +185,8 @@ class Queue(_Verbs):
         return EventStream(self.client, self.name, self.keys.events)
 
     def close(self) -> None:
-        """Close the connection pool if this queue created it."""
+        """Close the queue's own connection, and the pool if this queue created it."""
+        self.runner.close()
         if self._owns_client:
             self.client.close()
 
@@ -231,7 +232,8 @@ class AsyncQueue(_Verbs):
         return AsyncEventStream(self.client, self.name, self.keys.events)
 
     async def aclose(self) -> None:
-        """Close the connection pool if this queue created it."""
+        """Close the queue's own connection, and the pool if this queue created it."""
+        await self.runner.aclose()
         if self._owns_client:
             await self.client.aclose()
 

@@ -27,6 +27,7 @@ import redis.asyncio
 
 from . import errors
 from .keyspace import KEYSPACE_VERSION, VERSION_KEY
+from .line import DECLINED, AsyncLine, SyncLine
 
 T = TypeVar("T")
 Arg = str | int | float | bytes
@@ -141,16 +142,15 @@ def _is_noscript(exc: BaseException) -> bool:
     )
 
 
-def _eval_args(op: Eval) -> tuple[Arg, ...]:
-    return (op.script.sha, len(op.keys), *op.keys, *op.args)
+def _command(op: Eval | Cmd) -> tuple[Arg, ...]:
+    if isinstance(op, Eval):
+        return ("EVALSHA", op.script.sha, len(op.keys), *op.keys, *op.args)
+    return op.args
 
 
-def _queue_ops(pipe: Any, ops: Sequence[Eval | Cmd]) -> None:
-    for op in ops:
-        if isinstance(op, Eval):
-            pipe.execute_command("EVALSHA", *_eval_args(op))
-        else:
-            pipe.execute_command(*op.args)
+def _queue_ops(pipe: Any, cmds: Sequence[tuple[Arg, ...]]) -> None:
+    for cmd in cmds:
+        pipe.execute_command(*cmd)
 
 
 def _settle(
@@ -193,6 +193,7 @@ class SyncRunner:
 
     def __init__(self, client: Any) -> None:
         self.client = client
+        self.line = SyncLine(client)
         self._fenced = False
 
     def fence(self) -> None:
@@ -206,22 +207,36 @@ class SyncRunner:
             raise errors.ServerUnavailable(str(exc)) from exc
         self._fenced = True
 
+    def close(self) -> None:
+        """Close the runner's own connection (the client is the caller's)."""
+        self.line.close()
+
+    def _call(self, cmd: tuple[Arg, ...]) -> Any:
+        reply = self.line.call(cmd)
+        return self.client.execute_command(*cmd) if reply is DECLINED else reply
+
     def _eval(self, op: Eval) -> Any:
         try:
-            return self.client.execute_command("EVALSHA", *_eval_args(op))
+            return self._call(_command(op))
         except redis.ResponseError as exc:
             if not _is_noscript(exc):
                 raise
             self.client.script_load(op.script.body)
-            return self.client.execute_command("EVALSHA", *_eval_args(op))
+            return self._call(_command(op))
+
+    def _pipeline(self, cmds: list[tuple[Arg, ...]]) -> list[Any]:
+        replies = self.line.batch(cmds)
+        if replies is DECLINED:
+            pipe = self.client.pipeline(transaction=False)
+            _queue_ops(pipe, cmds)
+            replies = pipe.execute(raise_on_error=False)
+        return list(replies)
 
     def _batch(self, batch: Batch) -> list[Any]:
         results: list[Any] = [None] * len(batch.ops)
         todo = list(range(len(batch.ops)))
         for first in (True, False):
-            pipe = self.client.pipeline(transaction=False)
-            _queue_ops(pipe, [batch.ops[i] for i in todo])
-            replies = pipe.execute(raise_on_error=False)
+            replies = self._pipeline([_command(batch.ops[i]) for i in todo])
             todo = _settle(batch, todo, replies, first, results)
             if not todo:
                 break
@@ -235,7 +250,7 @@ class SyncRunner:
             if isinstance(op, Eval):
                 return self._eval(op)
             if isinstance(op, Cmd):
-                return self.client.execute_command(*op.args)
+                return self._call(op.args)
             return self._batch(op)
         except redis.ResponseError as exc:
             raise map_error(exc) from exc
@@ -268,6 +283,7 @@ class AsyncRunner:
 
     def __init__(self, client: Any) -> None:
         self.client = client
+        self.line = AsyncLine(client)
         self._fenced = False
 
     async def fence(self) -> None:
@@ -281,22 +297,36 @@ class AsyncRunner:
             raise errors.ServerUnavailable(str(exc)) from exc
         self._fenced = True
 
+    async def aclose(self) -> None:
+        """Close the runner's own connection (the client is the caller's)."""
+        await self.line.aclose()
+
+    async def _call(self, cmd: tuple[Arg, ...]) -> Any:
+        reply = await self.line.call(cmd)
+        return await self.client.execute_command(*cmd) if reply is DECLINED else reply
+
     async def _eval(self, op: Eval) -> Any:
         try:
-            return await self.client.execute_command("EVALSHA", *_eval_args(op))
+            return await self._call(_command(op))
         except redis.ResponseError as exc:
             if not _is_noscript(exc):
                 raise
             await self.client.script_load(op.script.body)
-            return await self.client.execute_command("EVALSHA", *_eval_args(op))
+            return await self._call(_command(op))
+
+    async def _pipeline(self, cmds: list[tuple[Arg, ...]]) -> list[Any]:
+        replies = await self.line.batch(cmds)
+        if replies is DECLINED:
+            pipe = self.client.pipeline(transaction=False)
+            _queue_ops(pipe, cmds)
+            replies = await pipe.execute(raise_on_error=False)
+        return list(replies)
 
     async def _batch(self, batch: Batch) -> list[Any]:
         results: list[Any] = [None] * len(batch.ops)
         todo = list(range(len(batch.ops)))
         for first in (True, False):
-            pipe = self.client.pipeline(transaction=False)
-            _queue_ops(pipe, [batch.ops[i] for i in todo])
-            replies = await pipe.execute(raise_on_error=False)
+            replies = await self._pipeline([_command(batch.ops[i]) for i in todo])
             todo = _settle(batch, todo, replies, first, results)
             if not todo:
                 break
@@ -310,7 +340,7 @@ class AsyncRunner:
             if isinstance(op, Eval):
                 return await self._eval(op)
             if isinstance(op, Cmd):
-                return await self.client.execute_command(*op.args)
+                return await self._call(op.args)
             return await self._batch(op)
         except redis.ResponseError as exc:
             raise map_error(exc) from exc
