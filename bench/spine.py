@@ -3,7 +3,11 @@
 Rows (jobs/s, median of ``--repeat`` runs):
 
 - ``enqueue`` one by one, against the one-by-one ceiling: ``EVALSHA`` of a trivial
-  script, one round trip each, on the same client library and server.
+  script, one round trip each, on the same client library (redis-py's ``evalsha``) and
+  server. Beside it, the stricter floor: the same trivial ``EVALSHA`` sent on the
+  connection echomq's runners use (``echomq.line``), which skips redis-py's per-call
+  bookkeeping as echomq's verbs do; the gap to it is the server's work and the verb's
+  own Python.
 - ``enqueue_many`` in one call, against the pipelined ceiling: the same trivial
   ``EVALSHA`` once per job, all in one pipeline.
 - ``claim + complete`` one job at a time (three round trips: the pause read, the claim
@@ -34,6 +38,7 @@ import redis
 
 from _common import bench_server, median, report
 from echomq import Queue
+from echomq.line import SyncLine
 
 TRIVIAL = "return 1"
 _names = itertools.count()
@@ -71,6 +76,21 @@ def ceiling_one_by_one(client: redis.Redis, sha: str, n: int) -> Measured:
             client.evalsha(sha, 1, "emq:{bench-ceiling}:x")
 
     return rate(client, n, run)
+
+
+def floor_one_by_one(client: redis.Redis, sha: str, n: int) -> Measured:
+    line = SyncLine(client)
+    cmd = ("EVALSHA", sha, 1, "emq:{bench-ceiling}:x")
+    line.call(cmd)  # connect outside the timing
+
+    def run() -> None:
+        for _ in range(n):
+            line.call(cmd)
+
+    try:
+        return rate(client, n, run)
+    finally:
+        line.close()
 
 
 def ceiling_pipelined(client: redis.Redis, sha: str, n: int) -> Measured:
@@ -143,6 +163,7 @@ def main() -> None:
             for _ in range(args.repeat):
                 measure("ceil1", lambda: ceiling_one_by_one(client, sha, args.one))
                 measure("enq1", lambda: enqueue_one_by_one(client, url, args.one))
+                measure("floor1", lambda: floor_one_by_one(client, sha, args.one))
                 measure("ceilp", lambda: ceiling_pipelined(client, sha, args.many))
                 measure("many", lambda: enqueue_many(client, url, args.many))
                 measure("cc", lambda: claim_complete(client, url, args.one))
@@ -164,6 +185,8 @@ def main() -> None:
              "server us/job", "ceiling us/call"),
             ("enqueue (one by one)", m["enq1"], "EVALSHA 1-by-1", m["ceil1"],
              m["enq1"] / m["ceil1"], ">= 0.85", us["enq1"], us["ceil1"]),
+            ("  the same, beside the floor", m["enq1"], "EVALSHA 1-by-1, raw", m["floor1"],
+             m["enq1"] / m["floor1"], "", us["enq1"], us["floor1"]),
             ("enqueue_many", m["many"], "EVALSHA pipelined", m["ceilp"],
              m["many"] / m["ceilp"], ">= 100,000/s", us["many"], us["ceilp"]),
             ("claim + complete", m["cc"], "EVALSHA 1-by-1 / 3", m["ceil1"] / 3,
@@ -174,7 +197,8 @@ def main() -> None:
     )  # fmt: skip
     print(
         "server us/job: time the server spent in EVALSHA per job (INFO commandstats); "
-        "the ceilings run a script that only returns 1."
+        "the ceilings run a script that only returns 1. The raw floor sends it on "
+        "echomq's own connection (echomq.line), without redis-py's per-call bookkeeping."
     )
     ok1 = m["enq1"] / m["ceil1"] >= 0.85
     ok2 = m["many"] >= 100_000
