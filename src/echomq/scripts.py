@@ -136,13 +136,14 @@ def map_error(exc: redis.ResponseError) -> Exception:
     return errors.ScriptError(msg)
 
 
-def _is_noscript(exc: BaseException) -> bool:
+def is_noscript(exc: BaseException) -> bool:
     return isinstance(exc, redis.exceptions.NoScriptError) or (
         isinstance(exc, redis.ResponseError) and str(exc).startswith("NOSCRIPT")
     )
 
 
-def _command(op: Eval | Cmd) -> tuple[Arg, ...]:
+def command(op: Eval | Cmd) -> tuple[Arg, ...]:
+    """The command ``op`` sends (``EVALSHA sha numkeys keys... args...`` for a script)."""
     if isinstance(op, Eval):
         return ("EVALSHA", op.script.sha, len(op.keys), *op.keys, *op.args)
     return op.args
@@ -159,7 +160,7 @@ def _settle(
     """Store each reply (errors mapped); return the indexes to rerun after a NOSCRIPT."""
     retry: list[int] = []
     for i, reply in zip(todo, replies):
-        if first and _is_noscript(reply):
+        if first and is_noscript(reply):
             retry.append(i)
         elif isinstance(reply, redis.ResponseError):
             results[i] = map_error(reply)
@@ -217,12 +218,12 @@ class SyncRunner:
 
     def _eval(self, op: Eval) -> Any:
         try:
-            return self._call(_command(op))
+            return self._call(command(op))
         except redis.ResponseError as exc:
-            if not _is_noscript(exc):
+            if not is_noscript(exc):
                 raise
             self.client.script_load(op.script.body)
-            return self._call(_command(op))
+            return self._call(command(op))
 
     def _pipeline(self, cmds: list[tuple[Arg, ...]]) -> list[Any]:
         replies = self.line.batch(cmds)
@@ -236,7 +237,7 @@ class SyncRunner:
         results: list[Any] = [None] * len(batch.ops)
         todo = list(range(len(batch.ops)))
         for first in (True, False):
-            replies = self._pipeline([_command(batch.ops[i]) for i in todo])
+            replies = self._pipeline([command(batch.ops[i]) for i in todo])
             todo = _settle(batch, todo, replies, first, results)
             if not todo:
                 break
@@ -307,12 +308,12 @@ class AsyncRunner:
 
     async def _eval(self, op: Eval) -> Any:
         try:
-            return await self._call(_command(op))
+            return await self._call(command(op))
         except redis.ResponseError as exc:
-            if not _is_noscript(exc):
+            if not is_noscript(exc):
                 raise
             await self.client.script_load(op.script.body)
-            return await self._call(_command(op))
+            return await self._call(command(op))
 
     async def _pipeline(self, cmds: list[tuple[Arg, ...]]) -> list[Any]:
         replies = await self.line.batch(cmds)
@@ -326,7 +327,7 @@ class AsyncRunner:
         results: list[Any] = [None] * len(batch.ops)
         todo = list(range(len(batch.ops)))
         for first in (True, False):
-            replies = await self._pipeline([_command(batch.ops[i]) for i in todo])
+            replies = await self._pipeline([command(batch.ops[i]) for i in todo])
             todo = _settle(batch, todo, replies, first, results)
             if not todo:
                 break

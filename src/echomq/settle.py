@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
+
+import redis
 
 from .backoff import Backoff
 from .context import Context, as_str, opt_str, positive
 from .errors import EchoMQError, JobGone
-from .scripts import Batch, Cmd, Eval, Op, Plan, script
+from .scripts import Batch, Cmd, Eval, Op, Plan, is_noscript, map_error, script
 from .spine import Claimed, claim_many, complete_many, fenced_batch, retry
 
 T = TypeVar("T")
@@ -143,6 +146,58 @@ def claim_gated(
         reply = yield first
         return (yield from _resume(plan, reply))
     return (yield from _resume(plan, gate_reply))
+
+
+@dataclass
+class ArmedClaim:
+    """A claim plan stopped past its pause gate, to send behind a wait.
+
+    Attributes:
+        op: the claim script call the plan would make next, the gate having read open.
+        plan: the rest of the plan, to finish with :func:`finish_armed`.
+    """
+
+    op: Eval
+    plan: Plan[list[Claimed]]
+
+
+def arm_claim(ctx: Context, count: int, lease_ms: int, lock_ms: int) -> ArmedClaim | None:
+    """``claim_many`` advanced as if its gate read open, for an idle worker to send
+    under ``WATCH`` of a gate read it made itself (``worker_conn.Waker``).
+
+    Returns:
+        The armed claim, or ``None`` when the plan does not start with the gate read
+        and one claim script call (then claim the plain way).
+    """
+    plan = claim_many(ctx, count, lease_ms, lock_ms=lock_ms)
+    gate = next(plan)
+    op = plan.send(0) if _is_gate(gate, ctx) else None
+    if not isinstance(op, Eval):
+        plan.close()
+        return None
+    return ArmedClaim(op, plan)
+
+
+def finish_armed(armed: ArmedClaim, reply: Any) -> Plan[list[Claimed]]:
+    """Finish an armed claim with the reply its script call got behind the wait.
+
+    Args:
+        reply: the script's reply; ``None`` when the transaction was dropped (the
+            gate moved: nothing was claimed); an error reply as an exception. After a
+            ``NOSCRIPT`` the call is made again here (the runner loads the script).
+
+    Returns:
+        The claimed jobs.
+    """
+    if reply is None:
+        armed.plan.close()
+        return []
+    if is_noscript(reply):
+        reply = yield armed.op
+    elif isinstance(reply, redis.ResponseError):
+        armed.plan.close()
+        raise map_error(reply)
+    return (yield from _resume(armed.plan, reply))
 
 
 def settle_and_claim(

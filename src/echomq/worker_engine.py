@@ -13,6 +13,7 @@ bounded, so scheduled and crashed work moves without any other process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import random
@@ -27,9 +28,10 @@ from . import repeat, settle
 from .errors import EchoMQError, JobGone, StaleToken
 from .job_context import LEASE_LOST, SHUTDOWN, TIMEOUT, JobCancelled, JobContext
 from .queue import AsyncQueue
+from .scripts import command
 from .spine import Claimed
 from .worker_config import WorkerConfig
-from .worker_conn import wait_wake
+from .worker_conn import Waker
 from .worker_routes import Routes, failure_text
 
 log = logging.getLogger("echomq.worker")
@@ -88,8 +90,8 @@ class Engine:
         self._done: list[JobContext] = []
         self._other: list[tuple[JobContext, str, str]] = []
         self._poke_fut: asyncio.Future[None] | None = None
-        self._beating = self._wake_claiming = False
-        self._gate_args: tuple[Any, ...] = ()
+        self._beating = False
+        self._waker: Waker | None = None
         self._rng = random.Random()
 
     async def run(
@@ -97,7 +99,7 @@ class Engine:
     ) -> None:
         """Serve until a stop is requested, then wind down."""
         loop = asyncio.get_running_loop()
-        self._gate_args = settle.gate_read(aq.ctx).args
+        self._waker = Waker(blocker, aq.keys.wake, settle.gate_read(aq.ctx).args)
         self._thread = threading.get_ident()
         self._poke_fut = loop.create_future()
         self._beating = True
@@ -148,7 +150,7 @@ class Engine:
                     assert self._poke_fut is not None
                     waits: list[asyncio.Future[Any]] = [self._poke_fut]
                     if free > 0:
-                        wake = wake or loop.create_task(self._wake_then_claim(aq, blocker, pool))
+                        wake = wake or loop.create_task(self._wake_then_claim(aq, pool))
                         waits.append(wake)
                     await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
                     if self._poke_fut.done():
@@ -167,31 +169,54 @@ class Engine:
                     failures = min(failures + 1, 10)
         finally:
             if wake is not None:
-                if not self._wake_claiming:
-                    wake.cancel()  # blocked on the wake list: nothing is lost
-                # mid-claim, it finishes: its jobs are then wound down like the others
-                await asyncio.gather(wake, return_exceptions=True)
+                await self._end_wait(aq, wake)
 
-    async def _wake_then_claim(
-        self, aq: AsyncQueue, blocker: Any, pool: ThreadPoolExecutor
-    ) -> None:
-        """Block on the wake list, then claim with the gate read right behind the BLPOP.
+    async def _end_wait(self, aq: AsyncQueue, wake: asyncio.Task[None]) -> None:
+        """Stop the idle wait. Blocked with no claim behind it, it is cancelled (nothing
+        is lost); armed, it is unblocked so its claim's answer is read and its jobs
+        wound down like the others; mid-claim, it finishes."""
+        assert self._waker is not None
+        while not wake.done():
+            state = self._waker.state
+            if state == "armed":
+                with contextlib.suppress(*_RECOVERABLE):  # the beat's timeout ends it anyway
+                    await self._waker.unblock(aq.client)
+            elif state != "claiming":
+                wake.cancel()
+            await asyncio.wait([wake], timeout=0.05)
+        await asyncio.gather(wake, return_exceptions=True)
 
-        A wake token or the beat's timeout both lead to one claim; claiming here rather
-        than back in the serve loop saves the idle path a few scheduling hops.
+    async def _wake_then_claim(self, aq: AsyncQueue, pool: ThreadPoolExecutor) -> None:
+        """Wait on the wake list and claim, the claim riding behind the BLPOP.
+
+        A wake token or the beat's timeout both lead to one claim. With the gate open
+        the claim runs on the server the moment the BLPOP returns (see
+        :class:`~echomq.worker_conn.Waker`), so a job that wakes an idle worker costs
+        it no further round trip; otherwise the gate read rides behind the BLPOP and
+        the claim follows when it reads open.
         """
         cfg = self.config
-        gate = await wait_wake(blocker, aq.keys.wake, cfg.beat / 1000, self._gate_args)
+        assert self._waker is not None
         want = min(cfg.concurrency - len(self._running), cfg.claim_batch)
         if want <= 0:
             self._more = True
             return
-        self._wake_claiming = True
+        armed = settle.arm_claim(aq.ctx, want, cfg.lease_ms, cfg.lock)
+        woke = await self._waker.wait(cfg.beat / 1000, None if armed is None else command(armed.op))
+        if woke.armed:
+            assert armed is not None
+            plan = settle.finish_armed(armed, woke.claim)
+        else:
+            if armed is not None:
+                armed.plan.close()
+            if self.stop_requested:
+                return
+            plan = settle.claim_gated(aq.ctx, woke.gate, want, cfg.lease_ms, cfg.lock)
+        self._waker.state = "claiming"
         try:
-            gated = settle.claim_gated(aq.ctx, gate, want, cfg.lease_ms, cfg.lock)
-            self._claimed(aq, await aq.runner.drive(gated), want, pool)
+            self._claimed(aq, await aq.runner.drive(plan), want, pool)
         finally:
-            self._wake_claiming = False
+            self._waker.state = "idle"
 
     def _claimed(
         self, aq: AsyncQueue, got: list[Claimed], want: int, pool: ThreadPoolExecutor
