@@ -7,6 +7,7 @@ have stepped aside, that the client's own pool carried the call instead.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from typing import Any
 
@@ -74,15 +75,30 @@ def test_a_timed_out_read_drops_the_connection(server: EmbeddedServer, r: redis.
     line.close()
 
 
-def test_after_a_fork_the_line_opens_its_own_connection(q: Queue, r: redis.Redis) -> None:
-    q.counts()
-    line = q.runner.line
-    before = line._conn
-    line._pid = -1  # as a child process sees its parent's line
-    jid = q.enqueue({"e": 5})
-    assert line._conn is not before
-    assert r.zrange(q.keys.pending, 0, -1) == [jid]
-    before.disconnect()
+def test_after_a_fork_the_child_opens_its_own_connection(q: Queue, r: redis.Redis) -> None:
+    parent_job = q.enqueue({"who": "parent"})
+    parent_conn = q.runner.line._conn
+    pid = os.fork()
+    if pid == 0:  # the child: must not write on the parent's socket
+        code = 1
+        try:
+            q.enqueue({"who": "child"})
+            code = 0 if q.runner.line._conn is not parent_conn else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    # the parent's connection is untouched: its next reply is its own
+    assert q.job_state(parent_job) == "pending"
+    assert q.runner.line._conn is parent_conn
+    payloads = sorted(r.hget(q.keys.job(j), "payload") for j in r.zrange(q.keys.pending, 0, -1))
+    assert payloads == ['{"who":"child"}', '{"who":"parent"}']
+
+
+def test_text_is_packed_as_the_client_would(q: Queue, r: redis.Redis) -> None:
+    jid = q.enqueue({"name": "café ☕", "n": 1.5})
+    assert r.hget(q.keys.job(jid), "payload") == '{"name":"café ☕","n":1.5}'
+    assert q.get_job(jid)["data"] == {"name": "café ☕", "n": 1.5}
 
 
 def test_close_hangs_up_the_line(server: EmbeddedServer, qname: str, r: redis.Redis) -> None:

@@ -30,6 +30,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+import hiredis
 import redis
 import redis.asyncio
 
@@ -45,6 +46,36 @@ _PLAIN_POOLS = (
 _DROPPED = (redis.ConnectionError, redis.TimeoutError, OSError)
 
 Command = Sequence[Any]
+
+# Bumped in a forked child, so a line knows its connection is the parent's without
+# asking the kernel for its pid on every call.
+_forks = 0
+
+
+def _forked() -> None:
+    global _forks
+    _forks += 1
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def _packer(kwargs: dict[str, Any]) -> Any:
+    """hiredis's packer (C) when the connection encodes text as strict UTF-8, which is
+    what hiredis does; otherwise None and redis-py's own packer is used."""
+    if kwargs.get("encoding", "utf-8").lower().replace("_", "-") not in ("utf-8", "utf8"):
+        return None
+    if kwargs.get("encoding_errors", "strict") != "strict":
+        return None
+    return hiredis.pack_command
+
+
+def _pack(pack: Any, conn: Any, cmd: Command) -> Any:
+    return [pack(cmd)] if pack is not None else conn.pack_command(*cmd)
+
+
+def _pack_all(pack: Any, conn: Any, cmds: Sequence[Command]) -> Any:
+    return [pack(cmd) for cmd in cmds] if pack is not None else conn.pack_commands(cmds)
 
 
 def _settings(client: Any) -> tuple[Any, dict[str, Any]] | None:
@@ -80,16 +111,17 @@ class SyncLine:
     def __init__(self, client: Any) -> None:
         self._settings = _settings(client)
         self._replies = _Replies(client)
+        self._pack = None if self._settings is None else _packer(self._settings[1])
         self._lock = threading.Lock()
         self._conn: Any = None
-        self._pid = os.getpid()
+        self._forks = _forks
 
     def _take(self) -> Any:
         """The connection, with the lock held; None (lock not held) to decline."""
         if self._settings is None or not self._lock.acquire(blocking=False):
             return None
-        if self._pid != os.getpid():  # forked: the parent's socket is not ours
-            self._conn, self._pid = None, os.getpid()
+        if self._forks != _forks:  # forked: the parent's socket is not ours
+            self._conn, self._forks = None, _forks
         if self._conn is None:
             cls, kwargs = self._settings
             self._conn = cls(**kwargs)
@@ -105,7 +137,7 @@ class SyncLine:
         if conn is None:
             return DECLINED
         try:
-            conn.send_packed_command(conn.pack_command(*cmd))
+            conn.send_packed_command(_pack(self._pack, conn, cmd))
             reply = conn.read_response()
         except redis.ResponseError:
             raise
@@ -126,7 +158,7 @@ class SyncLine:
             return DECLINED
         replies: list[Any] = []
         try:
-            conn.send_packed_command(conn.pack_commands(cmds))
+            conn.send_packed_command(_pack_all(self._pack, conn, cmds))
             for _ in cmds:
                 try:
                     replies.append(conn.read_response())
@@ -146,7 +178,7 @@ class SyncLine:
         """Close the connection (a later call opens a new one)."""
         with self._lock:
             conn, self._conn = self._conn, None
-        if conn is not None and self._pid == os.getpid():
+        if conn is not None and self._forks == _forks:
             conn.disconnect()
 
 
@@ -156,19 +188,20 @@ class AsyncLine:
     def __init__(self, client: Any) -> None:
         self._settings = _settings(client)
         self._replies = _Replies(client)
+        self._pack = None if self._settings is None else _packer(self._settings[1])
         self._busy = False
         self._conn: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._pid = os.getpid()
+        self._forks = _forks
 
     def _take(self) -> Any:
         """The connection, marked busy; None to decline."""
         if self._settings is None or self._busy:
             return None
         loop = asyncio.get_running_loop()
-        if self._loop is not loop or self._pid != os.getpid():
+        if self._loop is not loop or self._forks != _forks:
             # another loop (or a fork): that connection's streams are not ours
-            self._conn, self._loop, self._pid = None, loop, os.getpid()
+            self._conn, self._loop, self._forks = None, loop, _forks
         if self._conn is None:
             cls, kwargs = self._settings
             self._conn = cls(**kwargs)
@@ -185,7 +218,7 @@ class AsyncLine:
         if conn is None:
             return DECLINED
         try:
-            await conn.send_packed_command(conn.pack_command(*cmd))
+            await conn.send_packed_command(_pack(self._pack, conn, cmd))
             reply = await conn.read_response()
         except redis.ResponseError:
             raise
@@ -206,7 +239,7 @@ class AsyncLine:
             return DECLINED
         replies: list[Any] = []
         try:
-            await conn.send_packed_command(conn.pack_commands(cmds))
+            await conn.send_packed_command(_pack_all(self._pack, conn, cmds))
             for _ in cmds:
                 try:
                     replies.append(await conn.read_response())

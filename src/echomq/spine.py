@@ -59,6 +59,12 @@ def _options(
 ) -> list[str]:
     """Gate the options an enqueue shares across its jobs; return them in the
     enqueue script's order, trailing absent ones left off (fewer bytes per call)."""
+    if (
+        name is group is delay_ms is run_at_ms is max_attempts is backoff is None
+        and priority == 0
+        and type(priority) is int
+    ):
+        return []  # the common call: nothing to gate, nothing to send
     if group is not None:
         check_name(group, "group")
     if name is not None and not (isinstance(name, str) and 0 < len(name) <= 256):
