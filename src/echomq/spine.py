@@ -60,9 +60,14 @@ def _options(
     """Gate the options an enqueue shares across its jobs; return them in the
     enqueue script's order, trailing absent ones left off (fewer bytes per call)."""
     if (
-        name is group is delay_ms is run_at_ms is max_attempts is backoff is None
-        and priority == 0
+        name is None
+        and group is None
+        and delay_ms is None
+        and run_at_ms is None
+        and max_attempts is None
+        and backoff is None
         and type(priority) is int
+        and priority == 0
     ):
         return []  # the common call: nothing to gate, nothing to send
     if group is not None:
