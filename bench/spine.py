@@ -7,7 +7,8 @@ Rows (jobs/s, median of ``--repeat`` runs):
   server. Beside it, the stricter floor: the same trivial ``EVALSHA`` sent on the
   connection echomq's runners use (``echomq.line``), which skips redis-py's per-call
   bookkeeping as echomq's verbs do; the gap to it is the server's work and the verb's
-  own Python.
+  own Python. The three run interleaved, in slices of ``--chunk`` calls each, so that
+  the machine's drift (seconds long here) hits them alike.
 - ``enqueue_many`` in one call, against the pipelined ceiling: the same trivial
   ``EVALSHA`` once per job, all in one pipeline.
 - ``claim + complete`` one job at a time (three round trips: the pause read, the claim
@@ -70,27 +71,44 @@ def rate(stats: redis.Redis, jobs: int, run: Callable[[], object]) -> Measured:
     return jobs / elapsed, (evalsha_usec(stats) - usec) / jobs
 
 
-def ceiling_one_by_one(client: redis.Redis, sha: str, n: int) -> Measured:
-    def run() -> None:
-        for _ in range(n):
+def one_by_one(client: redis.Redis, url: str, sha: str, n: int, chunk: int) -> dict[str, Measured]:
+    """The three one-by-one rows, interleaved in chunks of ``chunk`` calls: ceiling,
+    enqueue, floor, again and again. The machine's speed drifts within seconds here,
+    so each row sees the same stretches of it and the ratios hold still."""
+    line = SyncLine(client)
+    trivial = ("EVALSHA", sha, 1, "emq:{bench-ceiling}:x")
+    line.call(trivial)  # connect outside the timing
+    q = fresh_queue(url)
+    q.counts()  # connect and fence outside the timing
+    jobs = iter(range(n))
+
+    def ceiling(k: int) -> None:
+        for _ in range(k):
             client.evalsha(sha, 1, "emq:{bench-ceiling}:x")
 
-    return rate(client, n, run)
+    def enqueue(k: int) -> None:
+        for i in itertools.islice(jobs, k):
+            q.enqueue({"i": i})
 
+    def floor(k: int) -> None:
+        for _ in range(k):
+            line.call(trivial)
 
-def floor_one_by_one(client: redis.Redis, sha: str, n: int) -> Measured:
-    line = SyncLine(client)
-    cmd = ("EVALSHA", sha, 1, "emq:{bench-ceiling}:x")
-    line.call(cmd)  # connect outside the timing
-
-    def run() -> None:
-        for _ in range(n):
-            line.call(cmd)
-
+    rows = {"ceil1": ceiling, "enq1": enqueue, "floor1": floor}
+    spent = {label: [0.0, 0] for label in rows}  # seconds, server usec
     try:
-        return rate(client, n, run)
+        for done in range(0, n, chunk):
+            k = min(chunk, n - done)
+            for label, run in rows.items():
+                usec = evalsha_usec(client)
+                start = time.perf_counter()
+                run(k)
+                spent[label][0] += time.perf_counter() - start
+                spent[label][1] += evalsha_usec(client) - usec
     finally:
         line.close()
+        q.close()
+    return {label: (n / secs, usec / n) for label, (secs, usec) in spent.items()}
 
 
 def ceiling_pipelined(client: redis.Redis, sha: str, n: int) -> Measured:
@@ -101,12 +119,6 @@ def ceiling_pipelined(client: redis.Redis, sha: str, n: int) -> Measured:
         pipe.execute()
 
     return rate(client, n, run)
-
-
-def enqueue_one_by_one(stats: redis.Redis, url: str, n: int) -> Measured:
-    with fresh_queue(url) as q:
-        q.counts()  # connect and fence outside the timing
-        return rate(stats, n, lambda: [q.enqueue({"i": i}) for i in range(n)])
 
 
 def enqueue_many(stats: redis.Redis, url: str, n: int) -> Measured:
@@ -147,6 +159,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5, help="runs per measurement (median)")
     ap.add_argument("--one", type=int, default=4000, help="jobs per one-by-one run")
+    ap.add_argument("--chunk", type=int, default=100, help="calls per one-by-one slice")
     ap.add_argument("--many", type=int, default=50000, help="jobs per enqueue_many run")
     args = ap.parse_args()
 
@@ -159,11 +172,13 @@ def main() -> None:
             def measure(label: str, fn: Callable[[], Measured]) -> None:
                 runs.setdefault(label, []).append(fn())
 
+            def measure_one_by_one() -> None:
+                for label, got in one_by_one(client, url, sha, args.one, args.chunk).items():
+                    runs.setdefault(label, []).append(got)
+
             # interleave the repetitions so drift hits ceilings and verbs alike
             for _ in range(args.repeat):
-                measure("ceil1", lambda: ceiling_one_by_one(client, sha, args.one))
-                measure("enq1", lambda: enqueue_one_by_one(client, url, args.one))
-                measure("floor1", lambda: floor_one_by_one(client, sha, args.one))
+                measure_one_by_one()
                 measure("ceilp", lambda: ceiling_pipelined(client, sha, args.many))
                 measure("many", lambda: enqueue_many(client, url, args.many))
                 measure("cc", lambda: claim_complete(client, url, args.one))
