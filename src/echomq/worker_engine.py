@@ -174,11 +174,16 @@ class Engine:
     async def _end_wait(self, aq: AsyncQueue, wake: asyncio.Task[None]) -> None:
         """Stop the idle wait. Blocked with no claim behind it, it is cancelled (nothing
         is lost); armed, it is unblocked so its claim's answer is read and its jobs
-        wound down like the others; mid-claim, it finishes."""
+        wound down like the others; mid-claim, it finishes. A server that answers
+        nothing for a beat and more gets the wait cancelled all the same."""
         assert self._waker is not None
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + self.config.beat / 1000 + 2.0
         while not wake.done():
             state = self._waker.state
-            if state == "armed":
+            if loop.time() > give_up:
+                wake.cancel()
+            elif state == "armed":
                 with contextlib.suppress(*_RECOVERABLE):  # the beat's timeout ends it anyway
                     await self._waker.unblock(aq.client)
             elif state != "claiming":
