@@ -75,7 +75,8 @@ def _pack(pack: Any, conn: Any, cmd: Command) -> Any:
 
 
 def _pack_all(pack: Any, conn: Any, cmds: Sequence[Command]) -> Any:
-    return [pack(cmd) for cmd in cmds] if pack is not None else conn.pack_commands(cmds)
+    # one buffer, so the batch leaves in one write (a list is one sendall per item)
+    return [b"".join([pack(cmd) for cmd in cmds])] if pack is not None else conn.pack_commands(cmds)
 
 
 def _settings(client: Any) -> tuple[Any, dict[str, Any]] | None:
