@@ -127,10 +127,23 @@ def test_threads_sharing_a_queue_all_land(q: Queue, r: redis.Redis) -> None:
     assert r.zcard(q.keys.pending) == 800
 
 
-def test_a_cluster_or_cached_client_has_no_line(server: EmbeddedServer) -> None:
+class OwnPool(redis.ConnectionPool):
+    """A pool of another kind (as Sentinel's is): its connections are its business."""
+
+
+def test_unusual_clients_have_no_line_and_verbs_still_work(
+    server: EmbeddedServer, qname: str, r: redis.Redis
+) -> None:
     single = redis.Redis.from_url(server.url, single_connection_client=True)
-    assert SyncLine(single).call(("PING",)) is DECLINED
-    single.close()
+    own = redis.Redis(connection_pool=OwnPool.from_url(server.url))
+    # (a client-side cache declines too; it needs Redis 7.4, newer than Debian's)
+    for i, client in enumerate((single, own)):
+        assert SyncLine(client).call(("PING",)) is DECLINED
+        q = Queue(f"{qname}-{i}", client=client)
+        jid = q.enqueue({"i": i})  # through the client's own path
+        assert r.zrange(q.keys.pending, 0, -1) == [jid]
+        assert q.runner.line._conn is None
+        client.close()
 
 
 async def test_async_verbs_travel_on_the_line(aq: AsyncQueue, r: redis.Redis) -> None:
