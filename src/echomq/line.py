@@ -67,7 +67,7 @@ def _packer(kwargs: dict[str, Any]) -> Any:
         return None
     if kwargs.get("encoding_errors", "strict") != "strict":
         return None
-    return hiredis.pack_command
+    return getattr(hiredis, "pack_command", None)  # hiredis >= 2.1
 
 
 def _pack(pack: Any, conn: Any, cmd: Command) -> Any:
