@@ -161,20 +161,18 @@ class ArmedClaim:
     plan: Plan[list[Claimed]]
 
 
-def arm_claim(ctx: Context, count: int, lease_ms: int, lock_ms: int) -> ArmedClaim | None:
+def arm_claim(ctx: Context, count: int, lease_ms: int, lock_ms: int) -> ArmedClaim:
     """``claim_many`` advanced as if its gate read open, for an idle worker to send
     under ``WATCH`` of a gate read it made itself (``worker_conn.Waker``).
 
     Returns:
-        The armed claim, or ``None`` when the plan does not start with the gate read
-        and one claim script call (then claim the plain way).
+        The armed claim: the plan's one claim script call, and the rest of the plan.
     """
     plan = claim_many(ctx, count, lease_ms, lock_ms=lock_ms)
     gate = next(plan)
-    op = plan.send(0) if _is_gate(gate, ctx) else None
-    if not isinstance(op, Eval):
-        plan.close()
-        return None
+    assert _is_gate(gate, ctx), "a claim starts with the pause-gate read"
+    op = plan.send(0)
+    assert isinstance(op, Eval), "then makes one claim script call"
     return ArmedClaim(op, plan)
 
 

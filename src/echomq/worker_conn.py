@@ -139,31 +139,28 @@ class Waker:
         self.state = "idle"
         self.client_id: int | None = None  # the blocking connection's, for CLIENT UNBLOCK
 
-    async def wait(self, timeout_s: float, claim: tuple[Any, ...] | None) -> Woke:
+    async def wait(self, timeout_s: float, claim: tuple[Any, ...]) -> Woke:
         """Wait for a wake token or ``timeout_s``; send ``claim`` behind it if the gate
-        is open (``None``: never)."""
+        is open."""
         pool = getattr(self.blocker, "connection_pool", None)
         if pool is None:
             return await self._pipelined(timeout_s)
         conn = await pool.get_connection()
         try:
-            pre: list[tuple[Any, ...]] = []
-            if claim is not None:
-                self.state = "gating"
-                await conn.send_packed_command(
-                    conn.pack_commands([("CLIENT", "ID"), ("WATCH", self.meta_key), self.gate])
-                )
-                self.client_id = int(await conn.read_response())
-                await conn.read_response()  # OK
-                if not int(await conn.read_response()):
-                    return await self._armed(conn, timeout_s, claim)
-                pre = [("UNWATCH",)]  # closed: wait without a claim behind
+            self.state = "gating"
+            await conn.send_packed_command(
+                conn.pack_commands([("CLIENT", "ID"), ("WATCH", self.meta_key), self.gate])
+            )
+            self.client_id = int(await conn.read_response())
+            await conn.read_response()  # OK
+            if not int(await conn.read_response()):
+                return await self._armed(conn, timeout_s, claim)
+            # closed: wait with no claim behind, the gate read again after the BLPOP
             self.state = "blocked"
             await conn.send_packed_command(
-                conn.pack_commands([*pre, ("BLPOP", self.wake_key, timeout_s), self.gate])
+                conn.pack_commands([("UNWATCH",), ("BLPOP", self.wake_key, timeout_s), self.gate])
             )
-            for _ in pre:
-                await conn.read_response()
+            await conn.read_response()  # OK
             await conn.read_response()  # the token, or nil after the timeout
             reply = await conn.read_response()
         except BaseException:

@@ -207,13 +207,11 @@ class Engine:
             self._more = True
             return
         armed = settle.arm_claim(aq.ctx, want, cfg.lease_ms, cfg.lock)
-        woke = await self._waker.wait(cfg.beat / 1000, None if armed is None else command(armed.op))
+        woke = await self._waker.wait(cfg.beat / 1000, command(armed.op))
         if woke.armed:
-            assert armed is not None
             plan = settle.finish_armed(armed, woke.claim)
         else:
-            if armed is not None:
-                armed.plan.close()
+            armed.plan.close()
             if self.stop_requested:
                 return
             plan = settle.claim_gated(aq.ctx, woke.gate, want, cfg.lease_ms, cfg.lock)
