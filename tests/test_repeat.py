@@ -34,7 +34,7 @@ def fire(q: Queue, budget: int = 50) -> list[str]:
 def fire_slot(ctx: Context, name: str, slot: int) -> Plan[Any]:
     """The fire script, run by hand for a given expected slot."""
     args = (name, str(slot), "", new_id())
-    return (yield Eval(script("repeat_fire"), (ctx.keys.base,), args))
+    return (yield Eval(script("fire_due"), (ctx.keys.base,), args))
 
 
 def test_every_registers_record_and_schedule(q: Queue, r: redis.Redis) -> None:

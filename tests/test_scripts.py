@@ -145,13 +145,14 @@ def test_a_batch_after_flush_reloads_each_script_once(q: Queue, r: redis.Redis) 
 
 def _batch_plan(q: Queue, jid: str) -> Plan[list[Any]]:
     base = (q.keys.base,)
+    gone = new_id()
     return (
         yield Batch(
             (
                 Eval(script("counts"), base),
                 Cmd(("PING",)),
                 Eval(script("counts"), base),
-                Eval(script("complete"), base, (new_id(), "1")),
+                Eval(script("complete"), (*base, q.keys.job(gone)), (gone, "1")),
             )
         )
     )
@@ -167,7 +168,9 @@ def test_batch_maps_each_error_in_place(q: Queue, r: redis.Redis) -> None:
         return (
             yield Batch(
                 (
-                    Eval(script("complete"), (q.keys.base,), (jid, str(c.token + 1))),
+                    Eval(
+                        script("complete"), (q.keys.base, q.keys.job(jid)), (jid, str(c.token + 1))
+                    ),
                     Cmd(("HSET", q.keys.base + "nope")),  # a wrong-arity command
                     Cmd(("HGET", q.keys.job(jid), "state")),
                 )
@@ -187,7 +190,7 @@ def test_errors_are_thrown_into_the_plan(q: Queue, r: redis.Redis) -> None:
 
     def plan() -> Plan[str]:
         try:  # pending, not active: the script refuses with EMQSTALE
-            yield Eval(script("complete"), (q.keys.base,), (jid, "1"))
+            yield Eval(script("complete"), (q.keys.base, q.keys.job(jid)), (jid, "1"))
             first = "not raised"
         except StaleToken as exc:
             first = exc.reason

@@ -20,7 +20,7 @@ def pause(ctx: Context) -> Plan[None]:
     while it is set; no set moves, so the backlog stays byte-for-byte as it was.
     Idempotent: pausing a paused queue changes nothing.
     """
-    yield Eval(script("pause"), (ctx.keys.meta, ctx.keys.base))
+    yield Eval(script("pause"), (ctx.keys.base,))
 
 
 def resume(ctx: Context) -> Plan[None]:
@@ -29,7 +29,7 @@ def resume(ctx: Context) -> Plan[None]:
     Idempotent: resuming a running queue changes nothing. When the gate was closed,
     wake tokens for the ready work bring idle workers back.
     """
-    yield Eval(script("resume"), (ctx.keys.meta, ctx.keys.base))
+    yield Eval(script("resume"), (ctx.keys.base,))
 
 
 def drain(
@@ -86,7 +86,7 @@ def obliterate(
     positive(budget, "budget")
     reply = yield Eval(
         script("obliterate"),
-        (ctx.keys.meta, ctx.keys.base),
+        (ctx.keys.base,),
         ("force" if force else "", str(budget)),
     )
     return int(reply) == 0

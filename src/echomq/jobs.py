@@ -121,7 +121,7 @@ def get_job_logs(ctx: Context, job_id: str) -> Plan[list[str]]:
         InvalidJobId: a malformed id, before any I/O.
         JobGone: no such job.
     """
-    reply = yield Eval(script("get_logs"), _row(ctx, job_id), (job_id,))
+    reply = yield Eval(script("get_job_logs"), _row(ctx, job_id), (job_id,))
     return [as_str(x) for x in _gone(reply, job_id)]
 
 
@@ -167,7 +167,7 @@ def reprocess_job(ctx: Context, job_id: str) -> Plan[None]:
     """
     k = ctx.keys
     keys = (k.job(job_id), k.dead, k.pending, k.base)
-    reply = yield Eval(script("reprocess"), keys, (job_id,))
+    reply = yield Eval(script("reprocess_job"), keys, (job_id,))
     _gone(reply, job_id)
 
 

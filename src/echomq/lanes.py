@@ -52,7 +52,7 @@ def pause_group(ctx: Context, group: str) -> Plan[None]:
     Raises:
         InvalidName: a malformed group name (nothing is sent).
     """
-    yield Eval(script("group_pause"), (ctx.keys.base,), (_g(group),))
+    yield Eval(script("pause_group"), (ctx.keys.base,), (_g(group),))
 
 
 def resume_group(ctx: Context, group: str) -> Plan[None]:
@@ -62,7 +62,7 @@ def resume_group(ctx: Context, group: str) -> Plan[None]:
     Raises:
         InvalidName: a malformed group name (nothing is sent).
     """
-    yield Eval(script("group_resume"), (ctx.keys.base,), (_g(group),))
+    yield Eval(script("resume_group"), (ctx.keys.base,), (_g(group),))
 
 
 def set_group_limit(ctx: Context, group: str, limit: int) -> Plan[None]:
@@ -79,7 +79,7 @@ def set_group_limit(ctx: Context, group: str, limit: int) -> Plan[None]:
         InvalidName, InvalidArgument: before anything is sent.
     """
     positive(limit, "limit")
-    yield Eval(script("group_limit"), (ctx.keys.base,), (_g(group), str(limit)))
+    yield Eval(script("set_group_limit"), (ctx.keys.base,), (_g(group), str(limit)))
 
 
 def clear_group_limit(ctx: Context, group: str) -> Plan[None]:
@@ -88,7 +88,7 @@ def clear_group_limit(ctx: Context, group: str) -> Plan[None]:
     Raises:
         InvalidName: a malformed group name (nothing is sent).
     """
-    yield Eval(script("group_limit"), (ctx.keys.base,), (_g(group), ""))
+    yield Eval(script("set_group_limit"), (ctx.keys.base,), (_g(group), ""))
 
 
 def set_group_weight(ctx: Context, group: str, weight: int) -> Plan[None]:
@@ -102,7 +102,7 @@ def set_group_weight(ctx: Context, group: str, weight: int) -> Plan[None]:
         InvalidName, InvalidArgument: before anything is sent.
     """
     positive(weight, "weight")
-    yield Eval(script("group_weight"), (ctx.keys.base,), (_g(group), str(weight)))
+    yield Eval(script("set_group_weight"), (ctx.keys.base,), (_g(group), str(weight)))
 
 
 def group_depth(ctx: Context, group: str) -> Plan[int]:

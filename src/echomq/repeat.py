@@ -140,7 +140,7 @@ def repeat(
         "" if max_attempts is None else str(max_attempts),
         as_spec(backoff) or "",
     )
-    return int((yield Eval(script("repeat_add"), (ctx.keys.base,), args)))
+    return int((yield Eval(script("repeat"), (ctx.keys.base,), args)))
 
 
 def cancel_repeat(ctx: Context, name: str) -> Plan[bool]:
@@ -153,7 +153,7 @@ def cancel_repeat(ctx: Context, name: str) -> Plan[bool]:
         InvalidName: before anything is sent.
     """
     check_name(name, "repeat")
-    return bool((yield Eval(script("repeat_cancel"), (ctx.keys.base,), (name,))))
+    return bool((yield Eval(script("cancel_repeat"), (ctx.keys.base,), (name,))))
 
 
 def _pairs(raw: Any) -> Iterator[tuple[Any, Any]]:
@@ -216,10 +216,10 @@ def fire_due(ctx: Context, budget: int = 50) -> Plan[list[str]]:
         The ids of the jobs made by this call.
     """
     positive(budget, "budget")
-    reply = yield Eval(script("repeat_due"), (ctx.keys.base,), (str(budget),))
+    reply = yield Eval(script("fire_due_list"), (ctx.keys.base,), (str(budget),))
     now = int(reply[0])
     ops: list[Eval | Cmd] = []
-    fire = script("repeat_fire")
+    fire = script("fire_due")
     for i in range(1, len(reply), 4):
         name, slot = as_str(reply[i]), int(float(as_str(reply[i + 1])))
         kind, spec = as_str(reply[i + 2]), as_str(reply[i + 3])

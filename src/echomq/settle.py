@@ -32,9 +32,9 @@ T = TypeVar("T")
 
 
 def _release_op(ctx: Context, job_id: str, token: int) -> Eval:
-    ctx.keys.job(job_id)
+    row = ctx.keys.job(job_id)
     positive(token, "token")
-    return Eval(script("release"), (ctx.keys.base,), (job_id, str(token)))
+    return Eval(script("release"), (ctx.keys.base, row), (job_id, str(token)))
 
 
 def release(ctx: Context, job_id: str, token: int) -> Plan[None]:

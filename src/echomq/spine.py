@@ -279,6 +279,11 @@ def _fenced(ctx: Context, job_id: str, token: int) -> str:
     return str(token)
 
 
+def _row_keys(ctx: Context, job_id: str) -> tuple[str, str]:
+    """The KEYS of a verb on one job: the queue base, then the job's row (gated)."""
+    return ctx.keys.base, ctx.keys.job(job_id)
+
+
 def complete(ctx: Context, job_id: str, token: int) -> Plan[None]:
     """Settle an active job as done: its row and logs go, the completion is counted.
 
@@ -287,7 +292,7 @@ def complete(ctx: Context, job_id: str, token: int) -> Plan[None]:
         StaleToken: the job is not active under ``token``.
     """
     tok = _fenced(ctx, job_id, token)
-    reply = yield Eval(script("complete"), (ctx.keys.base,), (job_id, tok))
+    reply = yield Eval(script("complete"), _row_keys(ctx, job_id), (job_id, tok))
     _gone(reply, job_id)
 
 
@@ -300,7 +305,8 @@ def complete_many(ctx: Context, pairs: Sequence[tuple[str, int]]) -> Plan[list[s
     Returns:
         The ids that were NOT completed (gone or stale); ``[]`` when all were.
     """
-    ops = [Eval(script("complete"), (ctx.keys.base,), (j, _fenced(ctx, j, t))) for j, t in pairs]
+    done = script("complete")
+    ops = [Eval(done, _row_keys(ctx, j), (j, _fenced(ctx, j, t))) for j, t in pairs]
     return (yield from fenced_batch(pairs, ops))
 
 
@@ -350,7 +356,7 @@ def retry(
         positive(max_attempts, "max_attempts")
     reply = yield Eval(
         script("retry"),
-        (ctx.keys.base,),
+        _row_keys(ctx, job_id),
         (
             job_id,
             tok,
@@ -374,7 +380,7 @@ def delay(ctx: Context, job_id: str, token: int, delay_ms: int) -> Plan[int]:
     """
     tok = _fenced(ctx, job_id, token)
     positive(delay_ms, "delay_ms", zero=True)
-    reply = yield Eval(script("delay"), (ctx.keys.base,), (job_id, tok, str(delay_ms)))
+    reply = yield Eval(script("delay"), _row_keys(ctx, job_id), (job_id, tok, str(delay_ms)))
     return int(_gone(reply, job_id))
 
 
@@ -384,7 +390,7 @@ def _extend(ctx: Context, pairs: Sequence[tuple[str, int]], lease_ms: int, lock_
     args: list[str] = [str(lease_ms), str(lock_ms)]
     for j, t in pairs:
         args += [j, _fenced(ctx, j, t)]
-    return Eval(script("extend"), (ctx.keys.base,), args)
+    return Eval(script("extend_lock"), (ctx.keys.base,), args)
 
 
 def extend_lock(ctx: Context, job_id: str, token: int, lease_ms: int) -> Plan[None]:
@@ -453,5 +459,5 @@ def check_stalled(
     """
     positive(max_stalled, "max_stalled", zero=True)
     positive(budget, "budget")
-    reply = yield Eval(script("stalled"), (ctx.keys.base,), (str(max_stalled), str(budget)))
+    reply = yield Eval(script("check_stalled"), (ctx.keys.base,), (str(max_stalled), str(budget)))
     return [as_str(x) for x in reply[0]], [as_str(x) for x in reply[1]]

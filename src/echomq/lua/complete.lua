@@ -1,5 +1,5 @@
 -- complete: settle an active job as done (token-fenced).
--- KEYS[1]  the queue base emq:{q}:
+-- KEYS[1]  the queue base emq:{q}:;  KEYS[2] the row emq:{q}:job:<id>
 -- ARGV[1]  job id;  ARGV[2] token (the attempts value the claim handed out)
 -- Reply:   1
 -- Refusals: -1 no row (gone); EMQSTALE the job is not active under this token.
@@ -8,7 +8,7 @@
 local B = KEYS[1]
 --! include common
 local id, token = ARGV[1], ARGV[2]
-local jk = B .. 'job:' .. id
+local jk = KEYS[2]
 local f, refusal = fenced(jk, token, 'group', 'dedup')
 if not f then return refusal end
 redis.call('ZREM', B .. 'active', id)

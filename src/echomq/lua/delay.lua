@@ -1,5 +1,5 @@
 -- delay: move an active job back to the schedule without counting a failure.
--- KEYS[1]  the queue base emq:{q}:
+-- KEYS[1]  the queue base emq:{q}:;  KEYS[2] the row emq:{q}:job:<id>
 -- ARGV[1]  job id;  ARGV[2] token;  ARGV[3] delay_ms
 -- Reply:   the due time in ms (server clock)
 -- Refusals: -1 no row (gone); EMQSTALE not active under this token.
@@ -8,7 +8,7 @@
 local B = KEYS[1]
 --! include common
 local id, token = ARGV[1], ARGV[2]
-local jk = B .. 'job:' .. id
+local jk = KEYS[2]
 local f, refusal = fenced(jk, token, 'group')
 if not f then return refusal end
 local due = now_ms() + tonumber(ARGV[3])

@@ -1,5 +1,5 @@
 -- obliterate: destroy a paused queue down to nothing, bounded by a per-call budget.
--- KEYS[1]  the queue's meta hash emq:{q}:meta;  KEYS[2] the queue base emq:{q}:
+-- KEYS[1]  the queue base emq:{q}: (meta and every other key derived from it)
 -- ARGV[1]  'force' or '';  ARGV[2] budget (jobs, then keys, per call)
 -- Reply:   0 the queue is gone (no emq:{q}:* key left); 1 work remains: call again
 -- Refusals: EMQSTATE not paused; EMQSTATE active jobs present (unless forced).
@@ -16,9 +16,9 @@
 --          5. when a full pass is done, meta itself (the paused flag); event 'obliterated'.
 -- A producer writing into the queue while it is swept may leave keys the pass missed:
 -- pause, stop producers, then obliterate.
-local meta = KEYS[1]
-local B = KEYS[2]
+local B = KEYS[1]
 --! include common
+local meta = B .. 'meta'
 if not redis.call('HGET', meta, 'paused') then
   return redis.error_reply('EMQSTATE not paused')
 end

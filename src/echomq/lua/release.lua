@@ -1,7 +1,7 @@
 -- release: hand an active job back to the ready backlog (a worker shutting down).
 -- The job is not failed: attempts (the token), failures and stalled are kept, so the
 -- next claim serves it with attempts + 1 and the released holder's token is stale.
--- KEYS[1]  the queue base emq:{q}:
+-- KEYS[1]  the queue base emq:{q}:;  KEYS[2] the row emq:{q}:job:<id>
 -- ARGV[1]  job id;  ARGV[2] token (the attempts value the claim handed out)
 -- Reply:   1
 -- Refusals: -1 no row (gone); EMQSTALE the job is not active under this token.
@@ -12,7 +12,7 @@
 local B = KEYS[1]
 --! include common
 local id, token = ARGV[1], ARGV[2]
-local jk = B .. 'job:' .. id
+local jk = KEYS[2]
 local f, refusal = fenced(jk, token, 'group', 'priority')
 if not f then return refusal end
 redis.call('ZREM', B .. 'active', id)

@@ -1,5 +1,5 @@
 -- retry: record a failure of an active job; schedule it again or dead-letter it.
--- KEYS[1]  the queue base emq:{q}:
+-- KEYS[1]  the queue base emq:{q}:;  KEYS[2] the row emq:{q}:job:<id>
 -- ARGV[1]  job id;  ARGV[2] token;  ARGV[3] error text;  ARGV[4] delay_ms
 -- ARGV[5]  max_attempts override ('' = the row's, else ARGV[6]);  ARGV[6] default max
 -- Reply:   'scheduled' (parked at now + delay_ms) or 'dead' (failures reached max)
@@ -9,7 +9,7 @@
 local B = KEYS[1]
 --! include common
 local id, token, err = ARGV[1], ARGV[2], ARGV[3]
-local jk = B .. 'job:' .. id
+local jk = KEYS[2]
 local f, refusal = fenced(jk, token, 'group', 'max_attempts')
 if not f then return refusal end
 local maxa = tonumber(ARGV[5]) or tonumber(f[4]) or tonumber(ARGV[6])

@@ -1,4 +1,4 @@
--- group_weight: how many jobs of one group a claim serves per turn of the ring.
+-- set_group_weight: how many jobs of one group a claim serves per turn of the ring.
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  group;  ARGV[2] the weight (a positive integer; 1 clears it)
 -- Reply:   1

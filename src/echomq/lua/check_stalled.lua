@@ -1,4 +1,4 @@
--- stalled: like reap, but count each expiry on the row's `stalled` counter and
+-- check_stalled: like reap, but count each expiry on the row's `stalled` counter and
 -- dead-letter a job that has stalled more than max_stalled times (bounded).
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  max_stalled;  ARGV[2] budget

@@ -1,4 +1,4 @@
--- group_resume: serve a paused group again. Idempotent.
+-- resume_group: serve a paused group again. Idempotent.
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  group
 -- Reply:   1

@@ -1,4 +1,4 @@
--- extend: move the lease deadline of active jobs forward (token-fenced, per job).
+-- extend_lock: move the lease deadline of active jobs forward (token-fenced, per job).
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  lease_ms;  ARGV[2] lock ttl ms (0 = leave :lock keys alone)
 -- ARGV[3..] pairs: job id, token

@@ -1,4 +1,4 @@
--- repeat_due: list the repeatables due now (a read; the fire script re-checks each).
+-- fire_due_list: list the repeatables due now (a read; the fire script re-checks each).
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  budget: at most this many
 -- Reply:   {now_ms, then 4 entries per due repeatable: name, slot (its registry

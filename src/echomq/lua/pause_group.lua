@@ -1,4 +1,4 @@
--- group_pause: hold one group back; its lane keeps its backlog. Idempotent.
+-- pause_group: hold one group back; its lane keeps its backlog. Idempotent.
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  group
 -- Reply:   1

@@ -1,4 +1,4 @@
--- repeat_add: register (or update) a repeatable: its cadence and the job it makes.
+-- repeat: register (or update) a repeatable: its cadence and the job it makes.
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  name;  ARGV[2] kind 'every' or 'cron';  ARGV[3] every_ms or the cron text
 -- ARGV[4]  first run: for 'every' the delay from now in ms (server clock); for 'cron'

@@ -1,4 +1,4 @@
--- group_limit: set (or clear) how many jobs of one group may be in flight at once.
+-- set_group_limit: set (or clear) how many jobs of one group may be in flight at once.
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  group;  ARGV[2] the limit (a positive integer) or '' to clear it
 -- Reply:   1

@@ -1,4 +1,4 @@
--- repeat_fire: make one occurrence of a due repeatable, once per slot.
+-- fire_due: make one occurrence of a due repeatable, once per slot.
 -- The registry score is compared and set here (compare-and-set), so several workers
 -- firing the same slot make one job; missed slots are skipped, never replayed.
 -- KEYS[1]  the queue base emq:{q}:

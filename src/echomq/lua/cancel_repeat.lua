@@ -1,4 +1,4 @@
--- repeat_cancel: remove a repeatable; jobs it already made are not touched.
+-- cancel_repeat: remove a repeatable; jobs it already made are not touched.
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  name
 -- Reply:   1 removed; 0 no such repeatable (nothing written)
