@@ -103,6 +103,22 @@ def test_every_script_has_a_contract_header(name: str) -> None:
         assert re.search(rf"ARGV(\[{idx}\]|\[\d+\.\.\])", head), f"ARGV[{idx}] undeclared"
 
 
+@pytest.mark.parametrize("name", lua_names())
+def test_every_script_follows_the_one_keys_convention(name: str) -> None:
+    # KEYS[1] is the queue base; a verb on one job adds KEYS[2], its row; nothing else.
+    # reprocess_job keeps the seed's line (row, dead, pending, base), as its native twin.
+    text = (LUA / f"{name}.lua").read_text(encoding="utf-8")
+    used = {int(i) for i in re.findall(r"KEYS\[(\d+)\]", text)}
+    if name == "reprocess_job":
+        assert "KEYS[1]  the row emq:{q}:job:<id>;  KEYS[2] dead;  KEYS[3] pending;" in text
+        assert used == {1, 2, 3, 4}
+        return
+    assert re.search(r"^-- KEYS\[1\]  the queue base emq:\{q\}:", text, re.M)
+    assert used <= {1, 2}
+    if 2 in used:
+        assert "KEYS[2] the row emq:{q}:job:<id>" in text
+
+
 def test_the_server_agrees_with_the_local_sha(r: redis.Redis) -> None:
     s = script("counts")
     assert r.script_load(s.body) == s.sha
