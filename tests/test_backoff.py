@@ -10,7 +10,7 @@ import redis
 
 from conftest import dump
 from echomq import AsyncQueue, Backoff, InvalidArgument, JobGone, Queue, StaleToken
-from echomq.settle import fail
+from echomq.worker.plans import fail
 from worker_support import server_ms
 
 

@@ -23,9 +23,9 @@ from echomq import (
     Queue,
     Worker,
     WorkerConfig,
-    settle,
 )
 from echomq.embedded import EmbeddedServer
+from echomq.worker import plans
 from worker_support import FAST, job_keys, running, server_ms, wait_until
 
 
@@ -399,14 +399,14 @@ def test_settle_and_claim_completes_but_never_claims_through_a_closed_gate(
     assert c is not None and c.id == first
     q.pause()
     pending_before = r.zrange(q.keys.pending, 0, -1, withscores=True)
-    refused, got = q.runner.drive(settle.settle_and_claim(q.ctx, [(first, 1)], 5, 1000, 2000))
+    refused, got = q.runner.drive(plans.settle_and_claim(q.ctx, [(first, 1)], 5, 1000, 2000))
     assert (refused, got) == ([], [])
     assert q.job_state(first) is None and q.metrics()["completed"]["count"] == 1
     assert r.zrange(q.keys.pending, 0, -1, withscores=True) == pending_before
     before = dump(r, q)
-    assert q.runner.drive(settle.claim_gated(q.ctx, 1, 5, 1000, 2000)) == []  # paused
+    assert q.runner.drive(plans.claim_gated(q.ctx, 1, 5, 1000, 2000)) == []  # paused
     assert dump(r, q) == before
     q.resume()
-    refused, got = q.runner.drive(settle.settle_and_claim(q.ctx, [(first, 1)], 5, 1000, 2000))
+    refused, got = q.runner.drive(plans.settle_and_claim(q.ctx, [(first, 1)], 5, 1000, 2000))
     assert refused == [first] and [j.payload for j in got] == ["b"]  # gone: refused, quietly
     assert r.get(q.keys.lock(got[0].id)) == "1"

@@ -1,4 +1,4 @@
-"""The idle worker's wait (``worker_conn.Waker``): the claim that rides behind the
+"""The idle worker's wait (``echomq.worker.waker.Waker``): the claim that rides behind the
 BLPOP under ``WATCH`` of the pause-gate read, and how a wait ends.
 
 The beat here is long (4 s), so nothing below can be the beat's timeout at work.

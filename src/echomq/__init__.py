@@ -21,13 +21,13 @@ from .errors import (
 )
 from .events import AsyncEventStream, Event, EventStream
 from .ids import new_id
-from .job_context import JobCancelled, JobContext
 from .lanes import GroupInfo
 from .queue import AsyncQueue, Queue
 from .repeat import Repeatable
 from .spine import Claimed
 from .worker import Worker, WorkerStats
-from .worker_config import WorkerConfig
+from .worker.config import WorkerConfig
+from .worker.job import JobCancelled, JobContext
 
 __version__ = "0.1.0"
 

@@ -27,9 +27,9 @@ from rich.markup import escape
 
 from .embedded import EmbeddedServer
 from .errors import QueueNotPaused, Refused
-from .job_context import JobContext
 from .queue import Queue
 from .worker import Worker
+from .worker.job import JobContext
 
 #: Jobs in the first backlog, and how long each takes in the worker.
 BACKLOG = 40

@@ -17,7 +17,7 @@ import redis
 import redis.asyncio
 from typing_extensions import ParamSpec, Self
 
-from . import admin, jobs, lanes, reads, settle, spine
+from . import admin, jobs, lanes, reads, spine
 from . import repeat as repeating
 from .context import DEFAULT_MAX_ATTEMPTS, Context, JsonSerializer, Serializer
 from .events import AsyncEventStream, EventStream
@@ -112,7 +112,7 @@ class _Verbs:
     promote = _Verb(spine.promote)
     reap = _Verb(spine.reap)
     check_stalled = _Verb(spine.check_stalled)
-    release = _Verb(settle.release)
+    release = _Verb(spine.release)
     # reads
     counts = _Verb(reads.counts)
     get_job = _Verb(reads.get_job)

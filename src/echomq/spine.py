@@ -384,6 +384,42 @@ def delay(ctx: Context, job_id: str, token: int, delay_ms: int) -> Plan[int]:
     return int(_gone(reply, job_id))
 
 
+def _release_op(ctx: Context, job_id: str, token: int) -> Eval:
+    tok = _fenced(ctx, job_id, token)
+    return Eval(script("release"), _row_keys(ctx, job_id), (job_id, tok))
+
+
+def release(ctx: Context, job_id: str, token: int) -> Plan[None]:
+    """Return an active job to pending (or its lane), keeping its counters.
+
+    No failure is counted; the job's lock is deleted and a grouped job gives its lane
+    slot back. The next claim serves it with the next token.
+
+    Args:
+        job_id: the job.
+        token: the token its claim handed out.
+
+    Raises:
+        JobGone: no such job.
+        StaleToken: the job is not active under ``token``; nothing changed.
+    """
+    reply = yield _release_op(ctx, job_id, token)
+    if reply == -1:
+        raise JobGone(f"job {job_id} is gone", job_id=job_id)
+
+
+def release_many(ctx: Context, pairs: Sequence[tuple[str, int]]) -> Plan[list[str]]:
+    """Release many active jobs in one pipelined round trip.
+
+    Args:
+        pairs: ``(job_id, token)`` for each job.
+
+    Returns:
+        The ids NOT released (gone, or no longer active under that token).
+    """
+    return (yield from fenced_batch(pairs, [_release_op(ctx, j, t) for j, t in pairs]))
+
+
 def _extend(ctx: Context, pairs: Sequence[tuple[str, int]], lease_ms: int, lock_ms: int) -> Eval:
     positive(lease_ms, "lease_ms")
     positive(lock_ms, "lock_ms", zero=True)

@@ -24,15 +24,16 @@ from typing import Any
 
 import redis
 
-from . import repeat, settle
-from .errors import EchoMQError, JobGone, StaleToken
-from .job_context import LEASE_LOST, SHUTDOWN, TIMEOUT, JobCancelled, JobContext
-from .queue import AsyncQueue
-from .scripts import command
-from .spine import Claimed
-from .worker_config import WorkerConfig
-from .worker_conn import Waker
-from .worker_routes import Routes, failure_text
+from .. import repeat, spine
+from ..errors import EchoMQError, JobGone, StaleToken
+from ..queue import AsyncQueue
+from ..scripts import command
+from ..spine import Claimed
+from . import plans
+from .config import WorkerConfig
+from .job import LEASE_LOST, SHUTDOWN, TIMEOUT, JobCancelled, JobContext
+from .routes import Routes, failure_text
+from .waker import Waker
 
 log = logging.getLogger("echomq.worker")
 
@@ -99,7 +100,7 @@ class Engine:
     ) -> None:
         """Serve until a stop is requested, then wind down."""
         loop = asyncio.get_running_loop()
-        self._waker = Waker(blocker, aq.keys.wake, settle.gate_read(aq.ctx).args)
+        self._waker = Waker(blocker, aq.keys.wake, plans.gate_read(aq.ctx).args)
         self._thread = threading.get_ident()
         self._poke_fut = loop.create_future()
         self._beating = True
@@ -141,7 +142,7 @@ class Engine:
                     # while a wake task exists `_more` is False: only it claims then
                     want = min(free, cfg.claim_batch) if self._more else 0
                     if done or want:
-                        plan = settle.settle_and_claim(aq.ctx, done, want, cfg.lease_ms, cfg.lock)
+                        plan = plans.settle_and_claim(aq.ctx, done, want, cfg.lease_ms, cfg.lock)
                         refused, got = await aq.runner.drive(plan)
                         self._count_completions(len(done), refused)
                         self._claimed(aq, got, want, pool)
@@ -196,7 +197,7 @@ class Engine:
 
         A wake token or the beat's timeout both lead to one claim. With the gate open
         the claim runs on the server the moment the BLPOP returns (see
-        :class:`~echomq.worker_conn.Waker`), so a job that wakes an idle worker costs
+        :class:`~echomq.worker.waker.Waker`), so a job that wakes an idle worker costs
         it no further round trip; otherwise the gate read rides behind the BLPOP and
         the claim follows when it reads open.
         """
@@ -206,15 +207,15 @@ class Engine:
         if want <= 0:
             self._more = True
             return
-        armed = settle.arm_claim(aq.ctx, want, cfg.lease_ms, cfg.lock)
+        armed = plans.arm_claim(aq.ctx, want, cfg.lease_ms, cfg.lock)
         woke = await self._waker.wait(cfg.beat / 1000, command(armed.op))
         if woke.armed:
-            plan = settle.finish_armed(armed, woke.claim)
+            plan = plans.finish_armed(armed, woke.claim)
         else:
             armed.plan.close()
             if self.stop_requested:
                 return
-            plan = settle.claim_gated(aq.ctx, woke.gate, want, cfg.lease_ms, cfg.lock)
+            plan = plans.claim_gated(aq.ctx, woke.gate, want, cfg.lease_ms, cfg.lock)
         self._waker.state = "claiming"
         try:
             self._claimed(aq, await aq.runner.drive(plan), want, pool)
@@ -305,7 +306,7 @@ class Engine:
             self._running.pop((job.id, job.attempt), None)
         back = [(j.id, j.attempt) for j, outcome, _ in batch if outcome == "release"]
         if back:
-            refused = await aq.runner.drive(settle.release_many(aq.ctx, back))
+            refused = await aq.runner.drive(spine.release_many(aq.ctx, back))
             self.stats.released += len(back) - len(refused)
             self.stats.stale += len(refused)
         for job, outcome, error in batch:
@@ -315,7 +316,7 @@ class Engine:
                 await self._fail(aq, job, error)
 
     async def _fail(self, aq: AsyncQueue, job: JobContext, error: str) -> None:
-        plan = settle.fail(aq.ctx, job.id, job.attempt, error, self.config.backoff, self._rng)
+        plan = plans.fail(aq.ctx, job.id, job.attempt, error, self.config.backoff, self._rng)
         try:
             verdict = await aq.runner.drive(plan)
         except (JobGone, StaleToken):

@@ -10,8 +10,8 @@ from typing import Any
 import redis
 import redis.asyncio
 
-from .errors import InvalidArgument
-from .queue import DEFAULT_URL, AsyncQueue, Queue
+from ..errors import InvalidArgument
+from ..queue import DEFAULT_URL, AsyncQueue, Queue
 
 # Connection settings that mean the same to the sync and the async client.
 _PORTABLE = {
@@ -131,7 +131,7 @@ class Waker:
     """
 
     def __init__(self, blocker: Any, wake_key: str, gate: tuple[Any, ...]) -> None:
-        """``gate`` is the pause-gate read (``settle.gate_read``): a read of the meta
+        """``gate`` is the pause-gate read (``plans.gate_read``): a read of the meta
         hash, which is the key watched."""
         self.blocker = blocker
         self.wake_key, self.gate = wake_key, gate

@@ -1,11 +1,9 @@
 """Plans the worker runtime adds to the spine to settle its jobs.
 
-- :func:`release` (a verb on both facades): hand an active job back to the backlog
-  without counting a failure, as a worker does with the jobs still running when its
-  shutdown grace ends.
+(``release`` and ``release_many``, verbs of both facades, live in :mod:`echomq.spine`.)
+
 - :func:`fail`: retry a failed job after the delay its backoff policy says (the row's
   policy, else the worker's default), or dead-letter it at ``max_attempts``.
-- :func:`release_many`: many releases in one pipelined round trip.
 - :func:`settle_and_claim` and :func:`claim_gated`: the worker's hot path. They run
   the spine's own ``complete_many`` and ``claim_many`` plans, only sharing round
   trips: the completions travel in the same pipeline as the pause-gate read, and the
@@ -22,50 +20,13 @@ from typing import Any, TypeVar
 
 import redis
 
-from .backoff import Backoff
-from .context import Context, as_str, opt_str, positive
-from .errors import EchoMQError, JobGone
-from .scripts import Batch, Cmd, Eval, Op, Plan, is_noscript, map_error, script
-from .spine import Claimed, claim_many, complete_many, fenced_batch, retry
+from ..backoff import Backoff
+from ..context import Context, as_str, opt_str
+from ..errors import EchoMQError
+from ..scripts import Batch, Cmd, Eval, Op, Plan, is_noscript, map_error
+from ..spine import Claimed, claim_many, complete_many, retry
 
 T = TypeVar("T")
-
-
-def _release_op(ctx: Context, job_id: str, token: int) -> Eval:
-    row = ctx.keys.job(job_id)
-    positive(token, "token")
-    return Eval(script("release"), (ctx.keys.base, row), (job_id, str(token)))
-
-
-def release(ctx: Context, job_id: str, token: int) -> Plan[None]:
-    """Return an active job to pending (or its lane), keeping its counters.
-
-    No failure is counted; the job's lock is deleted and a grouped job gives its lane
-    slot back. The next claim serves it with the next token.
-
-    Args:
-        job_id: the job.
-        token: the token its claim handed out.
-
-    Raises:
-        JobGone: no such job.
-        StaleToken: the job is not active under ``token``; nothing changed.
-    """
-    reply = yield _release_op(ctx, job_id, token)
-    if reply == -1:
-        raise JobGone(f"job {job_id} is gone", job_id=job_id)
-
-
-def release_many(ctx: Context, pairs: Sequence[tuple[str, int]]) -> Plan[list[str]]:
-    """Release many active jobs in one pipelined round trip.
-
-    Args:
-        pairs: ``(job_id, token)`` for each job.
-
-    Returns:
-        The ids NOT released (gone, or no longer active under that token).
-    """
-    return (yield from fenced_batch(pairs, [_release_op(ctx, j, t) for j, t in pairs]))
 
 
 def fail(
@@ -163,7 +124,7 @@ class ArmedClaim:
 
 def arm_claim(ctx: Context, count: int, lease_ms: int, lock_ms: int) -> ArmedClaim:
     """``claim_many`` advanced as if its gate read open, for an idle worker to send
-    under ``WATCH`` of a gate read it made itself (``worker_conn.Waker``).
+    under ``WATCH`` of a gate read it made itself (``waker.Waker``).
 
     Returns:
         The armed claim: the plan's one claim script call, and the rest of the plan.

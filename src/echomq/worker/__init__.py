@@ -10,7 +10,7 @@ Usage::
 
 :class:`Worker` is the stable surface (constructor, :meth:`~Worker.run`,
 :meth:`~Worker.arun`, :meth:`~Worker.request_stop`, :meth:`~Worker.stop`); the loop
-itself lives in :mod:`echomq.worker_engine`. See ``docs/worker.md`` for the config,
+itself lives in :mod:`echomq.worker.engine`. See ``docs/worker.md`` for the config,
 the job context, retries, shutdown, events and repeatables.
 """
 
@@ -25,12 +25,12 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .keyspace import check_name
-from .queue import AsyncQueue, Queue
-from .worker_config import WorkerConfig
-from .worker_conn import async_queue_for, blocking_client
-from .worker_engine import Engine, WorkerStats
-from .worker_routes import Handler, Routes
+from ..keyspace import check_name
+from ..queue import AsyncQueue, Queue
+from .config import WorkerConfig
+from .engine import Engine, WorkerStats
+from .routes import Handler, Routes
+from .waker import async_queue_for, blocking_client
 
 __all__ = ["Worker", "WorkerConfig", "WorkerStats"]
 

@@ -23,11 +23,11 @@ import threading
 from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from .errors import EchoMQError
-from .spine import Claimed
+from ..errors import EchoMQError
+from ..spine import Claimed
 
 if TYPE_CHECKING:
-    from .queue import AsyncQueue
+    from ..queue import AsyncQueue
 
 T = TypeVar("T")
 log = logging.getLogger("echomq.worker")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .backoff import Backoff
-from .errors import InvalidArgument
+from ..backoff import Backoff
+from ..errors import InvalidArgument
 
 #: The beat never runs less often than this, so scheduled jobs and repeatables are
 #: served within about a second even under long leases.

@@ -7,8 +7,8 @@ import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .errors import InvalidArgument
-from .job_context import JobContext
+from ..errors import InvalidArgument
+from .job import JobContext
 
 Handler = Callable[[JobContext], Any]
 #: The key of the fallback handler in a mapping of job name to handler.
