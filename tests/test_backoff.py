@@ -10,6 +10,7 @@ import redis
 
 from conftest import dump
 from echomq import AsyncQueue, Backoff, InvalidArgument, JobGone, Queue, StaleToken
+from echomq.backoff import HORIZON_MS
 from echomq.worker.plans import fail
 from worker_support import server_ms
 
@@ -22,7 +23,9 @@ def test_fixed_waits_the_same_every_time() -> None:
 def test_exponential_doubles_up_to_its_cap() -> None:
     policy = Backoff.exponential(100, max_ms=1000)
     assert [policy.delay_for(n) for n in range(1, 7)] == [100, 200, 400, 800, 1000, 1000]
-    assert Backoff.exponential(1).delay_for(10_000) == 1 << 62  # no cap, no overflow blow-up
+    # no cap of its own: clamped to the horizon, and a huge count builds no huge int
+    assert Backoff.exponential(1).delay_for(10_000) == HORIZON_MS
+    assert Backoff.exponential(HORIZON_MS).delay_for(2) == HORIZON_MS
 
 
 def test_jitter_takes_at_most_its_share_off() -> None:
@@ -33,14 +36,50 @@ def test_jitter_takes_at_most_its_share_off() -> None:
     assert len(set(waits)) > 50  # spread, not one value
 
 
-def test_spec_round_trips_and_bad_specs_read_as_none() -> None:
+BAD_SPECS = (
+    "nonsense",
+    "[1]",
+    '{"type":"linear"}',
+    '{"delay":-1}',
+    "1e400",  # OverflowError once, and the failure was lost
+    '{"delay":1e400}',
+    '{"delay":1.5}',
+    '{"type":1}',
+    '{"jitter":"0.5"}',
+    '{"jitter":NaN}',
+    str(HORIZON_MS + 1),
+    '{"max":1e20}',
+    "true",
+    "[" * 5000,
+)
+
+
+def test_spec_round_trips_and_bad_specs_raise_or_read_as_none() -> None:
     for policy in (Backoff.fixed(5), Backoff.exponential(10, max_ms=99, jitter=0.25)):
         assert Backoff.parse(policy.spec()) == policy
+        assert Backoff.read(policy.spec()) == policy
     assert Backoff.exponential(10, max_ms=99).spec() == '{"type":"exponential","delay":10,"max":99}'
     assert str(Backoff.fixed(5)) == '{"type":"fixed","delay":5}'
     assert Backoff.parse("1500") == Backoff.fixed(1500)
-    for bad in (None, "", "nonsense", "[1]", '{"type":"linear"}', '{"delay":-1}'):
-        assert Backoff.parse(bad) is None
+    assert Backoff.parse("1500.0") == Backoff.fixed(1500)
+    assert Backoff.parse(str(HORIZON_MS)) == Backoff.fixed(HORIZON_MS)
+    assert Backoff.parse(None) is None and Backoff.parse("") is None
+    for bad in BAD_SPECS:
+        with pytest.raises(InvalidArgument):
+            Backoff.parse(bad)
+        assert Backoff.read(bad) is None  # what a worker reads off a row: its default then
+
+
+def test_a_bad_spec_is_refused_before_anything_is_sent(q: Queue, r: redis.Redis) -> None:
+    before = dump(r, q)
+    for bad in BAD_SPECS:
+        with pytest.raises(InvalidArgument):
+            q.enqueue("x", backoff=bad)
+        with pytest.raises(InvalidArgument):
+            q.repeat("rep", every_ms=1000, backoff=bad)
+    with pytest.raises(InvalidArgument):
+        q.enqueue("x", backoff=5)  # type: ignore[arg-type]
+    assert dump(r, q) == before == {}
 
 
 def test_out_of_range_fields_raise() -> None:
@@ -52,6 +91,12 @@ def test_out_of_range_fields_raise() -> None:
         Backoff.exponential(1, max_ms=-5)
     with pytest.raises(InvalidArgument):
         Backoff.fixed(1, jitter=1.5)
+    with pytest.raises(InvalidArgument):
+        Backoff.fixed(1, jitter=float("nan"))
+    with pytest.raises(InvalidArgument):
+        Backoff.fixed(HORIZON_MS + 1)
+    with pytest.raises(InvalidArgument):
+        Backoff.exponential(1, max_ms=2**63)
 
 
 def test_enqueue_stores_the_policy_on_the_row(q: Queue, r: redis.Redis) -> None:
@@ -75,6 +120,36 @@ def test_fail_waits_as_the_row_says_then_dead(q: Queue, r: redis.Redis) -> None:
     assert q.runner.drive(fail(q.ctx, jid, c.token, "E2", default)) == "dead"
     row = r.hgetall(q.keys.job(jid))
     assert (row["state"], row["failures"], row["last_error"]) == ("dead", "2", "E2")
+
+
+@pytest.mark.parametrize(
+    "spec", ["1e400", '{"delay":1e400}', "nonsense"], ids=["num", "obj", "text"]
+)
+def test_a_row_with_an_unreadable_spec_fails_with_the_default(
+    q: Queue, r: redis.Redis, spec: str
+) -> None:
+    # a spec written past the gate (by hand, or by an older client) must not lose the
+    # failure: the worker's default applies and the job is scheduled as usual
+    jid = q.enqueue("x")
+    r.hset(q.keys.job(jid), "backoff", spec)
+    c = q.claim()
+    assert c is not None
+    assert q.runner.drive(fail(q.ctx, jid, c.token, "E1", Backoff.fixed(5000))) == "scheduled"
+    assert 4_000 < int(r.zscore(q.keys.schedule, jid)) - server_ms(r) <= 5_000
+    row = r.hgetall(q.keys.job(jid))
+    assert (row["state"], row["failures"], row["last_error"]) == ("scheduled", "1", "E1")
+    assert q.counts()["scheduled"] == 1
+
+
+def test_a_huge_computed_delay_is_clamped_to_the_horizon(q: Queue, r: redis.Redis) -> None:
+    jid = q.enqueue("x", backoff=Backoff.exponential(HORIZON_MS), max_attempts=100)
+    r.hset(q.keys.job(jid), "failures", "40")
+    c = q.claim()
+    assert c is not None
+    assert q.runner.drive(fail(q.ctx, jid, c.token, "E", Backoff.fixed(1))) == "scheduled"
+    due = int(r.zscore(q.keys.schedule, jid))
+    assert HORIZON_MS - 5_000 < due - server_ms(r) <= HORIZON_MS
+    assert r.hget(q.keys.job(jid), "state") == "scheduled"
 
 
 def test_fail_with_a_stale_token_changes_nothing(q: Queue, r: redis.Redis) -> None:

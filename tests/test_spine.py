@@ -122,7 +122,7 @@ def test_enqueue_writes_the_row_and_pending(q: Queue, r: redis.Redis) -> None:
 
 
 def test_enqueue_options_are_stored(q: Queue, r: redis.Redis) -> None:
-    jid = q.enqueue([1, 2], name="resize", priority=4, max_attempts=7, backoff="exp:100")
+    jid = q.enqueue([1, 2], name="resize", priority=4, max_attempts=7, backoff="100")
     assert row(r, q, jid) == {
         "state": "pending",
         "attempts": "0",
@@ -130,7 +130,7 @@ def test_enqueue_options_are_stored(q: Queue, r: redis.Redis) -> None:
         "name": "resize",
         "priority": "4",
         "max_attempts": "7",
-        "backoff": "exp:100",
+        "backoff": "100",
     }
     assert r.zscore(q.keys.pending, jid) == 4.0
 
@@ -139,7 +139,7 @@ def test_enqueue_options_are_stored(q: Queue, r: redis.Redis) -> None:
     ("kwargs", "fields"),
     [
         ({"priority": -2}, {"priority": "-2"}),
-        ({"backoff": "fixed:5"}, {"backoff": "fixed:5"}),
+        ({"backoff": "5"}, {"backoff": "5"}),
         ({"max_attempts": 9, "dedup_id": "d"}, {"max_attempts": "9", "dedup": "d"}),
         ({"name": "n", "job_id": "JOB00000000009"}, {"name": "n"}),
     ],

@@ -6,7 +6,8 @@ any set. Drain and obliterate are bounded per server call.
 
 from __future__ import annotations
 
-from .context import Context, positive
+from . import checks
+from .context import Context
 from .scripts import Eval, Plan, script
 
 DEFAULT_OBLITERATE_BUDGET = 1000
@@ -48,10 +49,11 @@ def drain(
         The total number of jobs drained.
 
     Raises:
-        InvalidArgument: ``budget`` below 1, before any I/O.
+        InvalidArgument: ``budget`` outside 1..100000, or a flag that is not a bool,
+            before any I/O.
     """
-    positive(budget, "budget")
-    flag = "1" if include_schedule else ""
+    flag = "1" if checks.flag(include_schedule, "include_schedule") else ""
+    budget = checks.batch(budget, "budget")
     total = 0
     while True:
         n, more = yield Eval(script("drain"), (ctx.keys.base,), (flag, str(budget)))
@@ -83,7 +85,8 @@ def obliterate(
         QueueHasActiveJobs: jobs are in flight and ``force`` is not set; nothing changed.
         InvalidArgument: ``budget`` below 1, before any I/O.
     """
-    positive(budget, "budget")
+    force = checks.flag(force, "force")
+    budget = checks.batch(budget, "budget")
     reply = yield Eval(
         script("obliterate"),
         (ctx.keys.base,),

@@ -10,7 +10,9 @@ backoff=policy)``) as compact JSON text, its *spec*::
 ``delay * 2**(n-1)``, capped at ``max`` (no cap when absent). ``jitter`` (0..1) takes a
 random share of up to that fraction off the wait, so retries of many jobs that failed
 together spread out instead of arriving at once. A worker reads the row's spec when a
-job fails; a job without one gets the worker's default policy.
+job fails; a job without one (or with one it cannot read) gets the worker's default
+policy. Every delay stays within the horizon, :data:`HORIZON_MS` (ten years): a
+policy's fields are checked against it and a computed delay is clamped to it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from typing import Any
 from .errors import InvalidArgument
 
 KINDS = ("fixed", "exponential")
+#: The longest delay, lease or lock echomq accepts, in ms (ten years); a computed
+#: backoff delay is clamped to it.
+HORIZON_MS = 10 * 365 * 86_400_000
 
 
 @dataclass(frozen=True)
@@ -47,10 +52,14 @@ class Backoff:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise InvalidArgument(f"backoff kind must be one of {KINDS}, got {self.kind!r}")
-        if _bad_int(self.delay_ms, 0):
-            raise InvalidArgument(f"backoff delay_ms must be an integer >= 0: {self.delay_ms!r}")
-        if self.max_ms is not None and _bad_int(self.max_ms, 0):
-            raise InvalidArgument(f"backoff max_ms must be an integer >= 0: {self.max_ms!r}")
+        if _bad_int(self.delay_ms):
+            raise InvalidArgument(
+                f"backoff delay_ms must be an integer within 0..{HORIZON_MS}: {self.delay_ms!r}"
+            )
+        if self.max_ms is not None and _bad_int(self.max_ms):
+            raise InvalidArgument(
+                f"backoff max_ms must be an integer within 0..{HORIZON_MS}: {self.max_ms!r}"
+            )
         if isinstance(self.jitter, bool) or not (
             isinstance(self.jitter, (int, float)) and 0.0 <= self.jitter <= 1.0
         ):
@@ -69,7 +78,8 @@ class Backoff:
         return cls("exponential", delay_ms, max_ms, jitter)
 
     def delay_for(self, failure: int, rng: random.Random | None = None) -> int:
-        """The wait in ms after the ``failure``-th failure (1 for the first).
+        """The wait in ms after the ``failure``-th failure (1 for the first), at most
+        :data:`HORIZON_MS`.
 
         Args:
             failure: which failure this is, counting from 1.
@@ -81,6 +91,7 @@ class Backoff:
             base = self.delay_ms * (1 << min(max(failure - 1, 0), 62))
             if self.max_ms is not None:
                 base = min(base, self.max_ms)
+            base = min(base, HORIZON_MS)
         if self.jitter and base:
             base -= int(base * self.jitter * (rng or random).random())
         return base
@@ -99,26 +110,48 @@ class Backoff:
 
     @classmethod
     def parse(cls, spec: str | None) -> Backoff | None:
-        """Read a row's spec; ``None`` for an absent, empty or unreadable one.
+        """Read a spec: ``None`` for an absent or empty one, else the policy.
 
-        A bare number is taken as a fixed delay in ms. An unreadable spec yields
-        ``None`` (the worker's default applies) rather than failing the job twice.
+        A bare number is taken as a fixed delay in ms. This is the strict reader that
+        ``enqueue(..., backoff=text)`` applies before anything is sent; a worker reads
+        a row's spec with :meth:`read`, which never raises.
+
+        Raises:
+            InvalidArgument: the text is not a spec, or a field is out of range
+                (``"1e400"``, a negative delay, an unknown type, ...).
         """
-        if not spec:
+        if spec is None or spec == "":
             return None
+        if not isinstance(spec, str):
+            raise InvalidArgument(f"a backoff spec is text, got {type(spec).__name__}")
         try:
             doc = json.loads(spec)
-            if isinstance(doc, (int, float)) and not isinstance(doc, bool):
-                return cls.fixed(int(doc))
-            if not isinstance(doc, dict):
-                return None
-            return cls(
-                str(doc.get("type", "exponential")),
-                int(doc.get("delay", 1000)),
-                None if doc.get("max") is None else int(doc["max"]),
-                float(doc.get("jitter", 0.0)),
-            )
-        except (ValueError, TypeError, InvalidArgument):
+        except (ValueError, RecursionError):
+            raise InvalidArgument(f"unreadable backoff spec: {spec!r:.80}") from None
+        if isinstance(doc, (int, float)) and not isinstance(doc, bool):
+            return cls.fixed(_whole(doc, "delay"))
+        if not isinstance(doc, dict):
+            raise InvalidArgument(f"a backoff spec is an object or a number: {spec!r:.80}")
+        kind = doc.get("type", "exponential")
+        if not isinstance(kind, str):
+            raise InvalidArgument(f"backoff type must be text: {kind!r:.80}")
+        jitter = doc.get("jitter", 0.0)
+        if isinstance(jitter, bool) or not isinstance(jitter, (int, float)):
+            raise InvalidArgument(f"backoff jitter must be a number: {jitter!r:.80}")
+        return cls(
+            kind,
+            _whole(doc.get("delay", 1000), "delay"),
+            None if doc.get("max") is None else _whole(doc["max"], "max"),
+            float(jitter),
+        )
+
+    @classmethod
+    def read(cls, spec: str | None) -> Backoff | None:
+        """Read a row's spec leniently: ``None`` for an absent, empty or unreadable one
+        (the worker's default then applies rather than the failure being lost)."""
+        try:
+            return cls.parse(spec)
+        except InvalidArgument:
             return None
 
 
@@ -129,5 +162,14 @@ def as_spec(policy: str | Backoff | None) -> str | None:
     return policy.spec()
 
 
-def _bad_int(value: Any, low: int) -> bool:
-    return isinstance(value, bool) or not isinstance(value, int) or value < low
+def _bad_int(value: Any) -> bool:
+    return isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= HORIZON_MS
+
+
+def _whole(value: Any, what: str) -> int:
+    """A spec's number as an int: an integer, or a float with no fraction."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or _bad_int(value):
+        raise InvalidArgument(f"backoff {what} must be an integer within 0..{HORIZON_MS}")
+    return value

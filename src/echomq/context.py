@@ -24,14 +24,15 @@ class Serializer(Protocol):
 
 # One encoder for the process: json.dumps with options builds a new one per call,
 # which is a third of the cost of a small payload on the enqueue hot path.
-_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+# Strict JSON: NaN and Infinity are refused (ValueError), not written as non-JSON.
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 
 
 class JsonSerializer:
-    """The default serializer: compact JSON text."""
+    """The default serializer: compact, strict JSON text."""
 
     def dumps(self, value: Any) -> str:
-        """Serialize ``value`` as compact JSON."""
+        """Serialize ``value`` as compact JSON (``ValueError`` for NaN/Infinity)."""
         return _ENCODE(value)
 
     def loads(self, text: str) -> Any:
@@ -77,12 +78,13 @@ def opt_str(value: Any) -> str | None:
 
 
 def positive(value: int, what: str, *, zero: bool = False) -> int:
-    """Gate an integer argument before any I/O.
+    """Gate an integer argument before any I/O (see :mod:`echomq.checks` for the
+    verb-specific limits; this one bounds it by what a Lua number holds exactly).
 
     Raises:
-        InvalidArgument: it is not an int, or it is below 1 (below 0 with ``zero``).
+        InvalidArgument: it is not an int, below 1 (below 0 with ``zero``) or past 2**53.
     """
     low = 0 if zero else 1
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise InvalidArgument(f"{what} must be an integer >= {low}, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= 2**53:
+        raise InvalidArgument(f"{what} must be an integer within {low}..2**53, got {value!r:.80}")
     return value

@@ -5,9 +5,10 @@ transition that declined to run and changed nothing) derives from :class:`Refuse
 and carries a stable ``.reason`` string::
 
     EchoMQError
-    ├── InvalidName            a queue, group, dedup or repeat name failed the gate (no I/O)
-    ├── InvalidJobId           a job id is not a branded JOB id (no I/O done)
-    ├── InvalidArgument        another argument is out of range (no I/O done)
+    ├── InvalidArgument        an argument is out of range or of the wrong type (no I/O)
+    │   ├── InvalidName        a queue, group, dedup or repeat name failed the gate
+    │   ├── InvalidJobId       a job id is not a branded JOB id
+    │   └── InvalidPayload     a payload does not serialize as strict JSON / UTF-8 text
     ├── VersionMismatch        the server's {emq}:version differs from this client's
     ├── ScriptError            a script failed in a way that is not a refusal
     ├── ServerUnavailable      no server answers at the configured address
@@ -33,16 +34,23 @@ class EchoMQError(Exception):
     """Base of every error raised by echomq."""
 
 
-class InvalidName(EchoMQError, ValueError):
+class InvalidArgument(EchoMQError, ValueError):
+    """An argument (a budget, a lease, a priority, ...) is out of range; nothing was sent.
+
+    Every input error derives from it (the limits: ``echomq.checks``)."""
+
+
+class InvalidName(InvalidArgument):
     """A queue, group, dedup or repeat name is malformed; nothing was sent."""
 
 
-class InvalidJobId(EchoMQError, ValueError):
+class InvalidJobId(InvalidArgument):
     """A job id is not a branded ``JOB`` id; nothing was sent."""
 
 
-class InvalidArgument(EchoMQError, ValueError):
-    """An argument (a budget, a lease, a priority, ...) is out of range; nothing was sent."""
+class InvalidPayload(InvalidArgument):
+    """A payload does not serialize (strict JSON by default) or is not valid UTF-8 text;
+    nothing was sent."""
 
 
 class VersionMismatch(EchoMQError):
@@ -124,6 +132,7 @@ REPLY_CODES: dict[str, type[EchoMQError]] = {
     "EMQSTATE not paused": QueueNotPaused,
     "EMQSTATE active": QueueHasActiveJobs,
     "EMQKIND": ScriptError,
+    "EMQARG": InvalidArgument,
 }
 
 #: Every refusal reason, for CLI exit codes and the console.

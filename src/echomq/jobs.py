@@ -10,7 +10,8 @@ import json
 import math
 from typing import Any
 
-from .context import Context, as_str, positive
+from . import checks
+from .context import Context, as_str
 from .errors import InvalidArgument, JobGone
 from .scripts import Eval, Plan, script
 
@@ -33,11 +34,12 @@ def update_data(ctx: Context, job_id: str, payload: Any) -> Plan[None]:
         payload: the new data, serialized by the queue's serializer.
 
     Raises:
-        InvalidJobId: a malformed id, before any I/O.
+        InvalidJobId, InvalidPayload: a malformed id or payload, before any I/O.
         JobGone: no such job; nothing written.
     """
     keys = _row(ctx, job_id)
-    reply = yield Eval(script("update_data"), keys, (job_id, ctx.serializer.dumps(payload)))
+    text = checks.payload(ctx.serializer, payload)
+    reply = yield Eval(script("update_data"), keys, (job_id, text))
     _gone(reply, job_id)
 
 
@@ -54,15 +56,16 @@ def progress_text(progress: Any) -> tuple[str, str]:
         InvalidArgument: a non-finite number, or a value JSON cannot carry.
     """
     if isinstance(progress, str):
-        return progress, "str"
-    if isinstance(progress, (int, float)) and not isinstance(progress, bool):
-        if isinstance(progress, float) and not math.isfinite(progress):
-            raise InvalidArgument(f"progress must be finite, got {progress!r}")
-        return (repr(progress) if isinstance(progress, float) else str(int(progress))), "json"
+        return checks.text(progress, "progress"), "str"
     try:
-        return json.dumps(progress, separators=(",", ":"), allow_nan=False), "json"
-    except (TypeError, ValueError) as exc:
+        if isinstance(progress, (int, float)) and not isinstance(progress, bool):
+            if isinstance(progress, float) and not math.isfinite(progress):
+                raise InvalidArgument(f"progress must be finite, got {progress!r}")
+            return (repr(progress) if isinstance(progress, float) else str(int(progress))), "json"
+        text = json.dumps(progress, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidArgument(f"progress is not JSON-serializable: {exc}") from None
+    return checks.text(text, "progress"), "json"
 
 
 def update_progress(ctx: Context, job_id: str, progress: Any) -> Plan[None]:
@@ -103,8 +106,9 @@ def add_log(ctx: Context, job_id: str, line: str, keep: int = 0) -> Plan[int]:
         JobGone: no such job; nothing written.
     """
     keys = _row(ctx, job_id)
-    positive(keep, "keep", zero=True)
-    reply = yield Eval(script("add_log"), keys, (job_id, str(line), str(keep)))
+    line = checks.text(line, "line")
+    keep = checks.count(keep, "keep", zero=True)
+    reply = yield Eval(script("add_log"), keys, (job_id, line, str(keep)))
     return int(_gone(reply, job_id))
 
 
@@ -144,7 +148,7 @@ def remove_job(ctx: Context, job_id: str, dedup_id: str | None = None) -> Plan[N
     """
     keys = _row(ctx, job_id)
     if dedup_id is not None:
-        ctx.keys.dedup(dedup_id)
+        ctx.keys.dedup(checks.dedup(dedup_id))
     reply = yield Eval(script("remove_job"), keys, (job_id, dedup_id or ""))
     _gone(reply, job_id)
 
@@ -185,8 +189,8 @@ def lock_job(ctx: Context, job_id: str, token: int, ttl_ms: int = 60000) -> Plan
         StaleToken: the job is not active under ``token``; nothing changed.
     """
     keys = _row(ctx, job_id)
-    positive(token, "token")
-    positive(ttl_ms, "ttl_ms")
+    token = checks.token(token)
+    ttl_ms = checks.ms(ttl_ms, "ttl_ms")
     reply = yield Eval(script("lock_job"), keys, (job_id, str(token), str(ttl_ms)))
     _gone(reply, job_id)
 
@@ -207,6 +211,6 @@ def unlock_job(ctx: Context, job_id: str, token: int) -> Plan[bool]:
         StaleToken: the lock carries another token; it is left as it is.
     """
     keys = _row(ctx, job_id)
-    positive(token, "token")
+    token = checks.token(token)
     reply = yield Eval(script("unlock_job"), keys, (job_id, str(token)))
     return bool(_gone(reply, job_id))

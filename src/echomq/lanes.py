@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .context import Context, as_str, positive
+from . import checks
+from .context import Context, as_str
 from .errors import JobGone
 from .keyspace import check_name
 from .scripts import Cmd, Eval, Plan, script
@@ -78,7 +79,7 @@ def set_group_limit(ctx: Context, group: str, limit: int) -> Plan[None]:
     Raises:
         InvalidName, InvalidArgument: before anything is sent.
     """
-    positive(limit, "limit")
+    limit = checks.count(limit, "limit")
     yield Eval(script("set_group_limit"), (ctx.keys.base,), (_g(group), str(limit)))
 
 
@@ -101,7 +102,7 @@ def set_group_weight(ctx: Context, group: str, weight: int) -> Plan[None]:
     Raises:
         InvalidName, InvalidArgument: before anything is sent.
     """
-    positive(weight, "weight")
+    weight = checks.count(weight, "weight")
     yield Eval(script("set_group_weight"), (ctx.keys.base,), (_g(group), str(weight)))
 
 
@@ -124,7 +125,7 @@ def groups(ctx: Context, page: int = GROUPS_PAGE) -> Plan[list[GroupInfo]]:
     Returns:
         One :class:`GroupInfo` per group, sorted by name.
     """
-    positive(page, "page")
+    page = checks.batch(page, "page")
     by_name: dict[str, GroupInfo] = {}
     cursor = "0"
     while True:
@@ -161,7 +162,7 @@ def drain_group(ctx: Context, group: str, budget: int = 10000) -> Plan[int]:
     Raises:
         InvalidName, InvalidArgument: before anything is sent.
     """
-    positive(budget, "budget")
+    budget = checks.batch(budget, "budget")
     g = _g(group)
     total = 0
     while True:

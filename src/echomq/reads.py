@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .context import Context, as_str, positive
-from .errors import InvalidArgument
+from . import checks
+from .context import Context, as_str
 from .scripts import Batch, Cmd, Eval, Plan, script
 
 STATES = ("pending", "active", "scheduled", "dead")
@@ -58,10 +58,9 @@ def browse(ctx: Context, state: str, n: int = 20, offset: int = 0) -> Plan[list[
     Raises:
         InvalidArgument: an unknown state or a bad page.
     """
-    if state not in _SETS:
-        raise InvalidArgument(f"unknown state {state!r}; want one of {', '.join(STATES)}")
-    positive(n, "n")
-    positive(offset, "offset", zero=True)
+    state = checks.state(state)
+    n = checks.batch(n, "n")
+    offset = checks.count(offset, "offset", zero=True)
     r = yield Eval(script("browse"), (ctx.keys.base,), (_SETS[state], str(n), str(offset)))
     return [as_str(x) for x in r]
 

@@ -15,15 +15,16 @@ script checks the slot it replaces.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from croniter import croniter
 
-from . import ids
-from .backoff import Backoff, as_spec
-from .context import Context, as_str, opt_str, positive
+from . import checks, ids
+from .backoff import Backoff
+from .context import Context, as_str, opt_str
 from .errors import InvalidArgument
 from .keyspace import check_name
 from .scripts import Batch, Cmd, Eval, Plan, script
@@ -65,6 +66,18 @@ class Repeatable:
 def next_cron_ms(expr: str, after_ms: int) -> int:
     """The first slot of ``expr`` strictly after ``after_ms`` (UTC), in ms."""
     return int(croniter(expr, after_ms / 1000.0).get_next(float) * 1000)
+
+
+#: The longest cron expression accepted.
+MAX_CRON_LEN = 256
+
+
+def _valid_cron(expr: str) -> bool:
+    """Whether croniter reads ``expr`` and finds a next slot (``0 0 30 2 *`` has none)."""
+    try:
+        return bool(croniter.is_valid(expr)) and next_cron_ms(expr, int(time.time() * 1000)) > 0
+    except Exception:  # croniter raises several unrelated types for bad input
+        return False
 
 
 def _server_ms(reply: Any) -> int:
@@ -111,18 +124,21 @@ def repeat(
     if (every_ms is None) == (cron is None):
         raise InvalidArgument("give exactly one of every_ms and cron")
     if every_ms is not None:
-        positive(every_ms, "every_ms")
-    if cron is not None and not (isinstance(cron, str) and croniter.is_valid(cron)):
-        raise InvalidArgument(f"invalid cron expression: {cron!r}")
-    positive(first_in_ms, "first_in_ms", zero=True)
+        every_ms = checks.ms(every_ms, "every_ms")
+    if cron is not None and not (
+        isinstance(cron, str) and len(cron) <= MAX_CRON_LEN and _valid_cron(cron)
+    ):
+        raise InvalidArgument(f"invalid cron expression: {cron!r:.80}")
+    first_in_ms = checks.ms(first_in_ms, "first_in_ms", zero=True)
     if group is not None:
         check_name(group, "group")
-    if job_name is not None and not (isinstance(job_name, str) and 0 < len(job_name) <= 256):
-        raise InvalidArgument(f"invalid job name: {job_name!r}")
-    if isinstance(priority, bool) or not isinstance(priority, int):
-        raise InvalidArgument(f"priority must be an integer, got {priority!r}")
+    if job_name is not None:
+        checks.job_name(job_name)
+    priority = checks.priority(priority)
     if max_attempts is not None:
-        positive(max_attempts, "max_attempts")
+        max_attempts = checks.count(max_attempts, "max_attempts")
+    spec_text = checks.backoff(backoff)
+    text = checks.payload(ctx.serializer, payload)
     if cron is not None:
         now = _server_ms((yield Cmd(("TIME",))))
         kind, spec, first = "cron", cron, str(next_cron_ms(cron, now + first_in_ms - 1))
@@ -133,12 +149,12 @@ def repeat(
         kind,
         spec,
         first,
-        ctx.serializer.dumps(payload),
+        text,
         job_name or "",
         group or "",
         "" if priority == 0 else str(priority),
         "" if max_attempts is None else str(max_attempts),
-        as_spec(backoff) or "",
+        spec_text or "",
     )
     return int((yield Eval(script("repeat"), (ctx.keys.base,), args)))
 
@@ -173,7 +189,7 @@ def repeats(ctx: Context, n: int = 1000) -> Plan[list[Repeatable]]:
     Returns:
         One :class:`Repeatable` each.
     """
-    positive(n, "n")
+    n = checks.batch(n, "n")
     raw = yield Cmd(("ZRANGE", ctx.keys.repeat, 0, n - 1, "WITHSCORES"))
     listed = [(as_str(m), int(float(as_str(s)))) for m, s in _pairs(raw)]
     if not listed:
@@ -215,7 +231,7 @@ def fire_due(ctx: Context, budget: int = 50) -> Plan[list[str]]:
     Returns:
         The ids of the jobs made by this call.
     """
-    positive(budget, "budget")
+    budget = checks.batch(budget, "budget")
     reply = yield Eval(script("fire_due_list"), (ctx.keys.base,), (str(budget),))
     now = int(reply[0])
     ops: list[Eval | Cmd] = []

@@ -11,11 +11,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import ids
-from .backoff import Backoff, as_spec
-from .context import Context, as_str, opt_str, positive
-from .errors import InvalidArgument, JobGone, StaleToken
-from .keyspace import check_dedup, check_name
+from . import checks, ids
+from .backoff import Backoff
+from .context import Context, as_str, opt_str
+from .errors import JobGone, StaleToken
+from .keyspace import check_name
 from .scripts import Batch, Cmd, Eval, Plan, script
 
 #: Jobs per enqueue script call; enqueue_many pipelines the chunks in one round trip.
@@ -72,24 +72,23 @@ def _options(
         return []  # the common call: nothing to gate, nothing to send
     if group is not None:
         check_name(group, "group")
-    if name is not None and not (isinstance(name, str) and 0 < len(name) <= 256):
-        raise InvalidArgument(f"invalid job name: {name!r}")
-    if isinstance(priority, bool) or not isinstance(priority, int):
-        raise InvalidArgument(f"priority must be an integer, got {priority!r}")
+    if name is not None:
+        checks.job_name(name)
+    checks.priority(priority)
     if delay_ms is not None:
-        positive(delay_ms, "delay_ms", zero=True)
+        delay_ms = checks.ms(delay_ms, "delay_ms", zero=True)
     if run_at_ms is not None:
-        positive(run_at_ms, "run_at_ms", zero=True)
+        checks.run_at(run_at_ms)
     if max_attempts is not None:
-        positive(max_attempts, "max_attempts")
+        max_attempts = checks.count(max_attempts, "max_attempts")
     opts = [
-        str(priority) if priority else "",
+        str(int(priority)) if priority else "",
         name or "",
         group or "",
-        "" if max_attempts is None else str(max_attempts),
-        "" if delay_ms is None else str(delay_ms),
-        "" if run_at_ms is None else str(run_at_ms),
-        as_spec(backoff) or "",
+        "" if max_attempts is None else str(int(max_attempts)),
+        "" if delay_ms is None else str(int(delay_ms)),
+        "" if run_at_ms is None else str(int(run_at_ms)),
+        checks.backoff(backoff) or "",
     ]
     while opts and not opts[-1]:
         opts.pop()
@@ -135,7 +134,7 @@ def enqueue(
     if job_id is not None:
         ids.validate(job_id)
     if dedup_id is not None:
-        check_dedup(dedup_id)
+        checks.dedup(dedup_id)
     opts = _options(
         name=name,
         group=group,
@@ -145,7 +144,7 @@ def enqueue(
         max_attempts=max_attempts,
         backoff=backoff,
     )
-    text = ctx.serializer.dumps(payload)
+    text = checks.payload(ctx.serializer, payload)
     enq = script("enqueue")
     if job_id is None and dedup_id is None:
         # a minted id cannot be a duplicate: the short form, whose reply is a count
@@ -190,8 +189,7 @@ def enqueue_many(
         max_attempts=max_attempts,
         backoff=None,
     )
-    dumps = ctx.serializer.dumps
-    texts = [dumps(p) for p in payloads]
+    texts = checks.payloads(ctx.serializer, payloads)
     if not texts:
         return []
     minted = ids.new_ids(len(texts))
@@ -249,7 +247,7 @@ def claim(ctx: Context, lease_ms: int = 30000) -> Plan[Claimed | None]:
     Returns:
         The claimed job, or ``None`` when the queue is paused or nothing is ready.
     """
-    positive(lease_ms, "lease_ms")
+    lease_ms = checks.ms(lease_ms, "lease_ms")
     got = yield from _claim_batch(ctx, 1, lease_ms, 0)
     return got[0] if got else None
 
@@ -267,16 +265,15 @@ def claim_many(
     Returns:
         The claimed jobs, flat and grouped interleaved (``[]`` when paused or empty).
     """
-    positive(count, "count")
-    positive(lease_ms, "lease_ms")
-    positive(lock_ms, "lock_ms", zero=True)
+    count = checks.batch(count, "count")
+    lease_ms = checks.ms(lease_ms, "lease_ms")
+    lock_ms = checks.ms(lock_ms, "lock_ms", zero=True)
     return (yield from _claim_batch(ctx, count, lease_ms, lock_ms))
 
 
 def _fenced(ctx: Context, job_id: str, token: int) -> str:
     ctx.keys.job(job_id)
-    positive(token, "token")
-    return str(token)
+    return str(checks.token(token))
 
 
 def _row_keys(ctx: Context, job_id: str) -> tuple[str, str]:
@@ -305,6 +302,7 @@ def complete_many(ctx: Context, pairs: Sequence[tuple[str, int]]) -> Plan[list[s
     Returns:
         The ids that were NOT completed (gone or stale); ``[]`` when all were.
     """
+    pairs = checks.pairs(pairs)
     done = script("complete")
     ops = [Eval(done, _row_keys(ctx, j), (j, _fenced(ctx, j, t))) for j, t in pairs]
     return (yield from fenced_batch(pairs, ops))
@@ -351,16 +349,17 @@ def retry(
         JobGone, StaleToken: refused, nothing changed.
     """
     tok = _fenced(ctx, job_id, token)
-    positive(delay_ms, "delay_ms", zero=True)
+    error = checks.error_text(error)
+    delay_ms = checks.ms(delay_ms, "delay_ms", zero=True)
     if max_attempts is not None:
-        positive(max_attempts, "max_attempts")
+        max_attempts = checks.count(max_attempts, "max_attempts")
     reply = yield Eval(
         script("retry"),
         _row_keys(ctx, job_id),
         (
             job_id,
             tok,
-            str(error),
+            error,
             str(delay_ms),
             "" if max_attempts is None else str(max_attempts),
             str(ctx.max_attempts),
@@ -379,7 +378,7 @@ def delay(ctx: Context, job_id: str, token: int, delay_ms: int) -> Plan[int]:
         JobGone, StaleToken: refused, nothing changed.
     """
     tok = _fenced(ctx, job_id, token)
-    positive(delay_ms, "delay_ms", zero=True)
+    delay_ms = checks.ms(delay_ms, "delay_ms", zero=True)
     reply = yield Eval(script("delay"), _row_keys(ctx, job_id), (job_id, tok, str(delay_ms)))
     return int(_gone(reply, job_id))
 
@@ -421,8 +420,8 @@ def release_many(ctx: Context, pairs: Sequence[tuple[str, int]]) -> Plan[list[st
 
 
 def _extend(ctx: Context, pairs: Sequence[tuple[str, int]], lease_ms: int, lock_ms: int) -> Eval:
-    positive(lease_ms, "lease_ms")
-    positive(lock_ms, "lock_ms", zero=True)
+    lease_ms = checks.ms(lease_ms, "lease_ms")
+    lock_ms = checks.ms(lock_ms, "lock_ms", zero=True)
     args: list[str] = [str(lease_ms), str(lock_ms)]
     for j, t in pairs:
         args += [j, _fenced(ctx, j, t)]
@@ -455,7 +454,10 @@ def extend_locks(
     Returns:
         The ids NOT extended (gone, or no longer active under that token).
     """
+    pairs = checks.pairs(pairs, limit=checks.MAX_BATCH)
     if not pairs:
+        lease_ms = checks.ms(lease_ms, "lease_ms")
+        lock_ms = checks.ms(lock_ms, "lock_ms", zero=True)
         return []
     reply = yield _extend(ctx, pairs, lease_ms, lock_ms)
     return [as_str(reply[i]) for i in range(0, len(reply), 2)]
@@ -467,7 +469,7 @@ def promote(ctx: Context, budget: int = 100) -> Plan[int]:
     Returns:
         How many moved; equal to ``budget`` means more may be due (call again).
     """
-    positive(budget, "budget")
+    budget = checks.batch(budget, "budget")
     return int((yield Eval(script("promote"), (ctx.keys.base,), (str(budget),))))
 
 
@@ -477,7 +479,7 @@ def reap(ctx: Context, budget: int = 100) -> Plan[int]:
     Returns:
         How many returned; equal to ``budget`` means call again.
     """
-    positive(budget, "budget")
+    budget = checks.batch(budget, "budget")
     return int((yield Eval(script("reap"), (ctx.keys.base,), (str(budget),))))
 
 
@@ -493,7 +495,7 @@ def check_stalled(
     Returns:
         ``(recovered_ids, dead_ids)``.
     """
-    positive(max_stalled, "max_stalled", zero=True)
-    positive(budget, "budget")
+    max_stalled = checks.count(max_stalled, "max_stalled", zero=True)
+    budget = checks.batch(budget, "budget")
     reply = yield Eval(script("check_stalled"), (ctx.keys.base,), (str(max_stalled), str(budget)))
     return [as_str(x) for x in reply[0]], [as_str(x) for x in reply[1]]

@@ -8,7 +8,9 @@
 -- Reply:   w = 4: an array of n ids, the new job's id or, for a duplicate id / held
 --          dedup key, the id of the job that already holds it (nothing written for it).
 --          w = 2 (minted ids, no dedup): n, the number of jobs written.
--- Refusals: none.
+-- Refusals: EMQARG when n, w or a numeric option (priority, max_attempts, delay_ms,
+--          run_at_ms) is not a finite number; checked before the first write, so a
+--          refused call writes nothing (the client checks the same before sending).
 -- Writes:  the row (state pending|scheduled, attempts 0), pending/lane/schedule,
 --          groups + ring + wake for lanes, de:<dedup> (NX), wake; event 'enqueued'.
 local B = KEYS[1]
@@ -24,6 +26,21 @@ if maxa == '' then maxa = nil end
 if delay == '' then delay = nil end
 if runat == '' then runat = nil end
 if backoff == '' then backoff = nil end
+
+-- check, then write: every option that can fail is read before the first write
+local function finite(v)
+  local x = tonumber(v)
+  return x ~= nil and x == x and x ~= math.huge and x ~= -math.huge
+end
+if not (finite(n) and (w == 2 or w == 4) and n >= 0) then
+  return redis.error_reply('EMQARG n and w must be numbers (w 2 or 4)')
+end
+for _, opt in ipairs({{prio, 'priority'}, {maxa, 'max_attempts'}, {delay, 'delay_ms'},
+    {runat, 'run_at_ms'}}) do
+  if opt[1] and not finite(opt[1]) then
+    return redis.error_reply('EMQARG ' .. opt[2] .. ' is not a finite number')
+  end
+end
 
 local due = nil
 if runat then

@@ -54,7 +54,7 @@ def fail(
         JobGone, StaleToken: refused (the lease was lost); nothing changed.
     """
     row = yield Cmd(("HMGET", ctx.keys.job(job_id), "backoff", "failures"))
-    policy = Backoff.parse(opt_str(row[0])) or default
+    policy = Backoff.read(opt_str(row[0])) or default
     failures = int(as_str(row[1])) if row[1] is not None else 0
     wait = policy.delay_for(failures + 1, rng)
     return (yield from retry(ctx, job_id, token, error, delay_ms=wait))

@@ -1,0 +1,259 @@
+"""Argument checks: every verb's gate lines, stated once, run before any I/O.
+
+Each verb's plan starts with a few calls to this module; each call either returns the
+value in the form the script wants or raises an :class:`~echomq.errors.InvalidArgument`
+subclass, and nothing has been sent yet. The limits are the documented ones
+(``docs/concepts.md``, "Limits"):
+
+- **integers** are Python ``int`` (``bool`` is refused): a Lua number is a double, so
+  nothing past 2**53 reaches a script, where it would lose precision or fail;
+- **priority** within ``-2**53 .. 2**53`` (a sorted-set score holds it exactly);
+- **durations** (``delay_ms``, ``lease_ms``, ``lock_ms``, ``ttl_ms``, ``every_ms``,
+  ``first_in_ms``) within the horizon, 0 .. :data:`HORIZON_MS` (ten years);
+- **run_at_ms** within 0 .. :data:`MAX_RUN_AT_MS` (the last ms of the year 9999);
+- **budgets, counts and page sizes** within 1 .. :data:`MAX_BATCH` per server call;
+- **other counters** (``max_attempts``, ``keep``, ``offset``, ``limit``, ``weight``, ...)
+  within 0 .. :data:`MAX_COUNT`;
+- **text** is ``str`` that encodes as UTF-8 (no lone surrogates);
+- **payloads** serialize as strict JSON (no NaN/Infinity) that is valid UTF-8, or
+  raise :class:`~echomq.errors.InvalidPayload`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
+
+from .backoff import HORIZON_MS, Backoff
+from .errors import InvalidArgument, InvalidName, InvalidPayload
+from .keyspace import check_dedup
+
+#: The largest integer a Lua number (a double) and a sorted-set score hold exactly.
+MAX_EXACT = 2**53
+#: The latest absolute due time: 9999-12-31T23:59:59.999Z, in ms since the epoch.
+MAX_RUN_AT_MS = 253_402_300_799_999
+#: The most jobs (or groups, or ids) one server call handles: budgets, counts, pages.
+MAX_BATCH = 100_000
+#: The largest value of any other counter (max_attempts, keep, offset, limit, weight).
+MAX_COUNT = 2**31 - 1
+#: The longest job name, in characters.
+MAX_NAME_LEN = 256
+#: The states a job can be in (``browse`` takes one).
+STATES = ("pending", "active", "scheduled", "dead")
+
+__all__ = [
+    "HORIZON_MS",
+    "MAX_BATCH",
+    "MAX_COUNT",
+    "MAX_EXACT",
+    "MAX_NAME_LEN",
+    "MAX_RUN_AT_MS",
+    "STATES",
+]
+
+
+class Dumps(Protocol):
+    """Anything with a ``dumps`` (a :class:`~echomq.context.Serializer`)."""
+
+    def dumps(self, value: Any) -> str: ...
+
+
+def integer(value: Any, what: str, low: int, high: int) -> int:
+    """An ``int`` (not a ``bool``) within ``low .. high``.
+
+    Raises:
+        InvalidArgument: it is not.
+    """
+    if type(value) is not int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidArgument(f"{what} must be an integer, got {value!r:.80}")
+        value = int(value)  # an int subclass (an IntEnum, ...) travels as a plain int
+    if not low <= value <= high:
+        raise InvalidArgument(f"{what} must be within {low}..{high}, got {value!r:.80}")
+    return int(value)
+
+
+def ms(value: Any, what: str, *, zero: bool = False) -> int:
+    """A duration in ms within the horizon: ``1 .. HORIZON_MS`` (``0 ..`` with ``zero``)."""
+    return integer(value, what, 0 if zero else 1, HORIZON_MS)
+
+
+def run_at(value: Any) -> int:
+    """An absolute due time in ms since the epoch, ``0 .. MAX_RUN_AT_MS``."""
+    return integer(value, "run_at_ms", 0, MAX_RUN_AT_MS)
+
+
+def priority(value: Any) -> int:
+    """A priority: an integer within ``-2**53 .. 2**53`` (exact as a score)."""
+    return integer(value, "priority", -MAX_EXACT, MAX_EXACT)
+
+
+def batch(value: Any, what: str) -> int:
+    """A budget, count or page size: ``1 .. MAX_BATCH``."""
+    return integer(value, what, 1, MAX_BATCH)
+
+
+def count(value: Any, what: str, *, zero: bool = False) -> int:
+    """A counter: ``1 .. MAX_COUNT`` (``0 ..`` with ``zero``)."""
+    return integer(value, what, 0 if zero else 1, MAX_COUNT)
+
+
+def token(value: Any) -> int:
+    """A fencing token: ``1 .. 2**53``."""
+    return integer(value, "token", 1, MAX_EXACT)
+
+
+def flag(value: Any, what: str) -> bool:
+    """A ``bool`` (a destructive switch is never taken from a truthy string)."""
+    if not isinstance(value, bool):
+        raise InvalidArgument(f"{what} must be True or False, got {value!r:.80}")
+    return value
+
+
+def _utf8(value: str) -> bool:
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def text(value: Any, what: str, *, max_len: int | None = None, empty: bool = True) -> str:
+    """A ``str`` that encodes as UTF-8, optionally non-empty and at most ``max_len``.
+
+    Raises:
+        InvalidArgument: it is not.
+    """
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{what} must be a string, got {type(value).__name__}")
+    if not empty and not value:
+        raise InvalidArgument(f"{what} must not be empty")
+    if max_len is not None and len(value) > max_len:
+        raise InvalidArgument(f"{what} is longer than {max_len} characters")
+    if not _utf8(value):
+        raise InvalidArgument(f"{what} is not valid UTF-8 text (a lone surrogate?)")
+    return value
+
+
+def job_name(value: Any) -> str:
+    """A job name: 1 .. 256 characters of UTF-8 text."""
+    return text(value, "job name", max_len=MAX_NAME_LEN, empty=False)
+
+
+def dedup(value: Any) -> str:
+    """A dedup id: 1 .. 256 characters of UTF-8 text.
+
+    Raises:
+        InvalidName: it is not.
+    """
+    check_dedup(value)
+    if not _utf8(value):
+        raise InvalidName(f"invalid dedup id: {value!r:.80} (not valid UTF-8 text)")
+    return str(value)
+
+
+def error_text(value: Any) -> str:
+    """A failure's text, kept as ``last_error``. Never refused: the text is a diagnosis,
+    so a value that is not valid UTF-8 is kept with its bad code points escaped
+    (refusing it would lose the failure)."""
+    out = value if isinstance(value, str) else _safe_str(value)
+    if _utf8(out):
+        return out
+    return out.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _safe_str(value: Any) -> str:
+    try:
+        return str(value)
+    except Exception:
+        return repr(type(value))
+
+
+def state(value: Any) -> str:
+    """A job state: ``pending``, ``active``, ``scheduled`` or ``dead``."""
+    if not isinstance(value, str) or value not in STATES:
+        raise InvalidArgument(f"unknown state {value!r:.80}; want one of {', '.join(STATES)}")
+    return value
+
+
+# What a serializer (or json) raises for a value it cannot carry: TypeError (an
+# object), ValueError (NaN, a circular reference, an int past the digits limit),
+# RecursionError (nesting), OverflowError.
+_UNSERIALIZABLE = (TypeError, ValueError, RecursionError, OverflowError)
+
+
+def payload(serializer: Dumps, value: Any) -> str:
+    """The payload's text: the serializer's output, checked to be valid UTF-8.
+
+    The default serializer writes strict JSON (no NaN/Infinity).
+
+    Raises:
+        InvalidPayload: the value does not serialize, or its text is not valid UTF-8.
+    """
+    try:
+        out = serializer.dumps(value)
+    except InvalidArgument:
+        raise
+    except _UNSERIALIZABLE as exc:
+        raise InvalidPayload(f"payload does not serialize: {type(exc).__name__}: {exc}") from None
+    if not isinstance(out, str):
+        raise InvalidPayload(f"the serializer returned {type(out).__name__}, not str")
+    if not _utf8(out):
+        raise InvalidPayload("payload is not valid UTF-8 text (a lone surrogate?)")
+    return out
+
+
+def payloads(serializer: Dumps, values: Any) -> list[str]:
+    """Each payload's text, for ``enqueue_many``: ``values`` is an iterable of payloads
+    (a ``str``/``bytes``/``dict`` is refused: it would enqueue its characters or keys).
+
+    Raises:
+        InvalidArgument: ``values`` is not such an iterable.
+        InvalidPayload: one of them does not serialize.
+    """
+    if isinstance(values, (str, bytes, bytearray, dict)) or not isinstance(values, Iterable):
+        raise InvalidArgument(f"payloads must be an iterable of payloads, got {type(values)}")
+    return [payload(serializer, v) for v in values]
+
+
+def backoff(value: Any) -> str | None:
+    """The row text of a backoff policy given as a :class:`Backoff` or as spec text.
+
+    Raises:
+        InvalidArgument: spec text that :meth:`Backoff.parse` refuses, or another type.
+    """
+    if value is None or isinstance(value, Backoff):
+        return None if value is None else value.spec()
+    if not isinstance(value, str):
+        raise InvalidArgument(f"backoff must be a Backoff or its spec text, got {value!r:.80}")
+    text(value, "backoff")
+    Backoff.parse(value)  # raises InvalidArgument when unreadable or out of range
+    return value
+
+
+def pairs(value: Any, what: str = "pairs", *, limit: int | None = None) -> list[tuple[str, int]]:
+    """``(job_id, token)`` pairs, each token checked (ids are gated at the key builder).
+
+    Raises:
+        InvalidArgument: not a sequence of 2-tuples, a bad token, or more than ``limit``.
+    """
+    if isinstance(value, (str, bytes, dict)) or not isinstance(value, (Sequence, Iterable)):
+        raise InvalidArgument(f"{what} must be a sequence of (job_id, token) pairs")
+    out: list[tuple[str, int]] = []
+    for item in value:
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise InvalidArgument(f"{what}: each item must be a (job_id, token) pair")
+        out.append((item[0], token(item[1])))
+        if limit is not None and len(out) > limit:
+            raise InvalidArgument(f"{what}: at most {limit} per call")
+    return out
+
+
+def finite(value: float, what: str) -> float:
+    """A finite float (``int``s pass as they are)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidArgument(f"{what} must be finite, got {value!r}")
+    return value
