@@ -22,12 +22,10 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from .checks import HORIZON_MS, show
 from .errors import InvalidArgument
 
 KINDS = ("fixed", "exponential")
-#: The longest delay, lease or lock echomq accepts, in ms (ten years); a computed
-#: backoff delay is clamped to it.
-HORIZON_MS = 10 * 365 * 86_400_000
 
 
 @dataclass(frozen=True)
@@ -51,19 +49,19 @@ class Backoff:
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
-            raise InvalidArgument(f"backoff kind must be one of {KINDS}, got {self.kind!r}")
+            raise InvalidArgument(f"backoff kind must be one of {KINDS}, got {show(self.kind)}")
         if _bad_int(self.delay_ms):
             raise InvalidArgument(
-                f"backoff delay_ms must be an integer within 0..{HORIZON_MS}: {self.delay_ms!r}"
+                f"backoff delay_ms must be an integer within 0..{HORIZON_MS}: {show(self.delay_ms)}"
             )
         if self.max_ms is not None and _bad_int(self.max_ms):
             raise InvalidArgument(
-                f"backoff max_ms must be an integer within 0..{HORIZON_MS}: {self.max_ms!r}"
+                f"backoff max_ms must be an integer within 0..{HORIZON_MS}: {show(self.max_ms)}"
             )
         if isinstance(self.jitter, bool) or not (
             isinstance(self.jitter, (int, float)) and 0.0 <= self.jitter <= 1.0
         ):
-            raise InvalidArgument(f"backoff jitter must be within 0..1, got {self.jitter!r}")
+            raise InvalidArgument(f"backoff jitter must be within 0..1, got {show(self.jitter)}")
 
     @classmethod
     def fixed(cls, delay_ms: int, *, jitter: float = 0.0) -> Backoff:
@@ -127,17 +125,17 @@ class Backoff:
         try:
             doc = json.loads(spec)
         except (ValueError, RecursionError):
-            raise InvalidArgument(f"unreadable backoff spec: {spec!r:.80}") from None
+            raise InvalidArgument(f"unreadable backoff spec: {show(spec)}") from None
         if isinstance(doc, (int, float)) and not isinstance(doc, bool):
             return cls.fixed(_whole(doc, "delay"))
         if not isinstance(doc, dict):
-            raise InvalidArgument(f"a backoff spec is an object or a number: {spec!r:.80}")
+            raise InvalidArgument(f"a backoff spec is an object or a number: {show(spec)}")
         kind = doc.get("type", "exponential")
         if not isinstance(kind, str):
-            raise InvalidArgument(f"backoff type must be text: {kind!r:.80}")
+            raise InvalidArgument(f"backoff type must be text: {show(kind)}")
         jitter = doc.get("jitter", 0.0)
         if isinstance(jitter, bool) or not isinstance(jitter, (int, float)):
-            raise InvalidArgument(f"backoff jitter must be a number: {jitter!r:.80}")
+            raise InvalidArgument(f"backoff jitter must be a number: {show(jitter)}")
         return cls(
             kind,
             _whole(doc.get("delay", 1000), "delay"),

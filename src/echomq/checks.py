@@ -25,10 +25,13 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
-from .backoff import HORIZON_MS, Backoff
-from .errors import InvalidArgument, InvalidName, InvalidPayload
-from .keyspace import check_dedup
+from redis.connection import parse_url
 
+from .errors import InvalidArgument, InvalidName, InvalidPayload
+
+#: The longest delay, lease, lock or interval, in ms (ten years); a computed backoff
+#: delay is clamped to it.
+HORIZON_MS = 10 * 365 * 86_400_000
 #: The largest integer a Lua number (a double) and a sorted-set score hold exactly.
 MAX_EXACT = 2**53
 #: The latest absolute due time: 9999-12-31T23:59:59.999Z, in ms since the epoch.
@@ -59,6 +62,16 @@ class Dumps(Protocol):
     def dumps(self, value: Any) -> str: ...
 
 
+def show(value: Any, width: int = 80) -> str:
+    """A short repr for a message (``repr`` of a huge int, or of a hostile object, can
+    itself raise)."""
+    try:
+        text = repr(value)
+    except Exception:
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def integer(value: Any, what: str, low: int, high: int) -> int:
     """An ``int`` (not a ``bool``) within ``low .. high``.
 
@@ -67,10 +80,10 @@ def integer(value: Any, what: str, low: int, high: int) -> int:
     """
     if type(value) is not int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise InvalidArgument(f"{what} must be an integer, got {value!r:.80}")
+            raise InvalidArgument(f"{what} must be an integer, got {show(value, 80)}")
         value = int(value)  # an int subclass (an IntEnum, ...) travels as a plain int
     if not low <= value <= high:
-        raise InvalidArgument(f"{what} must be within {low}..{high}, got {value!r:.80}")
+        raise InvalidArgument(f"{what} must be within {low}..{high}, got {show(value, 80)}")
     return int(value)
 
 
@@ -107,7 +120,7 @@ def token(value: Any) -> int:
 def flag(value: Any, what: str) -> bool:
     """A ``bool`` (a destructive switch is never taken from a truthy string)."""
     if not isinstance(value, bool):
-        raise InvalidArgument(f"{what} must be True or False, got {value!r:.80}")
+        raise InvalidArgument(f"{what} must be True or False, got {show(value, 80)}")
     return value
 
 
@@ -149,9 +162,11 @@ def dedup(value: Any) -> str:
     Raises:
         InvalidName: it is not.
     """
+    from .keyspace import check_dedup  # keyspace builds on this module's show()
+
     check_dedup(value)
     if not _utf8(value):
-        raise InvalidName(f"invalid dedup id: {value!r:.80} (not valid UTF-8 text)")
+        raise InvalidName(f"invalid dedup id: {show(value, 80)} (not valid UTF-8 text)")
     return str(value)
 
 
@@ -175,7 +190,7 @@ def _safe_str(value: Any) -> str:
 def state(value: Any) -> str:
     """A job state: ``pending``, ``active``, ``scheduled`` or ``dead``."""
     if not isinstance(value, str) or value not in STATES:
-        raise InvalidArgument(f"unknown state {value!r:.80}; want one of {', '.join(STATES)}")
+        raise InvalidArgument(f"unknown state {show(value, 80)}; want one of {', '.join(STATES)}")
     return value
 
 
@@ -225,10 +240,12 @@ def backoff(value: Any) -> str | None:
     Raises:
         InvalidArgument: spec text that :meth:`Backoff.parse` refuses, or another type.
     """
+    from .backoff import Backoff  # backoff builds on this module's limits
+
     if value is None or isinstance(value, Backoff):
         return None if value is None else value.spec()
     if not isinstance(value, str):
-        raise InvalidArgument(f"backoff must be a Backoff or its spec text, got {value!r:.80}")
+        raise InvalidArgument(f"backoff must be a Backoff or its spec text, got {show(value, 80)}")
     text(value, "backoff")
     Backoff.parse(value)  # raises InvalidArgument when unreadable or out of range
     return value
@@ -250,6 +267,20 @@ def pairs(value: Any, what: str = "pairs", *, limit: int | None = None) -> list[
         if limit is not None and len(out) > limit:
             raise InvalidArgument(f"{what}: at most {limit} per call")
     return out
+
+
+def url(value: Any, what: str = "url") -> str:
+    """A server URL that redis-py can read (``redis://``, ``rediss://``, ``unix://``).
+
+    Raises:
+        InvalidArgument: it is not (no connection is attempted).
+    """
+    value = text(value, what, empty=False)
+    try:
+        parse_url(value)  # type: ignore[no-untyped-call]
+    except (ValueError, TypeError) as exc:
+        raise InvalidArgument(f"invalid {what} {show(value, 120)}: {exc}") from None
+    return str(value)
 
 
 def finite(value: float, what: str) -> float:

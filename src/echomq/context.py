@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .checks import show
 from .errors import InvalidArgument
 from .keyspace import Keyspace
 
@@ -86,5 +87,5 @@ def positive(value: int, what: str, *, zero: bool = False) -> int:
     """
     low = 0 if zero else 1
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= 2**53:
-        raise InvalidArgument(f"{what} must be an integer within {low}..2**53, got {value!r:.80}")
+        raise InvalidArgument(f"{what} must be an integer within {low}..2**53, got {show(value)}")
     return value

@@ -13,6 +13,7 @@ import re
 import threading
 import time
 
+from .checks import show
 from .errors import InvalidJobId
 
 ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -55,12 +56,12 @@ def decode(job_id: str) -> int:
         InvalidJobId: the id is not ``JOB`` + 11 base62 characters below 2**63.
     """
     if not isinstance(job_id, str) or _SHAPE.fullmatch(job_id) is None:
-        raise InvalidJobId(f"not a job id: {job_id!r}")
+        raise InvalidJobId(f"not a job id: {show(job_id)}")
     value = 0
     for c in job_id[3:]:
         value = value * 62 + _INDEX[c]
     if value > MAX_VALUE:
-        raise InvalidJobId(f"job id out of range: {job_id!r}")
+        raise InvalidJobId(f"job id out of range: {show(job_id)}")
     return value
 
 

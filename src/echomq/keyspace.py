@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from . import ids
+from .checks import show
 from .errors import InvalidName
 
 NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,128}")
@@ -31,7 +32,7 @@ def check_name(name: str, what: str = "queue") -> str:
         InvalidName: it does not.
     """
     if not isinstance(name, str) or NAME_RE.fullmatch(name) is None:
-        raise InvalidName(f"invalid {what} name: {name!r} (want [A-Za-z0-9._-]{{1,128}})")
+        raise InvalidName(f"invalid {what} name: {show(name)} (want [A-Za-z0-9._-]{{1,128}})")
     return name
 
 
@@ -42,7 +43,7 @@ def check_dedup(dedup_id: str) -> str:
         InvalidName: it is not.
     """
     if not isinstance(dedup_id, str) or not 0 < len(dedup_id) <= MAX_DEDUP_LEN:
-        raise InvalidName(f"invalid dedup id: {dedup_id!r}")
+        raise InvalidName(f"invalid dedup id: {show(dedup_id)}")
     return dedup_id
 
 
@@ -135,7 +136,7 @@ class Keyspace:
                 "dead": self.dead,
             }[state]
         except KeyError:
-            raise InvalidName(f"unknown state: {state!r}") from None
+            raise InvalidName(f"unknown state: {show(state)}") from None
 
     def pattern(self) -> str:
         """A SCAN pattern matching every key of this queue."""

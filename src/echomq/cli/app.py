@@ -17,7 +17,7 @@ import click
 import redis
 from rich.console import Console
 
-from .. import __version__
+from .. import __version__, checks
 from ..errors import (
     EchoMQError,
     InvalidArgument,
@@ -222,6 +222,8 @@ def cli(ctx: click.Context, url: str | None, as_json: bool) -> None:
     `refused: <reason>` and exits with the reason's status (see docs/cli.md).
     """
     ctx.obj = Env(url or None, as_json)
+    if url:
+        checks.url(url, "--url")  # a typed usage error (exit 2), not a traceback later
 
 
 def pass_env(f: Callable[..., Any]) -> Callable[..., Any]:
