@@ -15,7 +15,15 @@
 --          groups + ring + wake for lanes, de:<dedup> (NX), wake; event 'enqueued'.
 local B = KEYS[1]
 --! include common
+-- check, then write: every argument that can fail is read before the first write
+local function finite(v)
+  local x = tonumber(v)
+  return x ~= nil and x == x and x ~= math.huge and x ~= -math.huge
+end
 local n, w = tonumber(ARGV[1]), tonumber(ARGV[2])
+if not (finite(n) and n >= 0 and (w == 2 or w == 4)) then
+  return redis.error_reply('EMQARG n and w must be numbers (w 2 or 4)')
+end
 local o = 3 + n * w
 local prio, name, g, maxa = ARGV[o], ARGV[o + 1], ARGV[o + 2], ARGV[o + 3]
 local delay, runat, backoff = ARGV[o + 4], ARGV[o + 5], ARGV[o + 6]
@@ -27,14 +35,6 @@ if delay == '' then delay = nil end
 if runat == '' then runat = nil end
 if backoff == '' then backoff = nil end
 
--- check, then write: every option that can fail is read before the first write
-local function finite(v)
-  local x = tonumber(v)
-  return x ~= nil and x == x and x ~= math.huge and x ~= -math.huge
-end
-if not (finite(n) and (w == 2 or w == 4) and n >= 0) then
-  return redis.error_reply('EMQARG n and w must be numbers (w 2 or 4)')
-end
 for _, opt in ipairs({{prio, 'priority'}, {maxa, 'max_attempts'}, {delay, 'delay_ms'},
     {runat, 'run_at_ms'}}) do
   if opt[1] and not finite(opt[1]) then
