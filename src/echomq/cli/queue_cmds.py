@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from ..admin import DEFAULT_OBLITERATE_BUDGET
+from ..checks import MAX_BATCH
 from ..queue import Queue
 from ..reads import STATES
 from .app import Env, cli, confirm, pass_env
@@ -147,7 +148,7 @@ def drain(env: Env, queue: str, include_schedule: bool, yes: bool) -> None:
 @click.option("--force", is_flag=True, help="Also delete jobs in flight.")
 @click.option(
     "--budget",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, MAX_BATCH),  # checked here: the command reads counts first
     default=DEFAULT_OBLITERATE_BUDGET,
     show_default=True,
     help="The most jobs one server call deletes.",
