@@ -416,6 +416,7 @@ def release_many(ctx: Context, pairs: Sequence[tuple[str, int]]) -> Plan[list[st
     Returns:
         The ids NOT released (gone, or no longer active under that token).
     """
+    pairs = checks.pairs(pairs)
     return (yield from fenced_batch(pairs, [_release_op(ctx, j, t) for j, t in pairs]))
 
 
