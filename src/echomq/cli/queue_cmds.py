@@ -12,10 +12,10 @@ from rich.table import Table
 
 from ..admin import DEFAULT_OBLITERATE_BUDGET
 from ..checks import MAX_BATCH
+from ..discovery import DEFAULT_SCAN_LIMIT, discover_queues
 from ..queue import Queue
 from ..reads import STATES
 from .app import Env, cli, confirm, pass_env
-from .discover import DEFAULT_SCAN_LIMIT, discover_queues
 
 _COUNT_COLUMNS = ("pending", "active", "scheduled", "dead", "completed", "failed")
 
