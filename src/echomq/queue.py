@@ -1,7 +1,7 @@
 """``Queue`` and ``AsyncQueue``: thin shells that run the verbs' plans.
 
 Every verb is defined once, as a plan function in :mod:`spine`, :mod:`reads`,
-:mod:`jobs`, :mod:`admin` or :mod:`lanes`, and listed once, on ``_Verbs``. A verb
+:mod:`jobs`, :mod:`admin`, :mod:`lanes` or :mod:`views`, and listed once, on ``_Verbs``. A verb
 attribute binds its plan to the queue's context and runner: on ``Queue`` it returns
 the result, on ``AsyncQueue`` an awaitable of it.
 """
@@ -17,7 +17,7 @@ import redis
 import redis.asyncio
 from typing_extensions import ParamSpec, Self
 
-from . import admin, jobs, lanes, reads, spine
+from . import admin, jobs, lanes, reads, spine, views
 from . import repeat as repeating
 from .context import DEFAULT_MAX_ATTEMPTS, Context, JsonSerializer, Serializer
 from .events import AsyncEventStream, EventStream
@@ -148,6 +148,14 @@ class _Verbs:
     repeat = _Verb(repeating.repeat)
     cancel_repeat = _Verb(repeating.cancel_repeat)
     repeats = _Verb(repeating.repeats)
+    # views for the operator's tools (bounded pages, search, one job)
+    server_time = _Verb(views.server_time)
+    queue_exists = _Verb(views.queue_exists)
+    job_page = _Verb(views.job_page)
+    find_jobs = _Verb(views.find_jobs)
+    job_view = _Verb(views.job_view)
+    groups_page = _Verb(views.groups_page)
+    throughput = _Verb(views.throughput)
 
 
 class Queue(_Verbs):

@@ -1,0 +1,512 @@
+"""Read verbs for the operator's tools: pages, search, one job, groups, throughput.
+
+Each view is a plan like every other verb (bound on :class:`~echomq.Queue` and
+:class:`~echomq.AsyncQueue`), and each is **bounded**: no view walks every lane or
+every group in one call, and no server command it sends grows with the queue beyond
+the page or budget the caller asked for (a page of a sorted set by rank is
+``O(log N + n)``; a search examines at most ``budget`` jobs per call and returns a
+cursor to go on from).
+
+Orders (the operator's, not :func:`echomq.reads.browse`'s, which stays newest first):
+pending in run order (priority, then mint order), scheduled soonest first, active
+and dead newest first. A queue's lanes are paged one lane at a time (``group=``):
+merging every lane into one page would walk them all.
+
+This module also holds the one JSON codec the tools share: :class:`LenientJson`
+reads a payload another serializer wrote as its text, and :func:`to_json` writes
+every document the CLI prints and the console answers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .context import Context, JsonSerializer, as_str, positive
+from .errors import InvalidArgument
+from .lanes import GroupInfo
+from .scripts import Batch, Cmd, Eval, Plan, script
+
+STATES = ("pending", "active", "scheduled", "dead")
+Order = Literal["run", "soonest", "newest"]
+#: Each state's order in a page: (the order's name, whether the set is read reversed).
+ORDERS: dict[str, tuple[Order, bool]] = {
+    "pending": ("run", False),
+    "scheduled": ("soonest", False),
+    "active": ("newest", True),
+    "dead": ("newest", True),
+}
+#: The largest page a view returns.
+MAX_PAGE = 200
+#: Jobs one search call examines by default, and at most.
+SEARCH_BUDGET = 1000
+MAX_SEARCH_BUDGET = 5000
+#: What a search may look in.
+SEARCH_FIELDS = ("id", "name", "group", "error", "payload")
+#: The newest log lines one job view carries.
+LOG_TAIL = 200
+#: The longest throughput window, in minutes (the buckets live a day).
+MAX_MINUTES = 1440
+#: The row fields a page shows.
+LINE_FIELDS = (
+    "state",
+    "name",
+    "group",
+    "priority",
+    "attempts",
+    "failures",
+    "progress",
+    "last_error",
+)
+#: Keys whose presence says a queue exists (any one of them).
+_PRESENCE = (
+    "meta",
+    "pending",
+    "active",
+    "schedule",
+    "dead",
+    "groups",
+    "repeat",
+    "metrics:completed",
+    "metrics:failed",
+)
+
+
+# ------------------------------------------------------------------------ codec
+class LenientJson(JsonSerializer):
+    """The default JSON codec, except that a payload that is not JSON reads back as
+    its raw text (a tool shows queues whose producers may use another serializer:
+    a row it cannot parse must still render)."""
+
+    def loads(self, text: str) -> Any:
+        """Parse JSON text; return the text itself when it is not JSON."""
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+
+
+def _default(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, (bytes, bytearray)):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    return str(value)
+
+
+_DOC = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=_default)
+
+
+def to_json(doc: Any) -> str:
+    """One compact JSON document (dataclasses as objects, numbers as numbers)."""
+    return _DOC.encode(doc)
+
+
+# ------------------------------------------------------------------------ types
+@dataclass(frozen=True)
+class JobLine:
+    """One job as a list shows it.
+
+    Attributes:
+        id: the job id.
+        state: ``pending``, ``active``, ``scheduled`` or ``dead``.
+        score: the set's score: priority (pending), lease deadline (active), due
+            time (scheduled), time of death (dead), in ms where it is a time.
+    """
+
+    id: str
+    state: str
+    name: str | None
+    group: str | None
+    priority: int
+    attempts: int
+    failures: int
+    progress: str | None
+    last_error: str | None
+    score: int | None
+
+
+@dataclass(frozen=True)
+class JobPage:
+    """A page of one state (or one lane), in the state's order."""
+
+    state: str
+    group: str | None
+    order: Order
+    n: int
+    offset: int
+    total: int
+    now_ms: int
+    jobs: list[JobLine]
+
+
+@dataclass(frozen=True)
+class Found:
+    """One bounded search step.
+
+    Attributes:
+        scanned: jobs examined by this call.
+        cursor: where the next call goes on (a rank in the state's order), or
+            ``None`` when the state was examined to its end.
+    """
+
+    state: str
+    group: str | None
+    text: str
+    fields: list[str]
+    scanned: int
+    cursor: int | None
+    now_ms: int
+    jobs: list[JobLine]
+
+
+@dataclass(frozen=True)
+class JobView:
+    """One job with what a detail page shows.
+
+    Attributes:
+        row: every row field as text, plus ``id`` and ``data`` (the payload decoded).
+        logs: the newest ``LOG_TAIL`` log lines, oldest first.
+        log_count: how many lines the job has in all.
+        locked: a worker holds the job (a lock key or a ``lock`` field).
+        score: the job's score in its state's set (see :class:`JobLine`).
+    """
+
+    row: dict[str, Any]
+    logs: list[str]
+    log_count: int
+    locked: bool
+    score: int | None
+    now_ms: int
+
+
+@dataclass(frozen=True)
+class GroupsPage:
+    """One page of the queue's groups; ``cursor`` is ``"0"`` after the last page."""
+
+    groups: list[GroupInfo]
+    cursor: str
+
+
+@dataclass(frozen=True)
+class Series:
+    """A throughput record: the total and one count per minute, oldest first."""
+
+    total: int
+    series: list[int]
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Completed and failed per minute over ``minutes`` ending at ``end_minute``
+    (a minute is ms since the epoch // 60000, server clock)."""
+
+    minutes: int
+    end_minute: int
+    completed: Series
+    failed: Series
+
+
+# ---------------------------------------------------------------------- helpers
+def _state(state: str) -> str:
+    if state not in STATES:
+        raise InvalidArgument(f"unknown state {state!r}; want one of {', '.join(STATES)}")
+    return state
+
+
+def _set_key(ctx: Context, state: str, group: str | None) -> str:
+    if group is not None:
+        if state != "pending":
+            raise InvalidArgument("a group's lane holds pending jobs only")
+        return ctx.keys.lane(group)
+    return ctx.keys.state_set(state)
+
+
+def _pairs(raw: Any) -> Iterator[tuple[Any, Any]]:
+    if isinstance(raw, dict):
+        return iter(raw.items())
+    if raw and isinstance(raw[0], (list, tuple)):
+        return ((p[0], p[1]) for p in raw)
+    return zip(raw[::2], raw[1::2])
+
+
+def _ms(raw: Any) -> int:
+    return int(float(as_str(raw)))
+
+
+def _opt(raw: Any) -> str | None:
+    return None if raw is None else as_str(raw)
+
+
+def _int(raw: Any) -> int:
+    try:
+        return int(as_str(raw)) if raw is not None else 0
+    except ValueError:
+        return 0
+
+
+def _line(job_id: str, state: str, values: Sequence[Any], score: int | None) -> JobLine:
+    f = dict(zip(LINE_FIELDS, values))
+    return JobLine(
+        id=job_id,
+        state=_opt(f["state"]) or state,
+        name=_opt(f["name"]),
+        group=_opt(f["group"]),
+        priority=_int(f["priority"]),
+        attempts=_int(f["attempts"]),
+        failures=_int(f["failures"]),
+        progress=_opt(f["progress"]),
+        last_error=_opt(f["last_error"]),
+        score=score,
+    )
+
+
+def _time_ms(raw: Any) -> int:
+    sec, usec = raw
+    return int(as_str(sec)) * 1000 + int(as_str(usec)) // 1000
+
+
+def _range(key: str, start: int, stop: int, rev: bool) -> Cmd:
+    args: tuple[str | int, ...] = ("ZRANGE", key, start, stop)
+    return Cmd((*args, "REV", "WITHSCORES") if rev else (*args, "WITHSCORES"))
+
+
+# ------------------------------------------------------------------------ views
+def server_time(ctx: Context) -> Plan[int]:
+    """The server's clock in ms since the epoch (``TIME``)."""
+    return _time_ms((yield Cmd(("TIME",))))
+
+
+def queue_exists(ctx: Context) -> Plan[bool]:
+    """Whether the queue has any of its sets, registries, metrics or settings.
+
+    One ``EXISTS`` over a fixed list of the queue's keys (one slot): a mistyped name
+    answers ``False``.
+    """
+    keys = tuple(ctx.keys.base + suffix for suffix in _PRESENCE)
+    return bool(int((yield Cmd(("EXISTS", *keys)))))
+
+
+def job_page(
+    ctx: Context, state: str, n: int = 20, offset: int = 0, group: str | None = None
+) -> Plan[JobPage]:
+    """A page of jobs in ``state`` in the operator's order, with their list fields.
+
+    Args:
+        state: ``pending``, ``active``, ``scheduled`` or ``dead``.
+        n: page size, 1..``MAX_PAGE``.
+        offset: jobs to skip.
+        group: page this group's lane instead (``pending`` only); without it,
+            ``pending`` is the flat set (each lane is paged on its own).
+
+    Returns:
+        A :class:`JobPage`; ``total`` counts the set paged. Two round trips: the
+        page of ids with their scores, then their rows.
+
+    Raises:
+        InvalidArgument, InvalidName: before anything is sent.
+    """
+    _state(state)
+    positive(n, "n")
+    positive(offset, "offset", zero=True)
+    if n > MAX_PAGE:
+        raise InvalidArgument(f"n must be at most {MAX_PAGE}, got {n}")
+    key = _set_key(ctx, state, group)
+    order, rev = ORDERS[state]
+    page, total, now = yield Batch(
+        (_range(key, offset, offset + n - 1, rev), Cmd(("ZCARD", key)), Cmd(("TIME",)))
+    )
+    scored = [(as_str(m), _ms(s)) for m, s in _pairs(page)]
+    jobs = yield from _lines(ctx, state, scored)
+    return JobPage(state, group, order, n, offset, int(total), _time_ms(now), jobs)
+
+
+def _lines(ctx: Context, state: str, scored: list[tuple[str, int]]) -> Plan[list[JobLine]]:
+    if not scored:
+        return []
+    rows = yield Batch(tuple(Cmd(("HMGET", ctx.keys.job(j), *LINE_FIELDS)) for j, _ in scored))
+    out: list[JobLine] = []
+    for (job_id, score), values in zip(scored, rows):
+        if isinstance(values, Exception) or values[0] is None:
+            continue  # settled between the two reads
+        out.append(_line(job_id, state, values, score))
+    return out
+
+
+def find_jobs(
+    ctx: Context,
+    state: str,
+    text: str,
+    *,
+    fields: Sequence[str] = SEARCH_FIELDS,
+    n: int = 20,
+    cursor: int = 0,
+    budget: int = SEARCH_BUDGET,
+    group: str | None = None,
+) -> Plan[Found]:
+    """Jobs in ``state`` whose fields contain ``text`` (case-insensitive), one bounded step.
+
+    Examines at most ``budget`` jobs from rank ``cursor`` in the state's order and
+    returns the matches (at most ``n``) and where to go on. Every server command is
+    a page of the set or one row read, pipelined.
+
+    Args:
+        fields: where to look: ``id``, ``name``, ``group``, ``error`` (last error),
+            ``payload`` (the stored text).
+
+    Raises:
+        InvalidArgument, InvalidName: before anything is sent.
+    """
+    _state(state)
+    positive(n, "n")
+    positive(cursor, "cursor", zero=True)
+    positive(budget, "budget")
+    if n > MAX_PAGE:
+        raise InvalidArgument(f"n must be at most {MAX_PAGE}, got {n}")
+    if budget > MAX_SEARCH_BUDGET:
+        raise InvalidArgument(f"budget must be at most {MAX_SEARCH_BUDGET}, got {budget}")
+    if not isinstance(text, str) or not text:
+        raise InvalidArgument("the search text must be a non-empty string")
+    wanted = list(dict.fromkeys(fields))
+    unknown = [f for f in wanted if f not in SEARCH_FIELDS]
+    if unknown or not wanted:
+        raise InvalidArgument(f"search fields must be among {', '.join(SEARCH_FIELDS)}")
+    key = _set_key(ctx, state, group)
+    _, rev = ORDERS[state]
+    page, now = yield Batch((_range(key, cursor, cursor + budget - 1, rev), Cmd(("TIME",))))
+    scored = [(as_str(m), _ms(s)) for m, s in _pairs(page)]
+    extra = ("payload",) if "payload" in wanted else ()
+    rows: list[Any] = []
+    if scored:
+        rows = yield Batch(
+            tuple(Cmd(("HMGET", ctx.keys.job(j), *LINE_FIELDS, *extra)) for j, _ in scored)
+        )
+    needle = text.casefold()
+    hits: list[JobLine] = []
+    examined = 0
+    for (job_id, score), values in zip(scored, rows):
+        examined += 1
+        if isinstance(values, Exception) or values[0] is None:
+            continue
+        line = _line(job_id, state, values[: len(LINE_FIELDS)], score)
+        hay = {
+            "id": job_id,
+            "name": line.name,
+            "group": line.group,
+            "error": line.last_error,
+            "payload": _opt(values[-1]) if extra else None,
+        }
+        if any(needle in (hay[f] or "").casefold() for f in wanted):
+            hits.append(line)
+            if len(hits) == n:
+                break
+    more = examined < len(scored) or len(scored) == budget
+    return Found(
+        state,
+        group,
+        text,
+        wanted,
+        examined,
+        cursor + examined if more else None,
+        _time_ms(now),
+        hits,
+    )
+
+
+def job_view(ctx: Context, job_id: str, log_tail: int = LOG_TAIL) -> Plan[JobView | None]:
+    """One job for a detail page in one round trip, or ``None`` when it is gone.
+
+    Raises:
+        InvalidJobId: a malformed id (before anything is sent).
+    """
+    row_key = ctx.keys.job(job_id)
+    positive(log_tail, "log_tail")
+    k = ctx.keys
+    raw, logs, count, lock, *scores, now = yield Batch(
+        (
+            Cmd(("HGETALL", row_key)),
+            Cmd(("LRANGE", k.logs(job_id), -log_tail, -1)),
+            Cmd(("LLEN", k.logs(job_id))),
+            Cmd(("EXISTS", k.lock(job_id))),
+            *(Cmd(("ZSCORE", k.state_set(s), job_id)) for s in STATES),
+            Cmd(("TIME",)),
+        )
+    )
+    if not raw:
+        return None
+    row: dict[str, Any] = {as_str(a): as_str(b) for a, b in _pairs(raw)}
+    row["id"] = job_id
+    if "payload" in row:
+        row["data"] = ctx.serializer.loads(row["payload"])
+    state = row.get("state")
+    score = dict(zip(STATES, scores)).get(state) if state in STATES else None
+    if state == "pending" and score is None:  # in its lane
+        score = _int(row.get("priority"))
+    return JobView(
+        row=row,
+        logs=[as_str(x) for x in logs],
+        log_count=int(count),
+        locked=bool(int(lock)) or "lock" in row,
+        score=None if score is None else _ms(score),
+        now_ms=_time_ms(now),
+    )
+
+
+def groups_page(ctx: Context, cursor: str = "0", n: int = 50) -> Plan[GroupsPage]:
+    """One page of the queue's groups (about ``n``; a server call reads one page).
+
+    Args:
+        cursor: ``"0"`` for the first page, else the cursor a page returned.
+
+    Returns:
+        The groups of this page, sorted by name, and the next cursor (``"0"`` at
+        the end). Groups come in the set's order, not by name across pages.
+    """
+    positive(n, "n")
+    if n > MAX_PAGE:
+        raise InvalidArgument(f"n must be at most {MAX_PAGE}, got {n}")
+    if not isinstance(cursor, str) or not cursor.isdigit():
+        raise InvalidArgument(f"cursor must be digits, got {cursor!r}")
+    r = yield Eval(script("groups"), (ctx.keys.base,), (cursor, str(n)))
+    found: dict[str, GroupInfo] = {}
+    for i in range(1, len(r), 6):
+        lim = as_str(r[i + 3])
+        info = GroupInfo(
+            name=as_str(r[i]),
+            depth=int(r[i + 1]),
+            in_flight=int(r[i + 2]),
+            limit=int(lim) if lim else None,
+            weight=int(r[i + 4]),
+            paused=bool(int(r[i + 5])),
+        )
+        found[info.name] = info
+    return GroupsPage([found[k] for k in sorted(found)], as_str(r[0]))
+
+
+def throughput(ctx: Context, minutes: int = 60) -> Plan[Throughput]:
+    """Completed and failed per minute over the last ``minutes`` (server clock).
+
+    Reads only the totals and the window's buckets (``HMGET``), never the whole record.
+    """
+    positive(minutes, "minutes")
+    if minutes > MAX_MINUTES:
+        raise InvalidArgument(f"minutes must be at most {MAX_MINUTES}, got {minutes}")
+    end = _time_ms((yield Cmd(("TIME",)))) // 60000
+    fields = ["count", *(str(m) for m in range(end - minutes + 1, end + 1))]
+    done, failed = yield Batch(
+        (
+            Cmd(("HMGET", ctx.keys.metrics_completed, *fields)),
+            Cmd(("HMGET", ctx.keys.metrics_failed, *fields)),
+        )
+    )
+
+    def series(raw: Sequence[Any]) -> Series:
+        values = [_int(v) for v in raw]
+        return Series(values[0], values[1:])
+
+    return Throughput(minutes, end, series(done), series(failed))
