@@ -22,8 +22,8 @@ import uvicorn
 from conftest import dump, queue_keys
 from echomq import InvalidArgument, JobGone, Queue
 from echomq.console import Console, ReadOnly, UnsafeBind, create_app
-from echomq.console.app import STATIC, TOKEN_ENV
-from echomq.console.handlers import QueueDirectory
+from echomq.console.app import STATIC, TOKEN_ENV, TOKEN_FILE_ENV
+from echomq.discovery import QueueDirectory
 from echomq.embedded import EmbeddedServer, free_port
 
 with warnings.catch_warnings():
@@ -40,6 +40,7 @@ BAD_ID = "JOB-not-an-id"
 @pytest.fixture(autouse=True)
 def _no_env_token(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(TOKEN_ENV, raising=False)
+    monkeypatch.delenv(TOKEN_FILE_ENV, raising=False)
 
 
 @pytest.fixture()
@@ -174,20 +175,22 @@ def test_queue_summary(api: TestClient, q: Queue, r: redis.Redis) -> None:
     assert dump(r, q) == before
 
 
-def test_jobs_page_newest_first_with_rows(api: TestClient, q: Queue, r: redis.Redis) -> None:
+def test_jobs_page_in_run_order_with_rows(api: TestClient, q: Queue, r: redis.Redis) -> None:
     ids = [q.enqueue({"n": i}, name=f"job{i}") for i in range(5)]
     dead = dead_job(q)
     before = dump(r, q)
     first = api.get(qp(q, "/jobs?state=pending&n=2&offset=0")).json()
-    assert first["total"] == 5 and first["state"] == "pending"
-    assert [j["id"] for j in first["jobs"]] == [ids[4], ids[3]]
-    assert first["jobs"][0]["name"] == "job4" and first["jobs"][0]["attempts"] == "0"
+    assert first["total"] == 5 and first["state"] == "pending" and first["order"] == "run"
+    # pending in run order: the next job a worker claims comes first
+    assert [j["id"] for j in first["jobs"]] == [ids[0], ids[1]]
+    assert first["jobs"][0]["name"] == "job0" and first["jobs"][0]["attempts"] == 0
     last = api.get(qp(q, "/jobs?state=pending&n=2&offset=4")).json()
-    assert [j["id"] for j in last["jobs"]] == [ids[0]]
+    assert [j["id"] for j in last["jobs"]] == [ids[4]]
     dead_page = api.get(qp(q, "/jobs?state=dead")).json()
     (row,) = dead_page["jobs"]
     assert row["id"] == dead and row["last_error"] == "boom: no such user"
-    assert row["failures"] == "1" and isinstance(row["score"], float)
+    assert row["failures"] == 1 and isinstance(row["score"], int)
+    assert row["score"] == int(r.zscore(q.keys.dead, dead) or 0)
     assert dump(r, q) == before
 
 
@@ -214,7 +217,7 @@ def test_job_detail_row_logs_and_score(api: TestClient, q: Queue, r: redis.Redis
     assert job["data"] == {"to": "a@example.com"} and job["last_error"] == "boom: no such user"
     assert job["attempts"] == "1" and job["failures"] == "1"
     assert body["logs"] == ["first", "second"] and body["locked"] is False
-    assert body["score"] == r.zscore(q.keys.dead, jid)
+    assert body["score"] == int(r.zscore(q.keys.dead, jid) or 0) and body["log_count"] == 2
     assert dump(r, q) == before
 
 
@@ -550,7 +553,9 @@ def test_token_guards_changes(
         client = make_client(token="s3cret")
     q.enqueue({"x": 1})
     assert client.get("/api/config").json()["token_required"] is True
-    assert client.get(qp(q)).status_code == 200  # reads stay open
+    # reads are guarded too (payloads and logs may hold personal data)
+    refused(client.get(qp(q)), 401, "unauthorized", "token")
+    assert client.get(qp(q), headers={"X-EMQ-Token": "s3cret"}).status_code == 200
     before = dump(r, q)
     refused(post(client, qp(q, "/pause")), 401, "unauthorized", "token")
     refused(
@@ -576,8 +581,9 @@ def test_read_only_refuses_every_change(
     q.enqueue({"x": 1}, group="g")
     q.pause()
     before = dump(r, q)
-    assert client.get("/api/config").json()["read_only"] is True
-    assert client.get(qp(q, "/jobs?state=dead")).json()["jobs"][0]["id"] == jid
+    token = {"X-EMQ-Token": "s3cret"}
+    assert client.get("/api/config", headers=token).json()["read_only"] is True
+    assert client.get(qp(q, "/jobs?state=dead"), headers=token).json()["jobs"][0]["id"] == jid
     paths = [qp(q, f"/{v}") for v in ("pause", "resume", "drain", "obliterate")]
     paths += [qp(q, f"/groups/g/{v}") for v in ("pause", "resume", "limit", "weight", "drain")]
     paths += [qp(q, f"/jobs/{jid}/{v}") for v in ("data", "progress", "log", "remove", "reprocess")]

@@ -9,17 +9,29 @@ events, and the safety model:
   ``X-Requested-With``: a browser cannot send either cross-site without a CORS
   preflight, which this app never approves), and no foreign ``Origin`` / ``Referer``
   / ``Sec-Fetch-Site``;
-- with a token configured (option or ``EMQ_CONSOLE_TOKEN``) every change must carry
-  it in ``X-EMQ-Token``; a non-loopback bind without a token refuses to start;
+- with a token configured (``EMQ_CONSOLE_TOKEN``, a file named by ``--token-file`` or
+  ``EMQ_CONSOLE_TOKEN_FILE``, or the discouraged ``--token``) every request for data
+  (reads, event streams, changes) must carry it: ``X-EMQ-Token``, ``Authorization:
+  Bearer`` or ``Basic`` (any user, the token as password), or the session cookie
+  ``POST /api/login`` sets (HttpOnly, SameSite=Strict); only the page itself,
+  its static files, ``/api/config`` and ``/api/login`` answer without it;
+- a non-loopback bind without a token refuses to start;
+- event streams are capped per client address (``STREAMS_PER_CLIENT``) and in all
+  (``MAX_STREAMS``); a refused stream answers 429 and the page polls instead;
 - a read-only console refuses every change with 403.
 """
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import contextlib
+import hashlib
 import hmac
 import ipaddress
 import json
 import os
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -31,7 +43,7 @@ import redis
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.responses import FileResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -45,11 +57,15 @@ from ..errors import (
     Refused,
     ServerUnavailable,
 )
+from ..views import SEARCH_BUDGET, to_json
 from .handlers import (
     GROUP_VERBS,
+    GROUPS_PAGE,
     JOB_VERBS,
     MAX_STREAMS,
     QUEUE_VERBS,
+    REPEAT_VERBS,
+    STREAMS_PER_CLIENT,
     Console,
     ReadOnly,
     UnsafeBind,
@@ -57,6 +73,12 @@ from .handlers import (
 
 #: The environment variable a token may come from.
 TOKEN_ENV = "EMQ_CONSOLE_TOKEN"
+#: The environment variable naming a file the token is read from.
+TOKEN_FILE_ENV = "EMQ_CONSOLE_TOKEN_FILE"
+#: The session cookie ``POST /api/login`` sets.
+SESSION_COOKIE = "emq_session"
+#: Seconds between two beats on an event stream (the page's live dot reads them).
+BEAT_S = 1.0
 #: The largest request body accepted (a payload edit is the biggest).
 MAX_BODY = 8 * 1024 * 1024
 STATIC = Path(__file__).parent / "static"
@@ -93,11 +115,36 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def resolve_token(token: str | None) -> str | None:
-    """The token from the option, else from ``EMQ_CONSOLE_TOKEN``; empty means none."""
+def resolve_token(token: str | None = None, token_file: str | None = None) -> str | None:
+    """The console's token: the option, else the file (``token_file`` or
+    ``EMQ_CONSOLE_TOKEN_FILE``; surrounding whitespace dropped), else
+    ``EMQ_CONSOLE_TOKEN``. Empty means none.
+
+    Raises:
+        UnsafeBind: the token file cannot be read or is empty.
+    """
     if token is None:
-        token = os.environ.get(TOKEN_ENV)
+        path = token_file or os.environ.get(TOKEN_FILE_ENV)
+        if path:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    token = f.read().strip()
+            except OSError as exc:
+                raise UnsafeBind(f"cannot read the token file {path!r}: {exc}") from None
+            if not token:
+                raise UnsafeBind(f"the token file {path!r} is empty")
+        else:
+            token = os.environ.get(TOKEN_ENV)
     return token or None
+
+
+def session_value(token: str) -> str:
+    """The session cookie's value for ``token`` (a keyed digest, never the token)."""
+    return hmac.new(token.encode(), b"echomq-console-session", hashlib.sha256).hexdigest()
+
+
+def _same(given: str, expected: str) -> bool:
+    return hmac.compare_digest(given.encode(), expected.encode())
 
 
 @dataclass(frozen=True)
@@ -142,16 +189,52 @@ class Safety:
             raise Denied(415, "forbidden", "content_type", "a change must be application/json")
         if "x-emq-token" not in headers and "x-requested-with" not in headers:
             raise Denied(403, "forbidden", "header", "a change needs X-Requested-With")
+        self.check_read(request)
         if self.read_only:
             raise Denied(403, "forbidden", "read_only", "the console is read-only")
-        if self.token is not None:
-            given = headers.get("x-emq-token", "")
-            if not hmac.compare_digest(given.encode(), self.token.encode()):
-                raise Denied(401, "unauthorized", "token", "a valid X-EMQ-Token is required")
+
+    def authenticated(self, request: Request) -> bool:
+        """Whether the request carries the token (always true without one)."""
+        if self.token is None:
+            return True
+        headers = request.headers
+        given = headers.get("x-emq-token")
+        if given is not None:
+            return _same(given, self.token)
+        scheme, _, value = headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer":
+            return _same(value.strip(), self.token)
+        if scheme.lower() == "basic":
+            try:
+                pair = base64.b64decode(value.strip(), validate=True).decode()
+            except ValueError:
+                return False
+            return _same(pair.partition(":")[2], self.token)
+        cookie = request.cookies.get(SESSION_COOKIE)
+        return cookie is not None and _same(cookie, session_value(self.token))
+
+    def check_read(self, request: Request) -> None:
+        """Refuse a request for data without the token (when one is set).
+
+        Raises:
+            Denied: 401 (``X-EMQ-Token``, ``Authorization: Bearer`` or ``Basic`` with
+                the token as password, or the session cookie, let it through).
+        """
+        if not self.authenticated(request):
+            raise Denied(401, "unauthorized", "token", "a valid token is required")
 
 
 # --------------------------------------------------------------------------- errors
-def error_reply(exc: Exception) -> JSONResponse:
+class JsonDoc(Response):
+    """A JSON reply written by the tools' one codec (:func:`echomq.views.to_json`)."""
+
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return to_json(content).encode("utf-8")
+
+
+def error_reply(exc: Exception) -> Response:
     """The JSON reply and status for an error a handler or a gate raised."""
     if isinstance(exc, Denied):
         status, body = exc.status, {"error": exc.error, "reason": exc.reason}
@@ -169,7 +252,14 @@ def error_reply(exc: Exception) -> JSONResponse:
     else:
         status, body = 500, {"error": "internal", "reason": type(exc).__name__}
     body["message"] = str(exc)
-    return JSONResponse(body, status_code=status, headers={"cache-control": "no-store"})
+    headers = {"cache-control": "no-store"}
+    if status == 401:
+        # Bearer, not Basic: a browser would pop its own password prompt over the page
+        # (``curl -u :TOKEN`` still sends Basic on its own)
+        headers["www-authenticate"] = 'Bearer realm="echomq console"'
+    if status == 429:
+        headers["retry-after"] = "10"
+    return JsonDoc(body, status_code=status, headers=headers)
 
 
 async def _read_json(request: Request) -> dict[str, Any]:
@@ -227,13 +317,13 @@ def _json(fn: Callable[[Request], Awaitable[dict[str, Any]]]) -> Endpoint:
             body = await fn(request)
         except (EchoMQError, Denied, redis.RedisError) as exc:
             return error_reply(exc)
-        return JSONResponse(body, headers={"cache-control": "no-store"})
+        return JsonDoc(body, headers={"cache-control": "no-store"})
 
     return endpoint
 
 
 def _routes(console: Console, safety: Safety) -> list[Route | Mount]:
-    streams = {"open": 0}
+    streams: Counter[str] = Counter()
 
     def param(request: Request, name: str) -> str:
         value: str = request.path_params[name]
@@ -248,10 +338,59 @@ def _routes(console: Console, safety: Safety) -> list[Route | Mount]:
         except ValueError:
             raise InvalidArgument(f"{name} must be an integer, got {text!r}") from None
 
+    def query_text(request: Request, name: str) -> str | None:
+        return request.query_params.get(name) or None
+
+    def reading(fn: Callable[[Request], Awaitable[dict[str, Any]]]) -> Endpoint:
+        async def guarded(request: Request) -> dict[str, Any]:
+            safety.check_read(request)
+            return await fn(request)
+
+        return _json(guarded)
+
     async def config(request: Request) -> dict[str, Any]:
+        if not safety.authenticated(request):
+            return {"token_required": True, "authenticated": False}
         reply = console.config()
         reply["token_required"] = safety.token is not None
+        reply["authenticated"] = True
+        reply["streams_per_client"] = STREAMS_PER_CLIENT
         return reply
+
+    async def login(request: Request) -> Response:
+        try:
+            headers = request.headers
+            site = headers.get("sec-fetch-site")
+            if site is not None and site not in ("same-origin", "none"):
+                raise Denied(403, "forbidden", "cross_site", f"Sec-Fetch-Site is {site}")
+            if "x-requested-with" not in headers:
+                raise Denied(403, "forbidden", "header", "a login needs X-Requested-With")
+            body = await _read_json(request)
+            given = body.get("token")
+            if safety.token is None:
+                return JsonDoc({"ok": True, "token_required": False})
+            if not isinstance(given, str) or not _same(given, safety.token):
+                raise Denied(401, "unauthorized", "token", "wrong token")
+        except Denied as exc:
+            return error_reply(exc)
+        reply = JsonDoc({"ok": True, "token_required": True}, headers={"cache-control": "no-store"})
+        reply.set_cookie(
+            SESSION_COOKIE,
+            session_value(safety.token),
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            path="/",
+        )
+        return reply
+
+    async def logout(request: Request) -> Response:
+        reply = JsonDoc({"ok": True})
+        reply.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
+        return reply
+
+    async def health(request: Request) -> dict[str, Any]:
+        return await console.health()
 
     async def queues(request: Request) -> dict[str, Any]:
         return await console.list_queues()
@@ -261,14 +400,34 @@ def _routes(console: Console, safety: Safety) -> list[Route | Mount]:
 
     async def jobs(request: Request) -> dict[str, Any]:
         state = request.query_params.get("state", "pending")
-        n, offset = query_int(request, "n", 20), query_int(request, "offset", 0)
-        return await console.list_jobs(param(request, "queue"), state, n, offset)
+        n = query_int(request, "n", 20)
+        group = query_text(request, "group")
+        text = query_text(request, "q")
+        if text is None:
+            offset = query_int(request, "offset", 0)
+            return await console.list_jobs(param(request, "queue"), state, n, offset, group)
+        fields = request.query_params.getlist("field") or None
+        return await console.find_jobs(
+            param(request, "queue"),
+            state,
+            text,
+            fields,
+            n=n,
+            cursor=query_int(request, "cursor", 0),
+            budget=query_int(request, "budget", SEARCH_BUDGET),
+            group=group,
+        )
 
     async def job(request: Request) -> dict[str, Any]:
         return await console.job_detail(param(request, "queue"), param(request, "job"))
 
     async def groups(request: Request) -> dict[str, Any]:
-        return await console.list_groups(param(request, "queue"))
+        cursor = request.query_params.get("cursor") or "0"
+        n = query_int(request, "n", GROUPS_PAGE)
+        return await console.list_groups(param(request, "queue"), cursor, n)
+
+    async def repeats(request: Request) -> dict[str, Any]:
+        return await console.repeats(param(request, "queue"))
 
     async def metrics(request: Request) -> dict[str, Any]:
         minutes = query_int(request, "minutes", 60)
@@ -302,17 +461,33 @@ def _routes(console: Console, safety: Safety) -> list[Route | Mount]:
         q, j = param(request, "queue"), param(request, "job")
         return await JOB_VERBS[verb](console, q, j, body)
 
+    async def repeat_verb(request: Request) -> dict[str, Any]:
+        verb, body = await change(request)
+        if verb not in REPEAT_VERBS:
+            raise unknown(verb)
+        q, name = param(request, "queue"), param(request, "name")
+        return await REPEAT_VERBS[verb](console, q, name, body)
+
     async def events(request: Request) -> Response:
         name = request.path_params.get("queue")
+        peer = request.client.host if request.client is not None else "?"
         try:
+            safety.check_read(request)
             if name is not None:
                 console.queue(name)  # gate the name before the stream starts
-            if streams["open"] >= MAX_STREAMS:
-                raise Denied(503, "unavailable", "streams", "too many event streams")
+            if streams[peer] >= STREAMS_PER_CLIENT:
+                raise Denied(
+                    429,
+                    "unavailable",
+                    "streams",
+                    f"this client has {STREAMS_PER_CLIENT} event streams open; poll instead",
+                )
+            if sum(streams.values()) >= MAX_STREAMS:
+                raise Denied(503, "unavailable", "streams", "too many event streams; poll instead")
         except (EchoMQError, Denied) as exc:
             return error_reply(exc)
         return StreamingResponse(
-            _sse(console, name, streams),
+            _sse(console, name, streams, peer),
             media_type="text/event-stream",
             headers={"cache-control": "no-store", "x-accel-buffering": "no"},
         )
@@ -325,43 +500,77 @@ def _routes(console: Console, safety: Safety) -> list[Route | Mount]:
         Route("/", index),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
         Route("/api/config", _json(config)),
-        Route("/api/queues", _json(queues)),
+        Route("/api/login", login, methods=["POST"]),
+        Route("/api/logout", logout, methods=["POST"]),
+        Route("/api/health", reading(health)),
+        Route("/api/queues", reading(queues)),
         Route("/api/events", events),
-        Route(q, _json(queue)),
-        Route(q + "/jobs", _json(jobs)),
-        Route(q + "/groups", _json(groups)),
-        Route(q + "/metrics", _json(metrics)),
+        Route(q, reading(queue)),
+        Route(q + "/jobs", reading(jobs)),
+        Route(q + "/groups", reading(groups)),
+        Route(q + "/repeats", reading(repeats)),
+        Route(q + "/metrics", reading(metrics)),
         Route(q + "/events", events),
-        Route(q + "/jobs/{job}", _json(job)),
+        Route(q + "/jobs/{job}", reading(job)),
         Route(q + "/{verb}", _json(queue_verb), methods=["POST"]),
         Route(q + "/groups/{group}/{verb}", _json(group_verb), methods=["POST"]),
         Route(q + "/jobs/{job}/{verb}", _json(job_verb), methods=["POST"]),
+        Route(q + "/repeats/{name}/{verb}", _json(repeat_verb), methods=["POST"]),
     ]
 
 
-async def _sse(console: Console, queue: str | None, streams: dict[str, int]) -> AsyncIterator[str]:
-    """Server-sent events: one ``data:`` line per event, a comment as keep-alive."""
-    streams["open"] += 1
+def _release(streams: Counter[str], peer: str) -> None:
+    streams[peer] -= 1
+    if streams[peer] <= 0:
+        del streams[peer]
+
+
+async def _sse(
+    console: Console, queue: str | None, streams: Counter[str], peer: str
+) -> AsyncIterator[str]:
+    """Server-sent events: one ``data:`` line per event, ``: ping`` once subscribed,
+    and an ``event: beat`` every ``BEAT_S`` with the server's health, so the page's
+    live dot tells the truth within two beats. A relay that fails (the server went
+    away) ends the stream after a last beat; the browser reconnects on its own."""
+    # counted from the generator's first step, so a stream never started never leaks
+    streams[peer] += 1
     relay = console.events(queue)
+    box: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(maxsize=1024)
+
+    async def pump() -> None:
+        async for item in relay:
+            await box.put(item)
+
+    task = asyncio.create_task(pump())
     try:
-        yield "retry: 3000\n\n"
-        # the relay's first item is None once it is subscribed: a ping then means
-        # "listening", so a client (or a test) knows later events will arrive
-        async for event in relay:
-            if event is None:
+        yield "retry: 2000\n\n"
+        while True:
+            try:
+                item = await asyncio.wait_for(box.get(), BEAT_S)
+            except asyncio.TimeoutError:
+                beat = await console.health()
+                yield "event: beat\ndata: " + to_json(beat) + "\n\n"
+                if task.done():
+                    return
+                continue
+            if item is None:
                 yield ": ping\n\n"
             else:
-                yield "data: " + json.dumps(event, separators=(",", ":")) + "\n\n"
+                yield "data: " + to_json(item) + "\n\n"
     finally:
-        streams["open"] -= 1
-        await relay.aclose()
+        _release(streams, peer)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        with contextlib.suppress(Exception):
+            await relay.aclose()
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     reason = {404: "not_found", 405: "method"}.get(exc.status_code, "http")
     body = {"error": "invalid", "reason": reason, "message": exc.detail}
-    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+    return JsonDoc(body, status_code=exc.status_code, headers=exc.headers)
 
 
 # -------------------------------------------------------------------------- build
@@ -372,6 +581,7 @@ def create_app(
     token: str | None = None,
     read_only: bool = False,
     client: Any = None,
+    token_file: str | None = None,
 ) -> ASGIApp:
     """Build the console as an ASGI app.
 
@@ -379,23 +589,27 @@ def create_app(
         url: the Valkey/Redis server URL (default ``redis://127.0.0.1:6379/0``).
         host: the address the app will be served on; a non-loopback one requires a
             token and turns off the loopback ``Host`` check.
-        token: required in ``X-EMQ-Token`` for every change (default: the
+        token: required for every read and change (default: the file
+            ``token_file`` or ``EMQ_CONSOLE_TOKEN_FILE`` names, else the
             ``EMQ_CONSOLE_TOKEN`` environment variable; empty means none).
         read_only: refuse every change with 403.
         client: a ``redis.asyncio.Redis`` with ``decode_responses=True`` to use
             instead of connecting to ``url``.
+        token_file: a file holding the token (whitespace around it dropped).
 
     Returns:
         The ASGI application (a Starlette app behind the host/headers guard).
 
     Raises:
-        UnsafeBind: ``host`` is not loopback and no token is configured.
+        UnsafeBind: ``host`` is not loopback and no token is configured, or the
+            token file cannot be read.
     """
-    secret = resolve_token(token)
+    secret = resolve_token(token, token_file)
     loopback = is_loopback(host)
     if not loopback and secret is None:
         raise UnsafeBind(
-            f"refusing to serve on {host!r} without a token: pass --token or set {TOKEN_ENV}"
+            f"refusing to serve on {host!r} without a token: set {TOKEN_ENV} "
+            f"or pass --token-file (or set {TOKEN_FILE_ENV})"
         )
     safety = Safety(token=secret, read_only=read_only, loopback=loopback)
     console = Console(url, client=client, read_only=read_only)
@@ -421,6 +635,7 @@ def serve(
     port: int = 8765,
     token: str | None = None,
     read_only: bool = False,
+    token_file: str | None = None,
 ) -> None:
     """Serve the console with uvicorn until interrupted.
 
@@ -428,14 +643,16 @@ def serve(
         url: the Valkey/Redis server URL.
         host: the address to bind (loopback by default).
         port: the TCP port.
-        token: required for every change (default: ``EMQ_CONSOLE_TOKEN``).
+        token: required for every read and change (default: the token file, else
+            ``EMQ_CONSOLE_TOKEN``).
         read_only: refuse every change.
+        token_file: a file holding the token.
 
     Raises:
         UnsafeBind: ``host`` is not loopback and no token is configured.
     """
     import uvicorn
 
-    app = create_app(url, host=host, token=token, read_only=read_only)
+    app = create_app(url, host=host, token=token, read_only=read_only, token_file=token_file)
     # uvicorn's access log would print every poll; warnings and errors only
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import asdict
@@ -28,32 +29,28 @@ import redis.asyncio
 
 from .. import __version__
 from ..context import as_str
+from ..discovery import QueueDirectory, server_label
 from ..errors import EchoMQError, InvalidArgument, JobGone
-from ..keyspace import ANY_QUEUE_PATTERN, EVENTS_PATTERN, queue_of_key
+from ..keyspace import EVENTS_PATTERN, queue_of_key
 from ..queue import DEFAULT_URL, AsyncQueue
-from ..reads import STATES
+from ..views import MAX_PAGE, SEARCH_BUDGET, SEARCH_FIELDS, STATES, LenientJson
 
 Body = Mapping[str, Any]
 Reply = dict[str, Any]
 
-#: What discovery matches: every queue key except job rows and their sub-keys (the
-#: bulk of a keyspace); every live job sits in a set, so its queue still shows.
-QUEUE_KEYS_MATCH = ANY_QUEUE_PATTERN.removesuffix("*") + "[^j]*"
-#: Keys SCAN visits per step, and steps per discovery call: a bounded chunk of work.
-SCAN_COUNT = 1000
-SCAN_STEPS = 20
-#: The largest page of jobs one request may ask for.
-MAX_PAGE = 200
 #: Obliterate: the default and the largest budget (jobs per server call) per request.
 OBLITERATE_BUDGET = 1000
 MAX_OBLITERATE_BUDGET = 10000
 #: The throughput chart's default and longest window, in minutes (buckets live a day).
 METRIC_MINUTES = 60
 MAX_METRIC_MINUTES = 1440
-#: Seconds an event stream waits for a message before it yields a heartbeat.
+#: Seconds an event relay waits for a message before it yields a heartbeat.
 HEARTBEAT_S = 10.0
 #: Event streams open at once: each holds one server connection for its life.
 MAX_STREAMS = 64
+#: Event streams one client address may hold at once (a page holds one per tab);
+#: past it the stream is refused with 429 and the page polls instead.
+STREAMS_PER_CLIENT = 8
 #: Server connections in all: the streams plus room for requests. A request waits
 #: (up to ``POOL_WAIT_S``) for a free one rather than failing.
 POOL_SIZE = MAX_STREAMS + 64
@@ -62,17 +59,12 @@ POOL_WAIT_S = 10.0
 SUMMARY_CONCURRENCY = 16
 #: Queues kept in the facade cache (a queue is cheap to rebuild; the cap bounds memory).
 QUEUE_CACHE = 256
-#: The row fields a job list shows.
-LIST_FIELDS = (
-    "state",
-    "name",
-    "group",
-    "priority",
-    "attempts",
-    "failures",
-    "progress",
-    "last_error",
-)
+#: Groups per page of the groups table.
+GROUPS_PAGE = 50
+#: Seconds a health answer (one PING) is reused by every stream and request.
+HEALTH_TTL_S = 0.5
+#: Seconds a health PING may take before the server counts as down.
+HEALTH_TIMEOUT_S = 1.0
 
 
 class ReadOnly(EchoMQError):
@@ -83,25 +75,6 @@ class ReadOnly(EchoMQError):
 
 class UnsafeBind(EchoMQError, ValueError):
     """The console was asked to listen beyond loopback without a token."""
-
-
-class LenientJson:
-    """JSON, except that a payload that is not JSON reads back as its raw text.
-
-    The console shows queues whose producers may use another serializer; a row it
-    cannot parse must still render, not fail the page.
-    """
-
-    def dumps(self, value: Any) -> str:
-        """Serialize ``value`` as compact JSON."""
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-    def loads(self, text: str) -> Any:
-        """Parse JSON text; return the text itself when it is not JSON."""
-        try:
-            return json.loads(text)
-        except ValueError:
-            return text
 
 
 # ---------------------------------------------------------------------------- body
@@ -144,52 +117,6 @@ def _required(body: Body, key: str) -> Any:
     return body[key]
 
 
-# ----------------------------------------------------------------------- discovery
-class QueueDirectory:
-    """The queues on the server, found by an incremental, bounded SCAN.
-
-    Each :meth:`refresh` runs at most ``steps`` SCAN calls from where the last one
-    stopped, so a server holding millions of keys is never walked in one request.
-    Names seen during a full pass replace the previous pass's names when the cursor
-    wraps, so an obliterated queue drops out after one pass.
-    """
-
-    def __init__(self, scan_count: int = SCAN_COUNT, steps: int = SCAN_STEPS) -> None:
-        self.scan_count = scan_count
-        self.steps = steps
-        self._cursor = 0
-        self._known: set[str] = set()
-        self._seen: set[str] = set()
-        self._lock = asyncio.Lock()
-
-    def forget(self, name: str) -> None:
-        """Drop a queue at once (after it was obliterated)."""
-        self._known.discard(name)
-        self._seen.discard(name)
-
-    async def refresh(self, client: Any) -> tuple[list[str], bool]:
-        """Advance the scan one bounded chunk.
-
-        Returns:
-            ``(names, complete)``: the queue names known, sorted, and whether the
-            last full pass finished in this call (so ``names`` is exact).
-        """
-        async with self._lock:
-            for _ in range(self.steps):
-                cursor, keys = await client.scan(
-                    self._cursor, match=QUEUE_KEYS_MATCH, count=self.scan_count
-                )
-                self._cursor = int(cursor)
-                for key in keys:
-                    name = queue_of_key(as_str(key))
-                    if name is not None:
-                        self._seen.add(name)
-                if self._cursor == 0:
-                    self._known, self._seen = self._seen, set()
-                    return sorted(self._known), True
-            return sorted(self._known | self._seen), False
-
-
 # ------------------------------------------------------------------------- console
 class Console:
     """The console's handlers over one server.
@@ -209,6 +136,10 @@ class Console:
         self._owns_client = client is None
         self._queues: OrderedDict[str, AsyncQueue] = OrderedDict()
         self.directory = QueueDirectory()
+        #: The server as the page names it (``host:port/db``; no password).
+        self.server = server_label(self.url)
+        self._health = True
+        self._health_at = float("-inf")
 
     @property
     def client(self) -> Any:
@@ -247,14 +178,32 @@ class Console:
         if self.read_only:
             raise ReadOnly("the console is read-only")
 
-    async def _now_ms(self) -> int:
-        sec, usec = await self.client.time()
-        return int(sec) * 1000 + int(usec) // 1000
-
     # ------------------------------------------------------------------- reads
     def config(self) -> Reply:
         """What the page needs to know about this console."""
-        return {"read_only": self.read_only, "version": __version__, "states": list(STATES)}
+        return {
+            "read_only": self.read_only,
+            "version": __version__,
+            "states": list(STATES),
+            "search_fields": list(SEARCH_FIELDS),
+            "server": self.server,
+        }
+
+    async def health(self) -> Reply:
+        """Whether the server answers a ``PING`` (one shared answer per ``HEALTH_TTL_S``).
+
+        Returns:
+            ``{"redis": bool, "checked_ms": int}`` (the console's clock).
+        """
+        now = time.monotonic()
+        if now - self._health_at > HEALTH_TTL_S:
+            self._health_at = now
+            try:
+                ok = bool(await asyncio.wait_for(self.client.ping(), HEALTH_TIMEOUT_S))
+            except (redis.RedisError, OSError, asyncio.TimeoutError):
+                ok = False
+            self._health = ok
+        return {"redis": self._health, "checked_ms": int(time.time() * 1000)}
 
     async def _summary(self, q: AsyncQueue) -> Reply:
         counts, paused = await asyncio.gather(q.counts(), q.is_paused())
@@ -264,7 +213,7 @@ class Console:
         """Every queue found so far with its counts and pause.
 
         Returns:
-            ``{"queues": [{"name", "paused", "counts"}], "complete": bool}``;
+            ``{"queues": [{"name", "paused", "counts"}], "complete": bool, "server"}``;
             ``complete`` is false while the bounded discovery scan is still walking
             a large keyspace (later calls find more).
         """
@@ -276,99 +225,88 @@ class Console:
                 return await self._summary(self.queue(name))
 
         rows = await asyncio.gather(*(summary(n) for n in names))
-        return {"queues": list(rows), "complete": complete}
+        return {"queues": list(rows), "complete": complete, "server": self.server}
 
     async def queue_summary(self, queue: str) -> Reply:
-        """One queue's counts per state and its pause, with the server time."""
+        """One queue's counts per state, its pause, whether it exists, the server time."""
         q = self.queue(queue)
-        summary, now = await asyncio.gather(self._summary(q), self._now_ms())
+        summary, now, exists = await asyncio.gather(
+            self._summary(q), q.server_time(), q.queue_exists()
+        )
         summary["now_ms"] = now
+        summary["exists"] = exists
         return summary
 
-    async def list_jobs(self, queue: str, state: str, n: int = 20, offset: int = 0) -> Reply:
-        """A page of jobs in ``state``, newest first, with the fields a list shows.
+    async def list_jobs(
+        self, queue: str, state: str, n: int = 20, offset: int = 0, group: str | None = None
+    ) -> Reply:
+        """A page of jobs in ``state`` in the operator's order (see :mod:`echomq.views`).
 
-        Args:
-            state: ``pending``, ``active``, ``scheduled`` or ``dead``.
-            n: page size, 1..``MAX_PAGE``.
-            offset: jobs to skip.
+        Pending is in run order, scheduled soonest first, active and dead newest
+        first; ``group`` pages that group's lane (pending only).
 
         Returns:
-            ``{"state", "n", "offset", "total", "now_ms", "jobs": [...]}``; each job
-            carries ``id``, its row fields and ``score`` (due time, lease deadline or
-            time of death in ms; ``None`` for pending, ordered by its ``priority``).
+            ``{"state", "group", "order", "n", "offset", "total", "now_ms", "jobs"}``.
 
         Raises:
-            InvalidArgument: unknown state or a bad page.
+            InvalidArgument: unknown state or a bad page; InvalidName: a bad group.
         """
-        q = self.queue(queue)
-        if state not in STATES:
-            raise InvalidArgument(f"unknown state {state!r}; want one of {', '.join(STATES)}")
-        _int({"n": n}, "n", None, 1, MAX_PAGE)
-        _int({"offset": offset}, "offset", None, 0)
-        ids, counts, now = await asyncio.gather(
-            q.browse(state, n, offset), q.counts(), self._now_ms()
-        )
-        jobs = await self._rows(q, state, ids)
-        return {
-            "state": state,
-            "n": n,
-            "offset": offset,
-            "total": counts[state],
-            "now_ms": now,
-            "jobs": jobs,
-        }
+        return asdict(await self.queue(queue).job_page(state, n, offset, group))
 
-    async def _rows(self, q: AsyncQueue, state: str, ids: list[str]) -> list[Reply]:
-        if not ids:
-            return []
-        pipe = self.client.pipeline(transaction=False)
-        for job_id in ids:
-            pipe.hmget(q.keys.job(job_id), *LIST_FIELDS)
-            pipe.zscore(q.keys.state_set(state), job_id)
-        replies = await pipe.execute()
-        out: list[Reply] = []
-        for i, job_id in enumerate(ids):
-            values, score = replies[2 * i], replies[2 * i + 1]
-            if values[0] is None:  # settled between the browse and this read
-                continue
-            row: Reply = {"id": job_id, "score": None if state == "pending" else score}
-            row.update({f: v for f, v in zip(LIST_FIELDS, values) if v is not None})
-            out.append(row)
-        return out
+    async def find_jobs(
+        self,
+        queue: str,
+        state: str,
+        text: str,
+        fields: list[str] | None = None,
+        n: int = 20,
+        cursor: int = 0,
+        budget: int = SEARCH_BUDGET,
+        group: str | None = None,
+    ) -> Reply:
+        """One bounded search step in ``state`` (at most ``budget`` jobs examined).
+
+        Returns:
+            ``{"state", "text", "fields", "scanned", "cursor", "now_ms", "jobs"}``;
+            ``cursor`` is where the next step starts, ``None`` at the end.
+        """
+        found = await self.queue(queue).find_jobs(
+            state,
+            text,
+            fields=fields or SEARCH_FIELDS,
+            n=n,
+            cursor=cursor,
+            budget=budget,
+            group=group,
+        )
+        return asdict(found)
 
     async def job_detail(self, queue: str, job_id: str) -> Reply:
-        """One job: its row (``data`` = the parsed payload), logs, lock and set score.
+        """One job: its row (``data`` = the parsed payload), newest logs, lock and score.
 
         Raises:
             InvalidJobId: a malformed id (before any I/O).
             JobGone: no such job.
         """
-        q = self.queue(queue)
-        q.keys.job(job_id)
-        row = await q.get_job(job_id)
-        if row is None:
+        view = await self.queue(queue).job_view(job_id)
+        if view is None:
             raise JobGone(f"job {job_id} is gone", job_id=job_id)
-        logs = await q.get_job_logs(job_id)
-        state = row.get("state", "")
-        pipe = self.client.pipeline(transaction=False)
-        pipe.exists(q.keys.lock(job_id))
-        # pending is ordered by priority (already on the row); the others by a time
-        if state in STATES and state != "pending":
-            pipe.zscore(q.keys.state_set(state), job_id)
-        locked, *score = await pipe.execute()
         return {
-            "job": row,
-            "logs": logs,
-            "locked": bool(locked) or "lock" in row,
-            "score": score[0] if score else None,
-            "now_ms": await self._now_ms(),
+            "job": view.row,
+            "logs": view.logs,
+            "log_count": view.log_count,
+            "locked": view.locked,
+            "score": view.score,
+            "now_ms": view.now_ms,
         }
 
-    async def list_groups(self, queue: str) -> Reply:
-        """Every group of the queue: depth, in flight, limit, weight, paused."""
-        groups = await self.queue(queue).groups()
-        return {"groups": [asdict(g) for g in sorted(groups, key=lambda g: g.name)]}
+    async def list_groups(self, queue: str, cursor: str = "0", n: int = GROUPS_PAGE) -> Reply:
+        """One page of the queue's groups: depth, in flight, limit, weight, paused.
+
+        Returns:
+            ``{"groups": [...], "cursor": next}``; ``cursor`` is ``"0"`` after the last page.
+        """
+        return asdict(await self.queue(queue).groups_page(cursor, n))
 
     async def metrics(self, queue: str, minutes: int = METRIC_MINUTES) -> Reply:
         """The throughput record as per-minute series ending at the server's minute.
@@ -377,15 +315,12 @@ class Console:
             ``{"minutes", "end_minute", "completed": {"total", "series"}, "failed": ...}``
             with ``series`` one count per minute, oldest first; a minute is ms // 60000.
         """
-        q = self.queue(queue)
-        _int({"minutes": minutes}, "minutes", None, 1, MAX_METRIC_MINUTES)
-        record, now = await asyncio.gather(q.metrics(), self._now_ms())
-        end = now // 60000
-        out: Reply = {"minutes": minutes, "end_minute": end}
-        for kind, table in record.items():
-            series = [table.get(str(m), 0) for m in range(end - minutes + 1, end + 1)]
-            out[kind] = {"total": table.get("count", 0), "series": series}
-        return out
+        return asdict(await self.queue(queue).throughput(minutes))
+
+    async def repeats(self, queue: str) -> Reply:
+        """The queue's repeatables, soonest first (at most ``MAX_PAGE``)."""
+        rows = await self.queue(queue).repeats(MAX_PAGE)
+        return {"repeats": [asdict(r) for r in rows]}
 
     async def events(self, queue: str | None = None) -> AsyncGenerator[Reply | None, None]:
         """Relay the events channel of ``queue`` (every queue when ``None``).
@@ -553,6 +488,13 @@ class Console:
         await self.queue(queue).remove_job(job_id)
         return {"ok": True}
 
+    async def cancel_repeat(self, queue: str, name: str, body: Body) -> Reply:
+        """Remove repeatable ``name``; the jobs it already made stay (idempotent)."""
+        _check_keys(body, ())
+        self._writable()
+        cancelled = await self.queue(queue).cancel_repeat(name)
+        return {"ok": True, "cancelled": cancelled}
+
     async def reprocess_job(self, queue: str, job_id: str, body: Body) -> Reply:
         """Move a dead job back to the backlog."""
         _check_keys(body, ())
@@ -591,6 +533,8 @@ GROUP_VERBS: dict[str, GroupVerb] = {
     "weight": Console.weight_group,
     "drain": Console.drain_group,
 }
+#: POST /api/queues/{q}/repeats/{name}/<verb>
+REPEAT_VERBS: dict[str, GroupVerb] = {"cancel": Console.cancel_repeat}
 #: POST /api/queues/{q}/jobs/{id}/<verb>
 JOB_VERBS: dict[str, GroupVerb] = {
     "data": Console.update_data,
