@@ -239,24 +239,34 @@ def test_edit_payload_and_live_progress(
     assert r.lrange(q.keys.logs(jid), 0, -1) == ["checked by an operator"]
 
 
-def test_token_is_asked_for_and_sent(
+def test_token_is_asked_for_before_any_read(
     open_page: Callable[[str], Page], server: EmbeddedServer, q: Queue, r: redis.Redis
 ) -> None:
     q.enqueue({"x": 1})
     with serving(server.url, token="letmein") as url:
         page = open_page(f"{url}#/q/{q.name}")
-        page.wait_for_selector(".head .badge.running")
-        before = dump(r, q)
-        page.click("#btn-pause")
-        page.wait_for_selector(".toast[data-reason=token]")
-        assert dump(r, q) == before
-        page.fill("#token-input", "letmein")  # the token dialog opened on the 401
+        # nothing is read before the login: the dialog asks first
+        page.wait_for_selector("#token-input")
+        assert page.query_selector(".head .badge.running") is None
+        page.fill("#token-input", "wrong")
         page.click("#modal-ok")
+        page.wait_for_selector("#token-wrong")
+        page.fill("#token-input", "letmein")
+        page.click("#modal-ok")
+        page.wait_for_selector(".head .badge.running")
+        assert page.evaluate("document.cookie") == ""  # HttpOnly: no script sees it
+        before = dump(r, q)
+        # the session goes (a restarted browser): the click that needs it is kept
+        page.context.clear_cookies()
         page.click("#btn-pause")
-        page.wait_for_selector(".head .badge.paused")
+        page.wait_for_selector("#token-input")
+        assert dump(r, q) == before
+        page.fill("#token-input", "letmein")
+        page.click("#modal-ok")
+        page.wait_for_selector(".head .badge.paused")  # no second click
         assert r.hget(q.keys.meta, "paused") == "1"
         page.close()
-        # a token handed over in the URL fragment (never sent to the server) works too
+        # a token handed over in the URL fragment logs in too, and leaves the URL
         handed = open_page(f"{url}#token=letmein")
         handed.wait_for_selector("table.queues")
         assert handed.evaluate("location.hash") == "#/"

@@ -1,17 +1,24 @@
 /* echomq console: one page, plain JavaScript, no dependencies.
  *
- * Routes live in the URL fragment: #/ (queues), #/q/<queue> (a queue),
- * #/q/<queue>/job/<id> (a job). Every element is built with DOM calls and text
- * nodes, never from HTML strings, so payloads and log lines cannot inject markup.
- * Changes are POSTs with a JSON body, X-Requested-With and (when set) X-EMQ-Token.
+ * Routes live in the URL fragment: #/ (queues), #/q/<queue>?state=&page=&group=&find=
+ * (a queue: tab, page, lane and search in the URL), #/q/<queue>/job/<id> (a job).
+ * Every element is built with DOM calls and text nodes, never from HTML strings, so
+ * payloads and log lines cannot inject markup. Changes are POSTs with a JSON body and
+ * X-Requested-With. With a token set, the page logs in once (POST /api/login sets an
+ * HttpOnly, SameSite=Strict session cookie); the token itself is never stored.
+ * The live dot is green only while the event stream's beats (one a second) arrive
+ * and say the server answers; a refused stream falls back to polling, and says so.
  */
 (() => {
   "use strict";
 
-  const TOKEN_KEY = "emq-console-token";
   const STATES = ["pending", "active", "scheduled", "dead"];
-  const PAGE = 20;
+  const PAGE_SIZES = [20, 50, 100, 200];
   const POLL_MS = 5000;
+  const FALLBACK_POLL_MS = 2000;
+  const LIVE_STALE_MS = 2000;
+  const STREAM_RETRY_MS = 30000;
+  const GROUPS_PAGE = 50;
   const REASONS = {
     gone: "the job no longer exists",
     locked: "a worker holds this job",
@@ -21,12 +28,13 @@
     active: "jobs are in flight: tick force to delete them too",
     stale: "the fencing token is not current",
     read_only: "the console is read-only",
-    token: "a valid token is required (set it with the Token button)",
+    token: "a valid token is required (log in with the Token button)",
+    streams: "too many live streams from this browser: polling instead",
     cross_site: "cross-site request refused",
     host: "host refused",
   };
 
-  const config = { read_only: false, token_required: false };
+  const config = { read_only: false, token_required: false, authenticated: true, server: "" };
   let current = null; // the mounted view: { stop() }
 
   // ------------------------------------------------------------------ helpers
@@ -94,8 +102,6 @@
     if (method === "POST") {
       headers["Content-Type"] = "application/json";
       headers["X-Requested-With"] = "echomq-console";
-      const token = sessionStorage.getItem(TOKEN_KEY);
-      if (token) headers["X-EMQ-Token"] = token;
       init.body = JSON.stringify(body || {});
     }
     let res;
@@ -114,7 +120,16 @@
     return data;
   }
   const get = (path) => api("GET", path);
-  const post = (path, body) => api("POST", path, body);
+  /* A change; on a 401 the login dialog opens and, once logged in, the same change
+   * is sent again (the click that raised the dialog is not lost). */
+  async function post(path, body) {
+    try {
+      return await api("POST", path, body);
+    } catch (err) {
+      if (err.status !== 401 || !(await login())) throw err;
+      return api("POST", path, body);
+    }
+  }
 
   // ------------------------------------------------------------------- toasts
   function toast(kind, title, detail, reason) {
@@ -130,7 +145,6 @@
     const kind = err.error === "refused" ? "Refused" : err.status === 0 ? "Offline" : "Error";
     const box = toast("error", `${label}: ${kind}`, null, reason);
     box.append(h("span", {}, h("code", {}, reason), " ", REASONS[reason] || err.message));
-    if (err.status === 401) openTokenDialog();
   }
 
   /* Run a verb: a toast on success, the typed reason on refusal. Returns the reply or null. */
@@ -172,38 +186,64 @@
         ev.preventDefault();
         if (!okBtn.disabled) finish(true);
       };
-      dlg.onclose = () => finish(false);
+      // a close event of the previous use of this dialog may arrive after it reopened
+      dlg.onclose = () => { if (!dlg.open) finish(false); };
       dlg.showModal();
       const first = holder.querySelector("input");
       (first || okBtn).focus();
     });
   }
 
-  function openTokenDialog() {
-    const input = h("input", { type: "password", id: "token-input", autocomplete: "off",
-      value: sessionStorage.getItem(TOKEN_KEY) || "" });
-    modal({
-      title: "Console token",
-      ok: "Save",
-      body: [
-        h("p", {}, "Changes need the token the console was started with (--token or EMQ_CONSOLE_TOKEN). ",
-          "It is kept in this tab only."),
-        h("label", { class: "field" }, h("span", {}, "Token"), input),
-      ],
-    }).then((ok) => {
-      if (!ok) return;
-      if (input.value) sessionStorage.setItem(TOKEN_KEY, input.value);
-      else sessionStorage.removeItem(TOKEN_KEY);
-      paintChrome();
-    });
+  /* Send a token to /api/login (which sets the session cookie). */
+  async function sendLogin(token) {
+    await api("POST", "/api/login", { token });
+    config.authenticated = true;
+    Object.assign(config, await get("/api/config"));
+    paintChrome();
+  }
+
+  /* Ask for the token until it is right or the operator cancels; true when logged in.
+   * Calls made while the dialog is open wait for the same answer. */
+  let loginOpen = null;
+  function login() {
+    if (!loginOpen) loginOpen = askToken().finally(() => { loginOpen = null; });
+    return loginOpen;
+  }
+  async function askToken() {
+    let wrong = false;
+    for (;;) {
+      const input = h("input", { type: "password", id: "token-input", autocomplete: "off" });
+      const ok = await modal({
+        title: "Console token",
+        ok: "Log in",
+        body: [
+          h("p", {}, "This console needs the token it was started with (EMQ_CONSOLE_TOKEN or ",
+            "--token-file). The page keeps a session cookie for this browser, never the token."),
+          wrong ? h("p", { class: "note", id: "token-wrong" }, "That token was refused.") : null,
+          h("label", { class: "field" }, h("span", {}, "Token"), input),
+        ],
+        canSubmit: () => input.value !== "",
+      });
+      if (!ok) return false;
+      try {
+        await sendLogin(input.value);
+        return true;
+      } catch (err) {
+        if (err.status !== 401) { showError("Log in", err); return false; }
+        wrong = true;
+      }
+    }
   }
 
   // ------------------------------------------------------------------- chrome
   function paintChrome() {
     $("#mode").hidden = !config.read_only;
     const btn = $("#token-btn");
-    btn.hidden = !config.token_required || config.read_only;
-    btn.textContent = sessionStorage.getItem(TOKEN_KEY) ? "Token ✓" : "Set token";
+    btn.hidden = !config.token_required;
+    btn.textContent = config.authenticated ? "Logged in ✓" : "Log in";
+    const srv = $("#server");
+    srv.textContent = config.server ? `server ${config.server}` : "";
+    srv.title = "the Valkey/Redis server this console reads and changes";
   }
 
   function crumbs(...parts) {
@@ -215,10 +255,15 @@
     });
   }
 
-  function setLive(on) {
+  /* The live dot: "on" (beats arrive, the server answers), "down" (the server does
+   * not answer), "poll" (no stream: polling), "off" (connecting). */
+  const LIVE_TEXT = { on: "live", down: "server down", poll: "polling", off: "connecting" };
+  function setLive(state, why) {
     const el = $("#live");
-    el.className = `live ${on ? "on" : "off"}`;
-    el.textContent = on ? "live" : "connecting";
+    el.className = `live ${state}`;
+    el.dataset.state = state;
+    el.textContent = LIVE_TEXT[state];
+    el.title = why || "live updates from the server";
   }
 
   /* A banner for a failed re-read: shown in place (a poll would otherwise toast every
@@ -243,32 +288,84 @@
     }, label);
   }
 
-  /* Live updates: an event stream plus a slow poll, both calling `refresh` (coalesced). */
+  /* Live updates: an event stream plus a slow poll, both calling `refresh` (coalesced).
+   * The stream beats once a second with the server's health; the dot turns off when
+   * no beat came for LIVE_STALE_MS. A stream the console refuses (too many from this
+   * browser, or a closed stream) falls back to polling every FALLBACK_POLL_MS, with
+   * /api/health, and tries the stream again after STREAM_RETRY_MS. */
   function liveView(streamPath, refresh, onEvent) {
     let pending = null;
     let stopped = false;
+    let source = null;
+    let lastBeat = 0;
+    let serverUp = true;
+    let polling = false;
+    let pollTimer = null;
+    let retryTimer = null;
     const soon = () => {
       if (pending || stopped) return;
       pending = setTimeout(() => { pending = null; if (!stopped) refresh(); }, 400);
     };
-    const source = new EventSource(streamPath);
-    source.onopen = () => setLive(true);
-    source.onerror = () => setLive(false);
-    source.onmessage = (msg) => {
-      let event = null;
-      try { event = JSON.parse(msg.data); } catch (_) { return; }
-      if (onEvent) onEvent(event);
-      soon();
-    };
-    const timer = setInterval(() => { if (!document.hidden) refresh(); }, POLL_MS);
+    const beat = (up) => { lastBeat = Date.now(); serverUp = up; paint(); };
+    function paint() {
+      if (stopped) return;
+      if (polling) setLive(serverUp ? "poll" : "down",
+        serverUp ? "no live stream: polling every 2 s" : "the server does not answer");
+      else if (Date.now() - lastBeat > LIVE_STALE_MS) setLive("off", "no beat from the console");
+      else setLive(serverUp ? "on" : "down", serverUp ? "live" : "the server does not answer");
+    }
+    async function pollHealth() {
+      try { beat((await get("/api/health")).redis); } catch (_) { beat(false); }
+      if (serverUp && !document.hidden) refresh();
+    }
+    function fallBack() {
+      if (polling || stopped) return;
+      polling = true;
+      if (source) source.close();
+      source = null;
+      pollHealth();
+      pollTimer = setInterval(pollHealth, FALLBACK_POLL_MS);
+      retryTimer = setTimeout(() => {
+        clearInterval(pollTimer);
+        polling = false;
+        open();
+      }, STREAM_RETRY_MS);
+      paint();
+    }
+    function open() {
+      if (stopped) return;
+      source = new EventSource(streamPath);
+      source.addEventListener("beat", (msg) => {
+        try { beat(JSON.parse(msg.data).redis !== false); } catch (_) { beat(true); }
+      });
+      source.onopen = () => beat(true);
+      source.onerror = () => {
+        // a closed source was refused (429/503/401): the browser will not retry it
+        if (source && source.readyState === EventSource.CLOSED) fallBack();
+        else paint();
+      };
+      source.onmessage = (msg) => {
+        lastBeat = Date.now();
+        let event = null;
+        try { event = JSON.parse(msg.data); } catch (_) { return; }
+        if (onEvent) onEvent(event);
+        soon();
+      };
+    }
+    open();
+    const watchdog = setInterval(paint, 500);
+    const timer = setInterval(() => { if (!document.hidden && !polling) refresh(); }, POLL_MS);
     return {
       soon,
       stop() {
         stopped = true;
-        source.close();
+        if (source) source.close();
         clearInterval(timer);
+        clearInterval(watchdog);
+        clearInterval(pollTimer);
+        clearTimeout(retryTimer);
         clearTimeout(pending);
-        setLive(false);
+        setLive("off");
       },
     };
   }
@@ -317,10 +414,37 @@
   }
 
   // ----------------------------------------------------------------- queue view
-  function queueView(root, name) {
+  function queueView(root, name, params) {
     crumbs({ text: "Queues", href: "#/" }, { text: name });
     const base = qpath(name);
-    const view = { state: "pending", offset: 0, summary: null, stopped: false };
+    const size = PAGE_SIZES.includes(Number(params.get("n"))) ? Number(params.get("n")) : PAGE_SIZES[0];
+    const view = {
+      state: STATES.includes(params.get("state")) ? params.get("state") : "pending",
+      size,
+      offset: Math.max(0, (Number(params.get("page")) || 1) - 1) * size,
+      group: params.get("group") || null,
+      find: params.get("find") || "",
+      field: params.get("field") || "",
+      cursor: 0,
+      found: [],
+      groupsCursor: "0",
+      groupsTrail: [],
+      summary: null,
+      stopped: false,
+    };
+
+    /* The tab, page, lane and search live in the URL (replaced, not pushed). */
+    function syncUrl() {
+      const q = new URLSearchParams();
+      if (view.state !== "pending") q.set("state", view.state);
+      if (view.offset) q.set("page", String(Math.floor(view.offset / view.size) + 1));
+      if (view.size !== PAGE_SIZES[0]) q.set("n", String(view.size));
+      if (view.group) q.set("group", view.group);
+      if (view.find) q.set("find", view.find);
+      if (view.field) q.set("field", view.field);
+      const text = q.toString();
+      history.replaceState(null, "", `${qlink(name)}${text ? `?${text}` : ""}`);
+    }
 
     const badge = h("span");
     const actions = h("div", { class: "actions" });
@@ -331,13 +455,36 @@
     const totals = h("span", { class: "sub" });
     const events = h("ul", { class: "events" }, h("li", { class: "none" }, "Waiting for events…"));
     const groups = h("div");
+    const groupsPager = h("div", { class: "pager" });
+    const repeats = h("div");
     const tabs = h("div", { class: "tabs" });
     const jobs = h("div");
     const pager = h("div", { class: "pager" });
+    const findInput = h("input", { type: "search", id: "find-text", value: view.find,
+      placeholder: "find: a job id, or text in name, group, error or payload" });
+    const findField = h("select", { id: "find-field", "aria-label": "where to look" },
+      h("option", { value: "" }, "anywhere"),
+      ["id", "name", "group", "error", "payload"].map((f) =>
+        h("option", { value: f, selected: view.field === f }, f)));
+    const sizeSelect = h("select", { id: "page-size", "aria-label": "jobs per page",
+      onchange: () => { view.size = Number(sizeSelect.value); view.offset = 0; syncUrl(); loadJobs(); } },
+      PAGE_SIZES.map((n) => h("option", { value: n, selected: n === view.size }, `${n} per page`)));
+    const findBar = h("form", { class: "inline findbar", id: "find-form",
+      onsubmit: (ev) => { ev.preventDefault(); startFind(); } },
+      findInput, findField, h("button", { type: "submit", class: "ghost small", id: "btn-find" }, "Find"),
+      h("button", { type: "button", class: "ghost small", id: "btn-clear-find",
+        onclick: () => { findInput.value = ""; startFind(); } }, "Clear"),
+      sizeSelect);
+    const laneNote = h("div", { class: "note lane-note", id: "lane-note", hidden: true });
+    const missing = h("div", { class: "panel empty", id: "no-such-queue", hidden: true });
+    const content = h("div");
 
     root.append(
       h("div", { class: "head" }, h("h1", { class: "mono" }, name), badge, actions),
       problem.el,
+      missing,
+      content);
+    content.append(
       oblit,
       cards,
       h("div", { class: "grid2" },
@@ -348,8 +495,9 @@
             h("span", {}, h("i", { class: "f" }), "failed (dead-lettered)"))),
         h("section", { class: "panel" }, h("h2", {}, "Live events"), events)),
       h("div", { class: "gap" }),
-      h("section", { class: "panel flush" }, h("h2", {}, "Groups"), groups),
-      h("section", { class: "panel flush jobs" }, h("h2", {}, "Jobs"), tabs, jobs, pager),
+      h("section", { class: "panel flush" }, h("h2", {}, "Groups"), groups, groupsPager),
+      h("section", { class: "panel flush jobs" }, h("h2", {}, "Jobs"), tabs, findBar, laneNote, jobs, pager),
+      h("section", { class: "panel flush" }, h("h2", {}, "Repeatables"), repeats),
     );
 
     // --- queue-scope verbs
@@ -473,6 +621,16 @@
 
     // --- painting
     function paintHead(s) {
+      missing.hidden = s.exists !== false;
+      content.hidden = s.exists === false;
+      if (s.exists === false) {
+        // a mistyped name is not a live empty queue: no verbs, and say which server
+        fill(badge, h("span", { class: "badge" }, "no such queue"));
+        fill(actions);
+        fill(missing, `No queue named ${name} on ${config.server || "this server"}: it has no jobs, `,
+          "lanes, repeatables, metrics or settings. ", h("a", { href: "#/" }, "All queues"));
+        return;
+      }
       fill(badge, stateBadge(s.paused));
       fill(actions,
         verb(s.paused ? "Resume" : "Pause", pauseOrResume, s.paused ? "" : "ghost", { id: "btn-pause" }),
@@ -498,8 +656,87 @@
     function selectState(st) {
       view.state = st;
       view.offset = 0;
+      if (st !== "pending") view.group = null;
+      view.found = [];
+      view.cursor = 0;
+      syncUrl();
       if (view.summary) paintHead(view.summary);
       loadJobs();
+    }
+
+    function selectGroup(g) {
+      view.state = "pending";
+      view.group = g;
+      view.offset = 0;
+      syncUrl();
+      if (view.summary) paintHead(view.summary);
+      loadJobs();
+    }
+
+    function startFind() {
+      view.find = findInput.value.trim();
+      view.field = findField.value;
+      view.offset = 0;
+      view.cursor = 0;
+      view.found = [];
+      syncUrl();
+      if (/^JOB[0-9A-Za-z]{11}$/.test(view.find) && (view.field === "" || view.field === "id")) {
+        location.hash = jlink(name, view.find); // jump to the job by its id
+        return;
+      }
+      loadJobs();
+    }
+
+    function paintGroupsPager(page) {
+      const more = page.cursor !== "0";
+      const first = view.groupsTrail.length === 0;
+      fill(groupsPager,
+        h("span", { class: "sub" }, `page ${view.groupsTrail.length + 1} of the groups (${GROUPS_PAGE} a page)`),
+        h("button", { type: "button", class: "ghost small", id: "groups-first", disabled: first,
+          onclick: () => { view.groupsTrail = []; view.groupsCursor = "0"; loadGroups(); } }, "« First"),
+        h("button", { type: "button", class: "ghost small", id: "groups-next", disabled: !more,
+          onclick: () => { view.groupsTrail.push(view.groupsCursor); view.groupsCursor = page.cursor; loadGroups(); } },
+        "Next ›"));
+      groupsPager.hidden = first && !more;
+    }
+
+    async function loadGroups() {
+      try {
+        const g = await get(`${base}/groups?cursor=${enc(view.groupsCursor)}&n=${GROUPS_PAGE}`);
+        if (view.stopped) return;
+        paintGroups(g.groups);
+        paintGroupsPager(g);
+      } catch (err) {
+        fill(groups, h("div", { class: "empty" }, `Cannot list groups: ${err.message}`));
+      }
+    }
+
+    function paintRepeats(list) {
+      if (!list.length) {
+        fill(repeats, h("div", { class: "empty" }, "No repeatables."));
+        return;
+      }
+      const head = h("tr", {}, ["Name", "Cadence", "Next run", "Made", "Job name", "Group", ""].map((t) => h("th", {}, t)));
+      const now = view.summary ? view.summary.now_ms : Date.now();
+      const rows = list.map((rep) => h("tr", { dataset: { repeat: rep.name } },
+        h("td", { class: "mono" }, rep.name),
+        h("td", {}, rep.every_ms !== null ? `every ${fmt(rep.every_ms)} ms` : `cron ${rep.cron}`),
+        h("td", { title: isoTime(rep.next_run_ms) }, relTime(rep.next_run_ms, now)),
+        h("td", { class: "num" }, fmt(rep.count)),
+        h("td", {}, rep.job_name || ""),
+        h("td", { class: "mono" }, rep.group || "—"),
+        h("td", { class: "row-actions" }, verb("Cancel…", () => cancelRepeat(rep.name), "danger small"))));
+      fill(repeats, h("table", {}, h("thead", {}, head), h("tbody", {}, rows)));
+    }
+
+    async function cancelRepeat(rname) {
+      const go = await modal({
+        title: `Cancel repeatable ${rname}?`, ok: "Cancel it", danger: true,
+        body: [h("p", {}, "No more jobs are made on its cadence; the jobs it already made stay.")],
+      });
+      if (!go) return;
+      await act("Cancel repeatable", () => post(`${base}/repeats/${enc(rname)}/cancel`), `Repeatable ${rname} cancelled`);
+      refresh();
     }
 
     function paintGroups(list) {
@@ -510,7 +747,8 @@
       const head = h("tr", {}, ["Group", "Depth", "In flight", "Limit", "Weight", "State", ""].map((t, i) =>
         h("th", { class: i >= 1 && i <= 4 ? "num" : "" }, t)));
       const rows = list.map((g) => h("tr", { dataset: { group: g.name } },
-        h("td", { class: "mono" }, g.name),
+        h("td", { class: "mono" }, h("a", { href: "#", title: "list this lane's jobs",
+          onclick: (ev) => { ev.preventDefault(); selectGroup(g.name); } }, g.name)),
         h("td", { class: "num" }, fmt(g.depth)),
         h("td", { class: "num" }, fmt(g.in_flight)),
         h("td", { class: "num" }, g.limit === null ? "—" : fmt(g.limit)),
@@ -527,34 +765,94 @@
     }
 
     const TIME_LABEL = { active: "Lease ends", scheduled: "Due", dead: "Died", pending: "Priority" };
+    const ORDER_TEXT = { run: "in run order", soonest: "soonest first", newest: "newest first" };
 
-    function paintJobs(page) {
+    function jobRows(state, list, now) {
       const head = h("tr", {}, h("th", {}, "Job"), h("th", {}, "Name"), h("th", {}, "Group"),
         h("th", { class: "num" }, "Attempts"), h("th", { class: "num" }, "Failures"),
-        h("th", {}, "Progress"), h("th", {}, TIME_LABEL[page.state]), h("th", {}, "Last error"));
+        h("th", {}, "Progress"), h("th", {}, TIME_LABEL[state]), h("th", {}, "Last error"));
+      const rows = list.map((j) => h("tr", { dataset: { job: j.id } },
+        h("td", {}, h("a", { href: jlink(name, j.id), class: "mono" }, j.id)),
+        h("td", {}, j.name || ""),
+        h("td", { class: "mono" }, j.group || ""),
+        h("td", { class: "num" }, fmt(j.attempts)),
+        h("td", { class: "num" }, fmt(j.failures)),
+        h("td", {}, progressCell(j.progress)),
+        h("td", { title: state === "pending" ? "" : isoTime(j.score) },
+          state === "pending" ? String(j.priority) : relTime(j.score, now)),
+        h("td", { class: "err", title: j.last_error || "" }, j.last_error || "")));
+      return h("table", {}, h("thead", {}, head), h("tbody", {}, rows));
+    }
+
+    function paintLaneNote(page) {
+      const c = view.summary ? view.summary.counts : null;
+      if (page.state !== "pending") { laneNote.hidden = true; return; }
+      if (page.group) {
+        fill(laneNote, `Lane of group ${page.group}, in run order. `,
+          h("a", { href: "#", id: "lane-clear", onclick: (ev) => { ev.preventDefault(); selectGroup(null); } },
+            "Back to the flat pending set"));
+        laneNote.hidden = false;
+        return;
+      }
+      const inLanes = c ? c.pending - page.total : 0;
+      laneNote.hidden = inLanes <= 0;
+      if (inLanes > 0) {
+        fill(laneNote, `${fmt(inLanes)} more pending job${inLanes === 1 ? "" : "s"} wait in lanes: `,
+          "pick a group in the Groups table to list its lane (lanes are listed one at a time).");
+      }
+    }
+
+    function paintJobs(page) {
+      paintLaneNote(page);
       if (!page.jobs.length) {
-        fill(jobs, h("div", { class: "empty" }, `No ${page.state} jobs.`));
+        fill(jobs, h("div", { class: "empty" }, `No ${page.state} jobs${page.group ? ` in ${page.group}` : ""}.`));
       } else {
-        const rows = page.jobs.map((j) => h("tr", { dataset: { job: j.id } },
-          h("td", {}, h("a", { href: jlink(name, j.id), class: "mono" }, j.id)),
-          h("td", {}, j.name || ""),
-          h("td", { class: "mono" }, j.group || ""),
-          h("td", { class: "num" }, j.attempts || "0"),
-          h("td", { class: "num" }, j.failures || "0"),
-          h("td", {}, progressCell(j.progress)),
-          h("td", { title: isoTime(j.score) },
-            page.state === "pending" ? (j.priority || "0") : relTime(j.score, page.now_ms)),
-          h("td", { class: "err", title: j.last_error || "" }, j.last_error || "")));
-        fill(jobs, h("table", {}, h("thead", {}, head), h("tbody", {}, rows)));
+        fill(jobs, jobRows(page.state, page.jobs, page.now_ms));
       }
       const first = page.total ? page.offset + 1 : 0;
       const last = Math.min(page.offset + page.jobs.length, page.total);
       fill(pager,
-        h("span", { class: "sub" }, `${fmt(first)}–${fmt(last)} of ${fmt(page.total)}`),
-        h("button", { type: "button", class: "ghost small", disabled: page.offset === 0,
-          onclick: () => { view.offset = Math.max(0, view.offset - PAGE); loadJobs(); } }, "‹ Prev"),
-        h("button", { type: "button", class: "ghost small", disabled: page.offset + PAGE >= page.total,
-          onclick: () => { view.offset += PAGE; loadJobs(); } }, "Next ›"));
+        h("span", { class: "sub", id: "page-range" }, `${fmt(first)}–${fmt(last)} of ${fmt(page.total)}, ${ORDER_TEXT[page.order]}`),
+        h("button", { type: "button", class: "ghost small", id: "page-prev", disabled: page.offset === 0,
+          onclick: () => { view.offset = Math.max(0, view.offset - view.size); syncUrl(); loadJobs(); } }, "‹ Prev"),
+        h("button", { type: "button", class: "ghost small", id: "page-next", disabled: page.offset + view.size >= page.total,
+          onclick: () => { view.offset += view.size; syncUrl(); loadJobs(); } }, "Next ›"));
+    }
+
+    /* A search is bounded per call: each step examines at most a budget of jobs and
+     * returns a cursor; "Search further" takes the next step. */
+    function paintFound(found) {
+      laneNote.hidden = true;
+      fill(jobs, view.found.length ? jobRows(found.state, view.found, found.now_ms)
+        : h("div", { class: "empty" }, `No ${found.state} job matches “${found.text}” so far.`));
+      const done = found.cursor === null;
+      fill(pager,
+        h("span", { class: "sub", id: "find-status" },
+          `${fmt(view.found.length)} match${view.found.length === 1 ? "" : "es"}, `,
+          done ? "every job examined" : `${fmt(found.cursor)} examined so far`),
+        h("button", { type: "button", class: "ghost small", id: "find-more", disabled: done,
+          onclick: () => { view.cursor = found.cursor; loadJobs(true); } }, "Search further ›"));
+    }
+
+    async function loadJobs(more) {
+      const want = `${view.state}|${view.group}|${view.find}|${view.field}`;
+      try {
+        if (view.find) {
+          if (!more) { view.found = []; view.cursor = 0; }
+          const fields = view.field ? `&field=${enc(view.field)}` : "";
+          const group = view.group ? `&group=${enc(view.group)}` : "";
+          const found = await get(`${base}/jobs?state=${view.state}&q=${enc(view.find)}${fields}${group}&n=${view.size}&cursor=${view.cursor}`);
+          if (view.stopped || want !== `${view.state}|${view.group}|${view.find}|${view.field}`) return;
+          view.found = view.found.concat(found.jobs);
+          paintFound(found);
+          return;
+        }
+        const group = view.group ? `&group=${enc(view.group)}` : "";
+        const page = await get(`${base}/jobs?state=${view.state}&n=${view.size}&offset=${view.offset}${group}`);
+        if (page.state === view.state && !view.stopped) paintJobs(page);
+      } catch (err) {
+        fill(jobs, h("div", { class: "empty" }, `Cannot list jobs: ${err.message}`));
+      }
     }
 
     function pushEvent(ev) {
@@ -570,36 +868,30 @@
       while (events.children.length > 40) events.lastChild.remove();
     }
 
-    async function loadJobs() {
-      try {
-        const page = await get(`${base}/jobs?state=${view.state}&n=${PAGE}&offset=${view.offset}`);
-        if (page.state === view.state && !view.stopped) paintJobs(page);
-      } catch (err) {
-        fill(jobs, h("div", { class: "empty" }, `Cannot list jobs: ${err.message}`));
-      }
-    }
-
     async function refresh() {
       try {
-        const [s, g, m] = await Promise.all([get(base), get(`${base}/groups`), get(`${base}/metrics?minutes=60`)]);
+        const s = await get(base);
         if (view.stopped) return;
         problem.clear();
         view.summary = s;
         paintHead(s);
-        paintGroups(g.groups);
+        if (s.exists === false) return;
+        const [m, rp] = await Promise.all([get(`${base}/metrics?minutes=60`), get(`${base}/repeats`)]);
+        if (view.stopped) return;
         view.metrics = m;
         totals.textContent = `· ${fmt(m.completed.total)} completed, ${fmt(m.failed.total)} failed in all`;
         drawChart(canvas, m);
+        paintRepeats(rp.repeats);
       } catch (err) {
         if (!view.stopped) problem.show(err);
         return;
       }
-      await loadJobs();
+      await Promise.all([loadGroups(), view.find ? Promise.resolve() : loadJobs()]);
     }
 
     const onResize = () => { if (view.metrics) drawChart(canvas, view.metrics); };
     window.addEventListener("resize", onResize);
-    refresh();
+    refresh().then(() => { if (view.find) loadJobs(); });
     const live = liveView(`${base}/events`, refresh, pushEvent);
     return {
       stop() {
@@ -801,8 +1093,9 @@
       const state = row.state || "unknown";
       fill(badges, h("span", { class: `badge ${state}`, id: "job-state", dataset: { state } }, state),
         d.locked ? h("span", { class: "badge locked" }, "locked") : null);
+      // reprocess is offered to a dead job only (the server refuses any other)
       fill(actions,
-        verb("Reprocess", reprocess, state === "dead" ? "" : "ghost", { id: "btn-reprocess" }),
+        state === "dead" ? verb("Reprocess", reprocess, "", { id: "btn-reprocess" }) : null,
         verb("Remove…", remove, "danger", { id: "btn-remove" }));
       const timeLabel = { active: "lease ends", scheduled: "due", dead: "died" }[state];
       const item = (k, v, attrs) => [h("dt", {}, k), h("dd", attrs || {}, v === undefined || v === "" ? "—" : v)];
@@ -821,7 +1114,10 @@
       fill(errorBox, row.last_error ? h("div", { class: "error-box", id: "last-error" },
         h("b", {}, "Last error"), "\n", row.last_error) : "");
       if (!view.dirty) editor.value = JSON.stringify(row.data, null, 2);
-      fill(logs, ...(d.logs.length ? d.logs.map((l) => h("li", {}, l))
+      fill(logs, ...(d.log_count > d.logs.length
+        ? [h("li", { class: "none", id: "logs-more" }, `${fmt(d.log_count - d.logs.length)} older line(s) not shown (the newest ${fmt(d.logs.length)} are).`)]
+        : []),
+      ...(d.logs.length ? d.logs.map((l) => h("li", {}, l))
         : [h("li", { class: "none" }, "No log lines.")]));
       logs.scrollTop = logs.scrollHeight;
     }
@@ -852,27 +1148,44 @@
   }
 
   // ------------------------------------------------------------------- router
-  function route() {
+  async function route() {
     let hash = location.hash.replace(/^#/, "");
     if (hash.startsWith("token=")) {
-      // a token handed over in the fragment (never sent to the server): keep it, drop it from the URL
-      sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(hash.slice(6)));
+      // a token handed over in the fragment: logged in with, then dropped from the URL
+      const token = decodeURIComponent(hash.slice(6));
       history.replaceState(null, "", "#/");
       hash = "/";
-      paintChrome();
+      try { await sendLogin(token); } catch (err) { showError("Log in", err); }
     }
-    const parts = hash.split("/").filter(Boolean).map(decodeURIComponent);
+    if (config.token_required && !config.authenticated && !(await login())) {
+      if (current) current.stop();
+      current = null;
+      fill($("#view"), h("div", { class: "panel empty", id: "need-token" },
+        "This console needs its token. ", h("button", { type: "button", class: "ghost small",
+          onclick: () => route() }, "Log in")));
+      return;
+    }
+    const [path, query] = hash.split("?");
+    const params = new URLSearchParams(query || "");
+    const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
     if (current) current.stop();
     const root = $("#view");
     fill(root);
     window.scrollTo(0, 0);
-    if (parts[0] === "q" && parts.length === 2) current = queueView(root, parts[1]);
+    if (parts[0] === "q" && parts.length === 2) current = queueView(root, parts[1], params);
     else if (parts[0] === "q" && parts[2] === "job" && parts.length === 4) current = jobView(root, parts[1], parts[3]);
     else current = queuesView(root);
   }
 
   async function start() {
-    $("#token-btn").addEventListener("click", openTokenDialog);
+    $("#token-btn").addEventListener("click", async () => {
+      if (config.authenticated && config.token_required) {
+        await api("POST", "/api/logout", {});
+        config.authenticated = false;
+        paintChrome();
+      }
+      route();
+    });
     try {
       Object.assign(config, await get("/api/config"));
     } catch (err) {
