@@ -210,17 +210,49 @@ def enqueue_many(
     return minted
 
 
-def _claim_batch(ctx: Context, count: int, lease_ms: int, lock_ms: int) -> Plan[list[Claimed]]:
-    # The separate gate: the pause is read in its own round trip, before the claim
-    # script, which itself carries no pause logic.
-    paused = yield Cmd(("HEXISTS", ctx.keys.meta, "paused"))
-    if int(paused):
-        return []
-    side = "f" if ctx.flat_first else "g"
+# The claim in explicit pieces. Every claimer composes them (``claim_many`` here, the
+# worker in its own round trips): the pause-gate read, then the claim script call only
+# while the gate reads open, then one decoder of the script's reply. Nobody inspects
+# another plan's commands, so a change to a piece reaches every claimer.
+
+
+def claim_gate(ctx: Context) -> Cmd:
+    """The pause-gate read a claim starts with: ``HEXISTS meta paused``.
+
+    It travels in a round trip of its own (or pipelined with other work, or behind a
+    ``BLPOP``), before the claim script, which itself carries no pause logic. Read its
+    reply with :func:`gate_open`.
+    """
+    return Cmd(("HEXISTS", ctx.keys.meta, "paused"))
+
+
+def gate_open(reply: Any) -> bool:
+    """Whether the reply of :func:`claim_gate` lets a claim run (the queue is not paused).
+
+    Raises:
+        Exception: the reply itself, when the read failed (a runner's mapped error).
+    """
+    if isinstance(reply, Exception):
+        raise reply
+    return not int(reply)
+
+
+def claim_op(ctx: Context, count: int, lease_ms: int, lock_ms: int) -> Eval:
+    """The claim script call: lease up to ``count`` jobs (no pause logic of its own).
+
+    Send it only after :func:`claim_gate` read open; read its reply with
+    :func:`decode_claimed`. Each call flips which side (flat pending or the ring of
+    lanes) the next claim tries first, so neither starves the other. The arguments
+    are gated by the caller's verb (``claim_many`` checks them before any I/O).
+    """
+    side = "f" if ctx.flat_first else "g"  # the script's wire word for which side first
     ctx.flat_first = not ctx.flat_first
-    reply = yield Eval(
-        script("claim"), (ctx.keys.base,), (str(lease_ms), str(count), side, str(lock_ms))
-    )
+    return Eval(script("claim"), (ctx.keys.base,), (str(lease_ms), str(count), side, str(lock_ms)))
+
+
+def decode_claimed(ctx: Context, reply: Any) -> list[Claimed]:
+    """The jobs in a claim script's reply (5 entries per job: id, payload, token,
+    name, group), payloads deserialized by the queue's serializer."""
     loads = ctx.serializer.loads
     return [
         Claimed(
@@ -232,6 +264,28 @@ def _claim_batch(ctx: Context, count: int, lease_ms: int, lock_ms: int) -> Plan[
         )
         for i in range(0, len(reply), 5)
     ]
+
+
+def claim_behind_gate(
+    ctx: Context, gate_reply: Any, count: int, lease_ms: int, lock_ms: int
+) -> Plan[list[Claimed]]:
+    """The claim after its gate read: nothing when the reply says paused, else the
+    claim script call, decoded. ``claim_many`` runs it behind its own gate read; a
+    caller that made the gate read in a round trip of its own passes the reply.
+
+    Returns:
+        The claimed jobs (``[]`` when paused or nothing is ready).
+    """
+    if not gate_open(gate_reply):
+        return []
+    return decode_claimed(ctx, (yield claim_op(ctx, count, lease_ms, lock_ms)))
+
+
+def _claim_batch(ctx: Context, count: int, lease_ms: int, lock_ms: int) -> Plan[list[Claimed]]:
+    # The separate gate: the pause is read in its own round trip, before the claim
+    # script, which itself carries no pause logic.
+    gate = yield claim_gate(ctx)
+    return (yield from claim_behind_gate(ctx, gate, count, lease_ms, lock_ms))
 
 
 def claim(ctx: Context, lease_ms: int = 30000) -> Plan[Claimed | None]:
@@ -303,9 +357,14 @@ def complete_many(ctx: Context, pairs: Sequence[tuple[str, int]]) -> Plan[list[s
         The ids that were NOT completed (gone or stale); ``[]`` when all were.
     """
     pairs = checks.pairs(pairs)
+    return (yield from fenced_batch(pairs, complete_ops(ctx, pairs)))
+
+
+def complete_ops(ctx: Context, pairs: Sequence[tuple[str, int]]) -> list[Eval]:
+    """One ``complete`` script call per ``(job_id, token)``, gated before any I/O;
+    read their replies with :func:`fenced_outcomes`."""
     done = script("complete")
-    ops = [Eval(done, _row_keys(ctx, j), (j, _fenced(ctx, j, t))) for j, t in pairs]
-    return (yield from fenced_batch(pairs, ops))
+    return [Eval(done, _row_keys(ctx, j), (j, _fenced(ctx, j, t))) for j, t in pairs]
 
 
 def fenced_batch(pairs: Sequence[tuple[str, int]], ops: Sequence[Eval]) -> Plan[list[str]]:
@@ -316,14 +375,33 @@ def fenced_batch(pairs: Sequence[tuple[str, int]], ops: Sequence[Eval]) -> Plan[
     """
     if not ops:
         return []
-    replies = yield Batch(tuple(ops))
-    missed: list[str] = []
+    gone, stale = fenced_outcomes(pairs, (yield Batch(tuple(ops))))
+    missed = {*gone, *stale}
+    return [j for j, _ in pairs if j in missed]
+
+
+def fenced_outcomes(
+    pairs: Sequence[tuple[str, int]], replies: Sequence[Any]
+) -> tuple[list[str], list[str]]:
+    """Read the replies of one token-fenced op per job (in ``pairs`` order).
+
+    Returns:
+        ``(gone, stale)``: the ids whose row was gone (``-1`` or ``JobGone``) and the
+        ids refused as no longer active under that token.
+
+    Raises:
+        Exception: any other error reply (the first one).
+    """
+    gone: list[str] = []
+    stale: list[str] = []
     for (j, _), r in zip(pairs, replies):
-        if r == -1 or isinstance(r, (JobGone, StaleToken)):
-            missed.append(j)
+        if r == -1 or isinstance(r, JobGone):
+            gone.append(j)
+        elif isinstance(r, StaleToken):
+            stale.append(j)
         elif isinstance(r, Exception):
             raise r
-    return missed
+    return gone, stale
 
 
 def retry(
