@@ -23,6 +23,7 @@ from echomq import (
     Queue,
     Worker,
     WorkerConfig,
+    spine,
 )
 from echomq.embedded import EmbeddedServer
 from echomq.worker import plans
@@ -390,7 +391,7 @@ def test_bad_settings_raise_before_any_connection() -> None:
     assert w.stop(timeout=1)  # never started: nothing to wait for
 
 
-def test_settle_and_claim_completes_but_never_claims_through_a_closed_gate(
+def test_complete_and_claim_completes_but_never_claims_through_a_closed_gate(
     q: Queue, r: redis.Redis
 ) -> None:
     first = q.enqueue("a")
@@ -399,14 +400,17 @@ def test_settle_and_claim_completes_but_never_claims_through_a_closed_gate(
     assert c is not None and c.id == first
     q.pause()
     pending_before = r.zrange(q.keys.pending, 0, -1, withscores=True)
-    refused, got = q.runner.drive(plans.settle_and_claim(q.ctx, [(first, 1)], 5, 1000, 2000))
-    assert (refused, got) == ([], [])
+    got = q.runner.drive(plans.complete_and_claim(q.ctx, [(first, 1)], 5, 1000, 2000))
+    assert got == plans.Round([], [], [])
     assert q.job_state(first) is None and q.metrics()["completed"]["count"] == 1
     assert r.zrange(q.keys.pending, 0, -1, withscores=True) == pending_before
     before = dump(r, q)
-    assert q.runner.drive(plans.claim_gated(q.ctx, 1, 5, 1000, 2000)) == []  # paused
+    assert q.runner.drive(spine.claim_behind_gate(q.ctx, 1, 5, 1000, 2000)) == []  # paused
     assert dump(r, q) == before
     q.resume()
-    refused, got = q.runner.drive(plans.settle_and_claim(q.ctx, [(first, 1)], 5, 1000, 2000))
-    assert refused == [first] and [j.payload for j in got] == ["b"]  # gone: refused, quietly
-    assert r.get(q.keys.lock(got[0].id)) == "1"
+    got = q.runner.drive(plans.complete_and_claim(q.ctx, [(first, 1)], 5, 1000, 2000))
+    # sent again: "gone", read as the completion that landed; nothing stale
+    assert got.gone == [first] and got.stale == []
+    assert [j.payload for j in got.claimed] == ["b"]
+    assert q.metrics()["completed"]["count"] == 1
+    assert r.get(q.keys.lock(got.claimed[0].id)) == "1"

@@ -19,7 +19,7 @@ SLOW_BEAT = WorkerConfig(lease_ms=20_000, beat_ms=4_000, grace_ms=2_000)
 
 def waker_state(w: Worker) -> str:
     waker = w._engine._waker
-    return "none" if waker is None else waker.state
+    return "none" if waker is None else waker.state.value
 
 
 def blocked_on(r: redis.Redis, q: Queue) -> list[dict[str, Any]]:
@@ -34,7 +34,7 @@ def test_a_job_wakes_an_armed_worker_and_is_served(q: Queue, r: redis.Redis) -> 
         seen.append(job.data)
 
     with running(Worker(q, handle, config=SLOW_BEAT)) as w:
-        wait_until(lambda: waker_state(w) == "armed")
+        wait_until(lambda: waker_state(w) == "waiting_with_claim")
         assert blocked_on(r, q)
         jid = q.enqueue("now")
         wait_until(lambda: q.counts()["completed"] == 1, timeout=2)
@@ -47,10 +47,12 @@ def test_a_pause_after_the_gate_read_drops_the_armed_claim(q: Queue, r: redis.Re
         pass
 
     with running(Worker(q, handle, config=SLOW_BEAT)) as w:
-        wait_until(lambda: waker_state(w) == "armed")  # the gate read open, then blocked
+        wait_until(
+            lambda: waker_state(w) == "waiting_with_claim"
+        )  # the gate read open, then blocked
         q.pause()
         jid = q.enqueue("held")  # its wake token ends the BLPOP; EXEC must not claim
-        wait_until(lambda: r.llen(q.keys.wake) == 0 and waker_state(w) == "blocked")
+        wait_until(lambda: r.llen(q.keys.wake) == 0 and waker_state(w) == "waiting")
         assert q.job_state(jid) == "pending"
         assert r.zrange(q.keys.pending, 0, -1) == [jid]
         assert r.zcard(q.keys.active) == 0 and w.stats.claimed == 0
@@ -66,7 +68,7 @@ def test_stopping_an_armed_worker_unblocks_it_at_once(q: Queue, r: redis.Redis) 
 
     w = Worker(q, handle, config=SLOW_BEAT)
     with running(w):
-        wait_until(lambda: waker_state(w) == "armed")
+        wait_until(lambda: waker_state(w) == "waiting_with_claim")
         assert len(blocked_on(r, q)) == 1
         started = time.monotonic()
         assert w.stop(timeout=10)
@@ -82,7 +84,7 @@ def test_a_script_flush_while_armed_is_recovered(q: Queue, r: redis.Redis) -> No
         pass
 
     with running(Worker(q, handle, config=SLOW_BEAT)) as w:
-        wait_until(lambda: waker_state(w) == "armed")
+        wait_until(lambda: waker_state(w) == "waiting_with_claim")
         r.script_flush()  # the queued EVALSHA will answer NOSCRIPT inside EXEC
         jid = q.enqueue("after the flush")
         wait_until(lambda: q.counts()["completed"] == 1, timeout=3)

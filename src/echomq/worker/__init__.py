@@ -28,9 +28,9 @@ from typing import Any
 from ..keyspace import check_name
 from ..queue import AsyncQueue, Queue
 from .config import WorkerConfig
+from .connections import async_queue_for, blocking_client
 from .engine import Engine, WorkerStats
 from .routes import Handler, Routes
-from .waker import async_queue_for, blocking_client
 
 __all__ = ["Worker", "WorkerConfig", "WorkerStats"]
 
@@ -140,7 +140,7 @@ class Worker:
         if loop is not None and not loop.is_closed():
             # the loop may close in between: then there is nothing left to wake
             with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(engine.poke)
+                loop.call_soon_threadsafe(engine.nudge)
 
     def stop(self, timeout: float | None = None, *, force: bool = False) -> bool:
         """Request a stop from another thread and wait for the worker to finish.

@@ -4,10 +4,16 @@ the wind-down of one :class:`~echomq.worker.Worker` run.
 The serve loop completes the jobs that finished and claims up to the free slots in
 two round trips (the completions pipelined with the pause-gate read, then one claim
 script call), and starts a task per job. When nothing is ready it blocks on the
-queue's wake list (``BLPOP`` on a connection of its own, the gate read pipelined
-behind it) instead of polling. The beat extends every in-flight lease in one
-``extend_locks`` call and runs the stalled check, promote and the due repeatables,
-bounded, so scheduled and crashed work moves without any other process.
+queue's wake list (``BLPOP`` on a connection of its own, see
+:class:`~echomq.worker.waker.Waker`) instead of polling. The beat extends every
+in-flight lease in one ``extend_locks`` call and runs the stalled check, promote and
+the due repeatables, bounded, so scheduled and crashed work moves without any other
+process.
+
+Every job claimed ends in exactly one counter of :class:`WorkerStats`. An outcome
+(a completion, a failure, a release) stays queued here until the server answered it:
+after an error it is sent again, and a "gone" answer to a completion sent again is
+read as the completion that landed before its reply was lost.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from ..spine import Claimed
 from . import plans
 from .config import WorkerConfig
 from .job import LEASE_LOST, SHUTDOWN, TIMEOUT, JobCancelled, JobContext
+from .outage import Outage
 from .routes import Routes, failure_text
 from .waker import Waker
 
@@ -46,15 +53,26 @@ _ERROR_PAUSE_S, _ERROR_PAUSE_CAP_S = 0.05, 2.0
 class WorkerStats:
     """What a worker has done (updated on the worker's loop; read it any time).
 
+    Every claimed job ends in exactly one of ``completed``, ``retried``, ``dead``,
+    ``released``, ``stale``, ``lost`` and ``abandoned``: once the worker has stopped,
+    ``claimed`` is their sum (:attr:`accounted`); while it runs, the difference is
+    the jobs in hand.
+
     Attributes:
         claimed: jobs leased.
-        completed: jobs completed.
-        retried: failures scheduled to run again.
+        completed: jobs completed (a "gone" answer to a completion counts: the
+            row is deleted, by our own completion whose reply was lost).
+        retried: failures scheduled to run again (a "gone" answer counts: the job
+            is settled).
         dead: failures that dead-lettered the job.
         released: jobs handed back at shutdown.
-        stale: settlements the server refused (the lease had moved on).
+        stale: outcomes the server refused (the lease had moved on).
         lost: jobs the beat found no longer held while they ran (not settled).
-        timed_out: handlers cancelled for running past the job timeout.
+        abandoned: jobs whose outcome could not be sent before the worker stopped
+            (the server unreachable at shutdown); their leases run out and they are
+            served again.
+        timed_out: handlers cancelled for running past the job timeout (each also
+            counted as a failure).
         errors: server errors the loops recovered from.
     """
 
@@ -65,8 +83,22 @@ class WorkerStats:
     released: int = 0
     stale: int = 0
     lost: int = 0
+    abandoned: int = 0
     timed_out: int = 0
     errors: int = 0
+
+    @property
+    def accounted(self) -> int:
+        """The claimed jobs whose outcome is counted (equals ``claimed`` once stopped)."""
+        return (
+            self.completed
+            + self.retried
+            + self.dead
+            + self.released
+            + self.stale
+            + self.lost
+            + self.abandoned
+        )
 
 
 @dataclass
@@ -88,21 +120,23 @@ class Engine:
         self._more = True  # whether the backlog may hold more than the last claim took
         self._thread = 0
         self._running: dict[tuple[str, int], _Running] = {}
-        self._done: list[JobContext] = []
-        self._other: list[tuple[JobContext, str, str]] = []
-        self._poke_fut: asyncio.Future[None] | None = None
+        self._done: list[JobContext] = []  # finished, not yet taken for completion
+        self._completing: list[tuple[str, int]] = []  # completions the server has not answered
+        self._other: list[tuple[JobContext, str, str]] = []  # other outcomes, unanswered
+        self._nudged: asyncio.Future[None] | None = None
         self._beating = False
         self._waker: Waker | None = None
         self._rng = random.Random()
+        self._outage = Outage(log, name)
 
     async def run(
         self, aq: AsyncQueue, blocker: Any, pool: ThreadPoolExecutor, ready: threading.Event
     ) -> None:
         """Serve until a stop is requested, then wind down."""
         loop = asyncio.get_running_loop()
-        self._waker = Waker(blocker, aq.keys.wake, plans.gate_read(aq.ctx).args)
+        self._waker = Waker(blocker, aq.keys.wake, spine.claim_gate(aq.ctx).args)
         self._thread = threading.get_ident()
-        self._poke_fut = loop.create_future()
+        self._nudged = loop.create_future()
         self._beating = True
         beat = loop.create_task(self._beat_loop(aq))
         try:
@@ -115,17 +149,17 @@ class Engine:
             beat.cancel()
             await asyncio.gather(beat, return_exceptions=True)
 
-    def poke(self) -> None:
+    def nudge(self) -> None:
         """Wake the serve loop (a job finished, a stop was requested). Loop thread only."""
-        if self._poke_fut is not None and not self._poke_fut.done():
-            self._poke_fut.set_result(None)
+        if self._nudged is not None and not self._nudged.done():
+            self._nudged.set_result(None)
 
-    async def _nap(self, timeout: float | None) -> None:
-        """Wait for a poke or ``timeout`` seconds."""
-        assert self._poke_fut is not None
-        await asyncio.wait([self._poke_fut], timeout=timeout)
-        if self._poke_fut.done():
-            self._poke_fut = asyncio.get_running_loop().create_future()
+    async def _pause(self, timeout: float | None) -> None:
+        """Wait for a nudge or ``timeout`` seconds."""
+        assert self._nudged is not None
+        await asyncio.wait([self._nudged], timeout=timeout)
+        if self._nudged.done():
+            self._nudged = asyncio.get_running_loop().create_future()
 
     # ---- the serve loop -----------------------------------------------------------
 
@@ -136,59 +170,62 @@ class Engine:
         try:
             while not self.stop_requested:
                 try:
-                    await self._settle_others(aq)
-                    done = self._take_done()
+                    await self._send_outcomes(aq)
+                    self._take_done()
                     free = cfg.concurrency - len(self._running)
                     # while a wake task exists `_more` is False: only it claims then
                     want = min(free, cfg.claim_batch) if self._more else 0
-                    if done or want:
-                        plan = plans.settle_and_claim(aq.ctx, done, want, cfg.lease_ms, cfg.lock)
-                        refused, got = await aq.runner.drive(plan)
-                        self._count_completions(len(done), refused)
-                        self._claimed(aq, got, want, pool)
+                    if self._completing or want:
+                        done = self._completing
+                        plan = plans.complete_and_claim(aq.ctx, done, want, cfg.lease_ms, cfg.lock)
+                        got = await aq.runner.drive(plan)
+                        self._count_completions(done, got.stale)
+                        self._claimed(aq, got.claimed, want, pool)
+                        self._outage.ok()
                         failures = 0
                         continue
-                    assert self._poke_fut is not None
-                    waits: list[asyncio.Future[Any]] = [self._poke_fut]
+                    assert self._nudged is not None
+                    waits: list[asyncio.Future[Any]] = [self._nudged]
                     if free > 0:
                         wake = wake or loop.create_task(self._wake_then_claim(aq, pool))
                         waits.append(wake)
                     await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-                    if self._poke_fut.done():
-                        self._poke_fut = loop.create_future()
+                    if self._nudged.done():
+                        self._nudged = loop.create_future()
                     if wake is not None and wake.done():
                         finished, wake = wake, None
                         finished.result()
+                        self._outage.ok()
                     failures = 0
                 except Exception as exc:
                     # a server error, or a payload the serializer cannot read: the
-                    # worker stays up; leased jobs it could not start come back when
-                    # their leases run out (and a repeat staller ends up dead)
+                    # worker stays up; outcomes not answered are sent again; leased
+                    # jobs it could not start come back when their leases run out
+                    # (and a repeat staller ends up dead)
                     self.stats.errors += 1
-                    log.warning("worker %s: %r; trying again", self.name, exc, exc_info=True)
-                    await self._nap(min(_ERROR_PAUSE_CAP_S, _ERROR_PAUSE_S * 2**failures))
+                    self._outage.failed(exc, "serving")
+                    await self._pause(min(_ERROR_PAUSE_CAP_S, _ERROR_PAUSE_S * 2**failures))
                     failures = min(failures + 1, 10)
         finally:
             if wake is not None:
                 await self._end_wait(aq, wake)
 
     async def _end_wait(self, aq: AsyncQueue, wake: asyncio.Task[None]) -> None:
-        """Stop the idle wait. Blocked with no claim behind it, it is cancelled (nothing
-        is lost); armed, it is unblocked so its claim's answer is read and its jobs
-        wound down like the others; mid-claim, it finishes. A server that answers
-        nothing for a beat and more gets the wait cancelled all the same."""
+        """Stop the idle wait as its state says (:class:`~echomq.worker.waker.WaitState`):
+        with no claim behind it, it is cancelled (nothing is lost); with a claim behind
+        it, it is unblocked so the claim's answer is read and its jobs wound down like
+        the others; mid-claim, it finishes. A server that answers nothing for a beat
+        and more gets the wait cancelled all the same."""
         assert self._waker is not None
         loop = asyncio.get_running_loop()
         give_up = loop.time() + self.config.beat / 1000 + 2.0
         while not wake.done():
-            state = self._waker.state
-            if loop.time() > give_up:
+            how = self._waker.state.to_end
+            if loop.time() > give_up or how == "cancel":
                 wake.cancel()
-            elif state == "armed":
+            elif how == "unblock":
                 with contextlib.suppress(*_RECOVERABLE):  # the beat's timeout ends it anyway
                     await self._waker.unblock(aq.client)
-            elif state != "claiming":
-                wake.cancel()
             await asyncio.wait([wake], timeout=0.05)
         await asyncio.gather(wake, return_exceptions=True)
 
@@ -199,28 +236,25 @@ class Engine:
         the claim runs on the server the moment the BLPOP returns (see
         :class:`~echomq.worker.waker.Waker`), so a job that wakes an idle worker costs
         it no further round trip; otherwise the gate read rides behind the BLPOP and
-        the claim follows when it reads open.
+        the claim follows when it reads open. When the server refuses the claim
+        behind the wait (a transaction refused as a whole, e.g. at ``maxmemory``),
+        the worker claims plainly instead.
         """
         cfg = self.config
-        assert self._waker is not None
+        waker = self._waker
+        assert waker is not None
         want = min(cfg.concurrency - len(self._running), cfg.claim_batch)
         if want <= 0:
             self._more = True
             return
-        armed = plans.arm_claim(aq.ctx, want, cfg.lease_ms, cfg.lock)
-        woke = await self._waker.wait(cfg.beat / 1000, command(armed.op))
-        if woke.armed:
-            plan = plans.finish_armed(armed, woke.claim)
-        else:
-            armed.plan.close()
-            if self.stop_requested:
-                return
-            plan = plans.claim_gated(aq.ctx, woke.gate, want, cfg.lease_ms, cfg.lock)
-        self._waker.state = "claiming"
+        op = spine.claim_op(aq.ctx, want, cfg.lease_ms, cfg.lock)
+        woke = await waker.wait(cfg.beat / 1000, command(op))
         try:
-            self._claimed(aq, await aq.runner.drive(plan), want, pool)
+            if woke.claim_sent or not self.stop_requested:
+                plan = plans.claim_after_wait(aq.ctx, woke, want, cfg.lease_ms, cfg.lock)
+                self._claimed(aq, await aq.runner.drive(plan), want, pool)
         finally:
-            self._waker.state = "idle"
+            waker.done()
 
     def _claimed(
         self, aq: AsyncQueue, got: list[Claimed], want: int, pool: ThreadPoolExecutor
@@ -281,45 +315,55 @@ class Engine:
             self._done.append(run.job)
         else:
             self._other.append((run.job, outcome, error))
-        self.poke()
+        self.nudge()
 
-    # ---- settling -------------------------------------------------------------------
+    # ---- sending outcomes -----------------------------------------------------------
 
-    def _take_done(self) -> list[tuple[str, int]]:
-        """The finished jobs to complete, forgotten here: should the call fail, their
-        leases run out and they are served again (at least once)."""
+    def _take_done(self) -> None:
+        """Queue the finished jobs' completions; they stay queued (and are sent again
+        after an error) until the server answers them."""
         done, self._done = self._done, []
         for job in done:
             self._running.pop((job.id, job.attempt), None)
-        return [(job.id, job.attempt) for job in done]
+            self._completing.append((job.id, job.attempt))
 
-    def _count_completions(self, sent: int, refused: list[str]) -> None:
-        self.stats.completed += sent - len(refused)
-        self.stats.stale += len(refused)
+    def _count_completions(self, sent: list[tuple[str, int]], stale: list[str]) -> None:
+        # a "gone" answer is a completion: ours, landed before its reply was lost
+        self.stats.completed += len(sent) - len(stale)
+        self.stats.stale += len(stale)
+        self._completing = []  # only the serve loop (or the wind-down) adds to it
 
-    async def _settle_others(self, aq: AsyncQueue) -> None:
-        """Settle the jobs that did not simply finish: releases, failures, losses."""
+    async def _send_outcomes(self, aq: AsyncQueue) -> None:
+        """Send the outcomes of the jobs that did not simply finish: releases,
+        failures, losses. Each leaves the queue once the server has answered it."""
         if not self._other:
             return
-        batch, self._other = self._other, []
-        for job, _, _ in batch:
+        for job, _, _ in self._other:
             self._running.pop((job.id, job.attempt), None)
-        back = [(j.id, j.attempt) for j, outcome, _ in batch if outcome == "release"]
+        back = [(j.id, j.attempt) for j, outcome, _ in self._other if outcome == "release"]
         if back:
             refused = await aq.runner.drive(spine.release_many(aq.ctx, back))
             self.stats.released += len(back) - len(refused)
             self.stats.stale += len(refused)
-        for job, outcome, error in batch:
+            self._other = [entry for entry in self._other if entry[1] != "release"]
+        while self._other:
+            job, outcome, error = self._other[0]
             if outcome == "lost":
                 self.stats.lost += 1
             elif outcome == "failed":
                 await self._fail(aq, job, error)
+            self._other.pop(0)
 
     async def _fail(self, aq: AsyncQueue, job: JobContext, error: str) -> None:
         plan = plans.fail(aq.ctx, job.id, job.attempt, error, self.config.backoff, self._rng)
         try:
             verdict = await aq.runner.drive(plan)
-        except (JobGone, StaleToken):
+        except JobGone:
+            # the row is gone: the failure is settled (ours, sent again after a lost
+            # reply, or the job was removed); nothing is left to retry
+            self.stats.retried += 1
+            return
+        except StaleToken:
             self.stats.stale += 1
             return
         if verdict == "dead":
@@ -336,7 +380,9 @@ class Engine:
                 await self._beat(aq)
             except Exception as exc:  # the next beat tries again
                 self.stats.errors += 1
-                log.warning("worker %s beat: %r", self.name, exc, exc_info=True)
+                self._outage.failed(exc, "the beat")
+            else:
+                self._outage.ok()
 
     async def _beat(self, aq: AsyncQueue) -> None:
         cfg = self.config
@@ -358,11 +404,11 @@ class Engine:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.grace_ms / 1000
         while True:
-            await self._settle_quietly(aq)
+            await self._send_at_shutdown(aq)
             left = deadline - loop.time()
             if not self._running or left <= 0 or self.force:
                 break
-            await self._nap(left)
+            await self._pause(left)
         pending = [run for run in self._running.values() if not run.recorded]
         for run in pending:
             self._cancel(run, SHUTDOWN)
@@ -372,14 +418,31 @@ class Engine:
             await asyncio.wait(tasks, timeout=1.0)
         for run in pending:
             self._record(run, "release", "")
-        await self._settle_quietly(aq)
+        await self._send_at_shutdown(aq, last=True)
 
-    async def _settle_quietly(self, aq: AsyncQueue) -> None:
+    async def _send_at_shutdown(self, aq: AsyncQueue, *, last: bool = False) -> None:
+        """Send the queued outcomes; errors are counted, not raised. The ``last`` call
+        gives up on what it cannot send: counted ``abandoned``, logged once."""
         try:
-            await self._settle_others(aq)
-            done = self._take_done()
-            if done:
-                self._count_completions(len(done), await aq.complete_many(done))
+            await self._send_outcomes(aq)
+            self._take_done()
+            if self._completing:
+                done = self._completing
+                got = await aq.runner.drive(plans.complete_and_claim(aq.ctx, done, 0, 1, 0))
+                self._count_completions(done, got.stale)
         except _RECOVERABLE as exc:
             self.stats.errors += 1
-            log.warning("worker %s: settling at shutdown: %r", self.name, exc)
+            self._outage.failed(exc, "sending outcomes at shutdown")
+        if last:
+            self._take_done()
+            lost = sum(1 for _, outcome, _ in self._other if outcome == "lost")
+            left = len(self._completing) + len(self._other) - lost
+            self.stats.lost += lost
+            self._completing, self._other = [], []
+            if left:
+                self.stats.abandoned += left
+                log.warning(
+                    "worker %s: %d outcomes not sent at shutdown; their leases run out",
+                    self.name,
+                    left,
+                )

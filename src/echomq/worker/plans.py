@@ -1,14 +1,17 @@
-"""Plans the worker runtime adds to the spine to settle its jobs.
-
-(``release`` and ``release_many``, verbs of both facades, live in :mod:`echomq.spine`.)
+"""The worker's own plans, composed from the spine's pieces.
 
 - :func:`fail`: retry a failed job after the delay its backoff policy says (the row's
   policy, else the worker's default), or dead-letter it at ``max_attempts``.
-- :func:`settle_and_claim` and :func:`claim_gated`: the worker's hot path. They run
-  the spine's own ``complete_many`` and ``claim_many`` plans, only sharing round
-  trips: the completions travel in the same pipeline as the pause-gate read, and the
-  claim script follows in its own call, so the pause stays the separate gate read
-  before each claim call and the claim script carries no pause logic.
+- :func:`complete_and_claim`: the hot path. The completions travel in the same
+  pipeline as the claim's pause-gate read (``spine.claim_gate``); the claim script
+  (``spine.claim_op``) follows in its own call, only when the gate reads open.
+- :func:`claim_after_wait`: the claim that ends an idle wait (see
+  :class:`~echomq.worker.waker.Waker`).
+
+Every claim here is the spine's own pieces (the gate read, the claim script call,
+the one reply decoder ``spine.decode_claimed``), as ``claim_many`` composes them;
+nothing inspects another plan's commands. (``release`` and ``release_many``, verbs
+of both facades, live in :mod:`echomq.spine`.)
 """
 
 from __future__ import annotations
@@ -16,17 +19,15 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
 
 import redis
 
+from .. import spine
 from ..backoff import Backoff
 from ..context import Context, as_str, opt_str
-from ..errors import EchoMQError
-from ..scripts import Batch, Cmd, Eval, Op, Plan, is_noscript, map_error
-from ..spine import Claimed, claim_many, complete_many, retry
-
-T = TypeVar("T")
+from ..scripts import Batch, Cmd, Plan, is_noscript, map_error
+from ..spine import Claimed, retry
+from .waker import Woke
 
 
 def fail(
@@ -60,108 +61,25 @@ def fail(
     return (yield from retry(ctx, job_id, token, error, delay_ms=wait))
 
 
-def _resume(plan: Plan[T], reply: Any) -> Plan[T]:
-    """Continue ``plan`` from a step whose reply the caller already has."""
-    failure: EchoMQError | None = None
-    while True:
-        try:
-            op = plan.throw(failure) if failure is not None else plan.send(reply)
-        except StopIteration as stop:
-            result: T = stop.value
-            return result
-        failure = None
-        try:
-            reply = yield op
-        except EchoMQError as exc:  # the runner's typed error goes inside the plan
-            failure = exc
-
-
-def _is_gate(op: Op, ctx: Context) -> bool:
-    return isinstance(op, Cmd) and op.args[:2] == ("HEXISTS", ctx.keys.meta)
-
-
-def gate_read(ctx: Context) -> Cmd:
-    """The pause-gate read a claim starts with (to pipeline behind a ``BLPOP``)."""
-    return Cmd(("HEXISTS", ctx.keys.meta, "paused"))
-
-
-def claim_gated(
-    ctx: Context, gate_reply: Any, count: int, lease_ms: int, lock_ms: int
-) -> Plan[list[Claimed]]:
-    """``claim_many`` whose pause-gate read the caller has just made.
-
-    The idle worker pipelines the gate read right behind its ``BLPOP`` on the wake
-    list: the server answers it the moment the wake token pops, so the read is as
-    fresh as the claim plan's own and saves a round trip on every wake.
-
-    Args:
-        gate_reply: the reply of :func:`gate_read`.
-        count, lease_ms, lock_ms: as for ``claim_many``.
-
-    Returns:
-        The claimed jobs (``[]`` when the gate said paused or nothing is ready).
-    """
-    plan = claim_many(ctx, count, lease_ms, lock_ms=lock_ms)
-    first = next(plan)
-    if not _is_gate(first, ctx):  # the claim no longer starts with the gate: run it all
-        reply = yield first
-        return (yield from _resume(plan, reply))
-    return (yield from _resume(plan, gate_reply))
-
-
 @dataclass
-class ArmedClaim:
-    """A claim plan stopped past its pause gate, to send behind a wait.
+class Round:
+    """What one :func:`complete_and_claim` round trip pair did.
 
     Attributes:
-        op: the claim script call the plan would make next, the gate having read open.
-        plan: the rest of the plan, to finish with :func:`finish_armed`.
+        gone: completions answered "gone": the row was already deleted (our own
+            completion whose reply was lost, sent again). Read as completed.
+        stale: completions refused: the job is no longer active under that token.
+        claimed: the jobs leased.
     """
 
-    op: Eval
-    plan: Plan[list[Claimed]]
+    gone: list[str]
+    stale: list[str]
+    claimed: list[Claimed]
 
 
-def arm_claim(ctx: Context, count: int, lease_ms: int, lock_ms: int) -> ArmedClaim:
-    """``claim_many`` advanced as if its gate read open, for an idle worker to send
-    under ``WATCH`` of a gate read it made itself (``waker.Waker``).
-
-    Returns:
-        The armed claim: the plan's one claim script call, and the rest of the plan.
-    """
-    plan = claim_many(ctx, count, lease_ms, lock_ms=lock_ms)
-    gate = next(plan)
-    assert _is_gate(gate, ctx), "a claim starts with the pause-gate read"
-    op = plan.send(0)
-    assert isinstance(op, Eval), "then makes one claim script call"
-    return ArmedClaim(op, plan)
-
-
-def finish_armed(armed: ArmedClaim, reply: Any) -> Plan[list[Claimed]]:
-    """Finish an armed claim with the reply its script call got behind the wait.
-
-    Args:
-        reply: the script's reply; ``None`` when the transaction was dropped (the
-            gate moved: nothing was claimed); an error reply as an exception. After a
-            ``NOSCRIPT`` the call is made again here (the runner loads the script).
-
-    Returns:
-        The claimed jobs.
-    """
-    if reply is None:
-        armed.plan.close()
-        return []
-    if is_noscript(reply):
-        reply = yield armed.op
-    elif isinstance(reply, redis.ResponseError):
-        armed.plan.close()
-        raise map_error(reply)
-    return (yield from _resume(armed.plan, reply))
-
-
-def settle_and_claim(
+def complete_and_claim(
     ctx: Context, done: Sequence[tuple[str, int]], count: int, lease_ms: int, lock_ms: int
-) -> Plan[tuple[list[str], list[Claimed]]]:
+) -> Plan[Round]:
     """Complete finished jobs and claim more, in two round trips for both.
 
     The completions are pipelined with the claim's pause-gate read; the claim
@@ -171,23 +89,46 @@ def settle_and_claim(
         done: ``(job_id, token)`` of the jobs to complete.
         count: the most jobs to claim (0: only complete).
         lease_ms, lock_ms: as for ``claim_many``.
+    """
+    completions = spine.complete_ops(ctx, done)
+    if count == 0:
+        if not completions:
+            return Round([], [], [])
+        gone, stale = spine.fenced_outcomes(done, (yield Batch(tuple(completions))))
+        return Round(gone, stale, [])
+    if not completions:
+        gate = yield spine.claim_gate(ctx)
+        claimed = yield from spine.claim_behind_gate(ctx, gate, count, lease_ms, lock_ms)
+        return Round([], [], claimed)
+    replies = yield Batch((*completions, spine.claim_gate(ctx)))
+    gone, stale = spine.fenced_outcomes(done, replies[:-1])
+    claimed = yield from spine.claim_behind_gate(ctx, replies[-1], count, lease_ms, lock_ms)
+    return Round(gone, stale, claimed)
+
+
+def claim_after_wait(
+    ctx: Context, woke: Woke, count: int, lease_ms: int, lock_ms: int
+) -> Plan[list[Claimed]]:
+    """The claim that ends an idle wait, from what the wait ended with.
+
+    Args:
+        woke: what :meth:`~echomq.worker.waker.Waker.wait` returned.
+        count, lease_ms, lock_ms: as for ``claim_many``.
 
     Returns:
-        ``(ids not completed (gone or stale), claimed jobs)``.
+        The claimed jobs: decoded from the claim that rode along; or, when none
+        did, claimed now by the gate read made behind the wait; or, when the claim
+        never ran (the transaction was refused as a whole, or the script cache was
+        flushed), claimed now plainly: a fresh gate read, then the script.
     """
-    if count == 0:
-        return (yield from complete_many(ctx, done)), []
-    if not done:
-        return [], (yield from claim_many(ctx, count, lease_ms, lock_ms=lock_ms))
-    settling = complete_many(ctx, done)
-    batch = next(settling)
-    claiming = claim_many(ctx, count, lease_ms, lock_ms=lock_ms)
-    gate = next(claiming)
-    if not isinstance(batch, Batch) or not isinstance(gate, Cmd) or not _is_gate(gate, ctx):
-        refused = yield from _resume(settling, (yield batch))
-        return refused, (yield from _resume(claiming, (yield gate)))
-    replies = yield Batch((*batch.ops, gate))
-    if isinstance(replies[-1], Exception):
-        raise replies[-1]
-    refused = yield from _resume(settling, replies[:-1])
-    return refused, (yield from _resume(claiming, replies[-1]))
+    if not woke.claim_sent:
+        return (yield from spine.claim_behind_gate(ctx, woke.gate, count, lease_ms, lock_ms))
+    reply = woke.claim
+    if woke.refused is not None or is_noscript(reply):
+        gate = yield spine.claim_gate(ctx)
+        return (yield from spine.claim_behind_gate(ctx, gate, count, lease_ms, lock_ms))
+    if reply is None:  # WATCH dropped the transaction: the gate moved, nothing claimed
+        return []
+    if isinstance(reply, redis.ResponseError):
+        raise map_error(reply)
+    return spine.decode_claimed(ctx, reply)

@@ -1,109 +1,117 @@
-"""The worker's connections: an :class:`AsyncQueue` for its verbs, and one more
-connection that may sit blocked on the wake list without holding up anything else."""
+"""The idle worker's wait on the wake list, on a connection of its own, as an explicit
+state machine (:class:`WaitState`, its transitions in :data:`TRANSITIONS`)."""
 
 from __future__ import annotations
 
-import contextlib
+import enum
+import logging
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import redis
-import redis.asyncio
 
-from ..errors import InvalidArgument
-from ..queue import DEFAULT_URL, AsyncQueue, Queue
+from ..scripts import Arg
 
-# Connection settings that mean the same to the sync and the async client.
-_PORTABLE = {
-    "host",
-    "port",
-    "db",
-    "username",
-    "password",
-    "path",
-    "socket_timeout",
-    "socket_connect_timeout",
-    "client_name",
-    "encoding",
-    "encoding_errors",
-    "decode_responses",
-    "protocol",
-}
-_ASYNC_CLASS = {
-    "Connection": redis.asyncio.Connection,
-    "SSLConnection": redis.asyncio.SSLConnection,
-    "UnixDomainSocketConnection": redis.asyncio.UnixDomainSocketConnection,
-}
+log = logging.getLogger("echomq.worker")
+
+#: After the server refused the transaction as a whole (``EXECABORT``, e.g. ``OOM``
+#: while queued on a server at ``maxmemory``), waits carry no claim for this long:
+#: the caller claims plainly, which such a server still runs.
+PLAIN_CLAIM_S = 10.0
 
 
-def async_queue_for(source: str | Queue | AsyncQueue, url: str | None) -> tuple[AsyncQueue, bool]:
-    """The async queue a worker runs on, and whether the worker made (and so closes)
-    its client.
+class WaitState(enum.Enum):
+    """Where the idle worker's wait stands, and so how a stopping worker ends it.
 
-    Raises:
-        InvalidArgument: a sync queue whose client cannot be mirrored (pass ``url=``).
+    ====================  ==============================================  =================
+    state                 on the wire                                     a stop
+    ====================  ==============================================  =================
+    ``IDLE``              nothing                                         (nothing to end)
+    ``READING_GATE``      ``CLIENT ID``, ``WATCH meta``, the gate read    cancels it
+    ``WAITING_WITH_CLAIM`` ``BLPOP``; ``MULTI``, claim, ``EXEC`` behind    unblocks it
+    ``WAITING``           ``BLPOP`` with the gate read behind, no claim   cancels it
+    ``CLAIMING``          a claim ran, or runs next: its reply is read    lets it finish
+    ====================  ==============================================  =================
+
+    A wait with a claim behind it must be unblocked (``CLIENT UNBLOCK``), not
+    cancelled: the claim then runs on the server and its reply must be read, or it
+    would lease jobs no one serves. The transitions are :data:`TRANSITIONS`.
     """
-    if isinstance(source, AsyncQueue):
-        return source, False
-    if isinstance(source, str):
-        return AsyncQueue(source, url=url or DEFAULT_URL), True
-    # a sync Queue: the same server, serializer and default max_attempts, async
-    ctx = source.ctx
-    if url is not None:
-        client: Any = redis.asyncio.Redis.from_url(url)
-    else:
-        client = _mirror(source.client)
-    aq = AsyncQueue(
-        source.name, client=client, serializer=ctx.serializer, max_attempts=ctx.max_attempts
-    )
-    return aq, True
+
+    IDLE = "idle"
+    READING_GATE = "reading_gate"
+    WAITING_WITH_CLAIM = "waiting_with_claim"
+    WAITING = "waiting"
+    CLAIMING = "claiming"
+
+    @property
+    def to_end(self) -> str:
+        """How a stopping worker ends a wait in this state: ``"cancel"``,
+        ``"unblock"`` or ``"finish"`` (let it end by itself)."""
+        if self is WaitState.WAITING_WITH_CLAIM:
+            return "unblock"
+        if self is WaitState.CLAIMING:
+            return "finish"
+        return "cancel"
 
 
-def _mirror(sync_client: Any) -> redis.asyncio.Redis:
-    pool = getattr(sync_client, "connection_pool", None)
-    cls = _ASYNC_CLASS.get(pool.connection_class.__name__) if pool is not None else None
-    if pool is None or cls is None:
-        raise InvalidArgument("cannot reuse this client's connection for a worker: pass url=")
-    kwargs = {
-        k: v
-        for k, v in pool.connection_kwargs.items()
-        if k in _PORTABLE or (k.startswith("ssl_") and cls is redis.asyncio.SSLConnection)
-    }
-    pool = redis.asyncio.ConnectionPool(connection_class=cls, **kwargs)
-    return redis.asyncio.Redis(connection_pool=pool)
-
-
-def blocking_client(aq: AsyncQueue) -> Any:
-    """A client of its own for ``BLPOP`` on the wake list (a cluster client is shared:
-    it keeps a pool per node and routes the blocking call by key)."""
-    pool = getattr(aq.client, "connection_pool", None)
-    if pool is None:
-        return aq.client
-    kwargs = dict(pool.connection_kwargs)
-    # a blocked read must outlive the beat's BLPOP timeout
-    kwargs["socket_timeout"] = None
-    return redis.asyncio.Redis(
-        connection_pool=redis.asyncio.ConnectionPool(
-            connection_class=pool.connection_class, max_connections=2, **kwargs
-        )
-    )
+_S = WaitState
+#: Every move a wait makes; any state may also fall back to ``IDLE`` (an error or a
+#: cancel, the connection then dropped).
+#:
+#: ====================  =====================  ===========================================
+#: from                  to                     when
+#: ====================  =====================  ===========================================
+#: IDLE                  READING_GATE           a wait starts on a plain client
+#: IDLE                  WAITING                a wait starts on a cluster client (pipelined)
+#: READING_GATE          WAITING_WITH_CLAIM     the gate read open: the claim rides behind
+#: READING_GATE          WAITING                the gate read closed, or claims go plainly
+#: WAITING_WITH_CLAIM    CLAIMING               the BLPOP answered: the claim's reply follows
+#: WAITING               CLAIMING               the BLPOP answered: the caller claims by the gate
+#: CLAIMING              IDLE                   the claim's reply is read and handed over
+#: ====================  =====================  ===========================================
+TRANSITIONS: dict[WaitState, frozenset[WaitState]] = {
+    _S.IDLE: frozenset({_S.READING_GATE, _S.WAITING}),
+    _S.READING_GATE: frozenset({_S.WAITING_WITH_CLAIM, _S.WAITING, _S.IDLE}),
+    _S.WAITING_WITH_CLAIM: frozenset({_S.CLAIMING, _S.IDLE}),
+    _S.WAITING: frozenset({_S.CLAIMING, _S.IDLE}),
+    _S.CLAIMING: frozenset({_S.IDLE}),
+}
 
 
 @dataclass
 class Woke:
-    """What an idle wait ended with.
+    """What a wait ended with.
 
     Attributes:
-        gate: the pause-gate read made right after the ``BLPOP`` (when no claim rode
-            along): the caller claims, or not, by it.
-        claim: the reply of the claim that rode behind the ``BLPOP`` (``armed``).
-        armed: whether a claim rode along; ``claim`` is then its reply, ``None`` when
-            the transaction was dropped because the pause gate moved meanwhile.
+        claim_sent: whether a claim rode behind the ``BLPOP``.
+        gate: without a claim: the pause-gate read made right after the ``BLPOP``;
+            the caller claims, or not, by it.
+        claim: with a claim: the claim script's reply (an error reply as an
+            exception), ``None`` when ``WATCH`` dropped the transaction (the gate
+            moved meanwhile: nothing was claimed).
+        refused: with a claim: the server refused the transaction as a whole (the
+            claim never ran); the caller claims plainly.
     """
 
-    armed: bool
+    claim_sent: bool
     gate: Any = None
     claim: Any = None
+    refused: Exception | None = None
+
+
+async def _read(conn: Any, n: int) -> list[Any]:
+    """The next ``n`` replies on ``conn``, an error reply as its exception (the
+    parser has read it whole, so the connection stays in step)."""
+    out: list[Any] = []
+    for _ in range(n):
+        try:
+            out.append(await conn.read_response())
+        except redis.ResponseError as exc:
+            out.append(exc)
+    return out
 
 
 class Waker:
@@ -123,84 +131,104 @@ class Waker:
 
     While the gate reads closed, the wait is ``BLPOP`` with the gate read behind it,
     and no claim rides along. A cluster client (no single pool) gets that form too,
-    as a pipeline.
+    as a pipeline. So does every wait for :data:`PLAIN_CLAIM_S` after the server
+    refused the transaction as a whole.
 
-    ``state`` tells a stopping worker how to end a wait: ``"armed"`` (blocked with a
-    claim behind) must be unblocked, not cancelled, or its claim could lease jobs no
-    one reads; any other state can be cancelled.
+    ``state`` (a :class:`WaitState`) tells a stopping worker how to end a wait.
     """
 
-    def __init__(self, blocker: Any, wake_key: str, gate: tuple[Any, ...]) -> None:
-        """``gate`` is the pause-gate read (``plans.gate_read``): a read of the meta
+    def __init__(self, blocker: Any, wake_key: str, gate: tuple[Arg, ...]) -> None:
+        """``gate`` is the pause-gate read (``spine.claim_gate``): a read of the meta
         hash, which is the key watched."""
         self.blocker = blocker
         self.wake_key, self.gate = wake_key, gate
         self.meta_key = gate[1]
-        self.state = "idle"
+        self.state = WaitState.IDLE
         self.client_id: int | None = None  # the blocking connection's, for CLIENT UNBLOCK
+        self.plain_until = 0.0  # monotonic time until which waits carry no claim
 
-    async def wait(self, timeout_s: float, claim: tuple[Any, ...]) -> Woke:
+    def _enter(self, new: WaitState) -> None:
+        if new is not WaitState.IDLE and new not in TRANSITIONS[self.state]:
+            raise AssertionError(f"wait state {self.state.name} -> {new.name}")
+        self.state = new
+
+    def done(self) -> None:
+        """The caller has read (or dropped) what the wait ended with."""
+        self._enter(WaitState.IDLE)
+
+    async def wait(self, timeout_s: float, claim: Sequence[Arg]) -> Woke:
         """Wait for a wake token or ``timeout_s``; send ``claim`` behind it if the gate
-        is open."""
+        is open. The state is ``CLAIMING`` when this returns; call :meth:`done` once
+        the claim's reply is handed over."""
         pool = getattr(self.blocker, "connection_pool", None)
         if pool is None:
             return await self._pipelined(timeout_s)
         conn = await pool.get_connection()
         try:
-            self.state = "gating"
+            self._enter(WaitState.READING_GATE)
             await conn.send_packed_command(
                 conn.pack_commands([("CLIENT", "ID"), ("WATCH", self.meta_key), self.gate])
             )
-            self.client_id = int(await conn.read_response())
-            await conn.read_response()  # OK
-            if not int(await conn.read_response()):
-                return await self._armed(conn, timeout_s, claim)
-            # closed: wait with no claim behind, the gate read again after the BLPOP
-            self.state = "blocked"
+            client_id, watched, gate = await _read(conn, 3)
+            for reply in (client_id, watched):
+                if isinstance(reply, Exception):
+                    raise reply
+            self.client_id = int(client_id)
+            if not isinstance(gate, Exception) and not int(gate) and self._with_claim():
+                return await self._with_claim_behind(conn, timeout_s, claim)
+            # closed (or claims go plainly): no claim behind, the gate read again after
+            self._enter(WaitState.WAITING)
             await conn.send_packed_command(
                 conn.pack_commands([("UNWATCH",), ("BLPOP", self.wake_key, timeout_s), self.gate])
             )
-            await conn.read_response()  # OK
-            await conn.read_response()  # the token, or nil after the timeout
-            reply = await conn.read_response()
+            _, _, gate = await _read(conn, 3)
+            self._enter(WaitState.CLAIMING)
+            return Woke(claim_sent=False, gate=gate)
         except BaseException:
-            # cancelled or cut off between replies: the connection is unusable
+            # cancelled or cut off between replies: the connection is out of step
+            self._enter(WaitState.IDLE)
             await conn.disconnect()
             raise
         finally:
-            self.state = "idle"
             await pool.release(conn)
-        return Woke(armed=False, gate=reply)
 
-    async def _armed(self, conn: Any, timeout_s: float, claim: tuple[Any, ...]) -> Woke:
-        self.state = "armed"
+    def _with_claim(self) -> bool:
+        return time.monotonic() >= self.plain_until
+
+    async def _with_claim_behind(self, conn: Any, timeout_s: float, claim: Sequence[Arg]) -> Woke:
+        self._enter(WaitState.WAITING_WITH_CLAIM)
         await conn.send_packed_command(
-            conn.pack_commands([("BLPOP", self.wake_key, timeout_s), ("MULTI",), claim, ("EXEC",)])
+            conn.pack_commands(
+                [("BLPOP", self.wake_key, timeout_s), ("MULTI",), tuple(claim), ("EXEC",)]
+            )
         )
-        await conn.read_response()  # the token, or nil after the timeout or an unblock
-        self.state = "claiming"  # the claim has run: its reply must be read
-        await conn.read_response()  # OK
-        with contextlib.suppress(redis.ResponseError):
-            # refused when queued: EXEC then answers EXECABORT, read below
-            await conn.read_response()  # QUEUED
-        try:
-            replies = await conn.read_response()
-        except redis.ResponseError as exc:
-            return Woke(armed=True, claim=exc)
-        return Woke(armed=True, claim=None if replies is None else replies[0])
+        await _read(conn, 1)  # the token, or nil after the timeout or an unblock
+        self._enter(WaitState.CLAIMING)  # the claim has run: its reply must be read
+        _, queued, replies = await _read(conn, 3)  # OK, QUEUED, the EXEC reply
+        if isinstance(replies, Exception):
+            # refused as a whole (EXECABORT: the claim was refused when queued, e.g.
+            # OOM at maxmemory): nothing ran; claim plainly for a while
+            self.plain_until = time.monotonic() + PLAIN_CLAIM_S
+            reason = queued if isinstance(queued, Exception) else replies
+            log.debug("claim behind the wait refused (%r); claiming plainly", reason)
+            return Woke(claim_sent=True, refused=reason)
+        return Woke(claim_sent=True, claim=None if replies is None else replies[0])
 
     async def _pipelined(self, timeout_s: float) -> Woke:
-        self.state = "blocked"
+        self._enter(WaitState.WAITING)
         try:
             pipe = self.blocker.pipeline(transaction=False)
             pipe.blpop([self.wake_key], timeout=timeout_s)
             pipe.execute_command(*self.gate)
-            reply = (await pipe.execute())[1]
-        finally:
-            self.state = "idle"
-        return Woke(armed=False, gate=reply)
+            gate = (await pipe.execute())[1]
+        except BaseException:
+            self._enter(WaitState.IDLE)
+            raise
+        self._enter(WaitState.CLAIMING)
+        return Woke(claim_sent=False, gate=gate)
 
     async def unblock(self, client: Any) -> None:
-        """End an armed wait now (as if it timed out): its claim runs and is read."""
-        if self.state == "armed" and self.client_id is not None:
+        """End a wait with a claim behind it now (as if it timed out): its claim runs
+        and is read."""
+        if self.state is WaitState.WAITING_WITH_CLAIM and self.client_id is not None:
             await client.client_unblock(self.client_id)
