@@ -1,0 +1,245 @@
+"""The claim in explicit pieces, composed alike by ``claim_many`` and the worker, and
+the idle wait as an explicit state machine (``echomq.worker.waker``).
+
+The pieces are ``spine.claim_gate`` (the pause-gate read), ``spine.claim_op`` (the claim
+script call) and ``spine.decode_claimed`` (its one reply decoder). Each test below
+swaps the decoder (or the op builder) for a recording one: a claimer that stopped
+using the shared piece would be missing from the record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+import redis.asyncio
+
+from echomq import AsyncQueue, JobContext, Queue, Worker, WorkerConfig, spine
+from echomq.context import Context
+from echomq.scripts import command
+from echomq.worker import plans
+from echomq.worker.waker import TRANSITIONS, WaitState, Waker, Woke
+from worker_support import running, wait_until
+
+SLOW_BEAT = WorkerConfig(lease_ms=20_000, beat_ms=4_000, grace_ms=2_000)
+
+
+@pytest.fixture()
+def decoded(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[str]]]:
+    """Every call of the shared decoder, as the ids it decoded."""
+    calls: list[list[str]] = []
+    real = spine.decode_claimed
+
+    def recording(ctx: Context, reply: Any) -> list[spine.Claimed]:
+        got = real(ctx, reply)
+        calls.append([c.id for c in got])
+        return got
+
+    monkeypatch.setattr(spine, "decode_claimed", recording)
+    yield calls
+
+
+@pytest.fixture()
+def built(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Every claim script call built, as its ``count``."""
+    calls: list[int] = []
+    real = spine.claim_op
+
+    def recording(ctx: Context, count: int, lease_ms: int, lock_ms: int) -> Any:
+        calls.append(count)
+        return real(ctx, count, lease_ms, lock_ms)
+
+    monkeypatch.setattr(spine, "claim_op", recording)
+    yield calls
+
+
+def active_ids(r: redis.Redis, q: Queue) -> list[str]:
+    return list(r.zrange(q.keys.active, 0, -1))
+
+
+def test_claim_many_composes_the_shared_pieces(
+    q: Queue, r: redis.Redis, decoded: list[list[str]], built: list[int]
+) -> None:
+    a, b = q.enqueue("a"), q.enqueue("b")
+    got = q.claim_many(5)
+    assert [c.id for c in got] == [a, b] and [c.token for c in got] == [1, 1]
+    assert decoded == [[a, b]] and built == [5]
+    assert sorted(active_ids(r, q)) == sorted([a, b]) and r.zcard(q.keys.pending) == 0
+    q.pause()  # the gate reads closed: no script call is built, nothing decoded
+    assert q.claim_many(5) == [] and decoded == [[a, b]] and built == [5]
+
+
+def test_complete_and_claim_composes_the_shared_pieces(
+    q: Queue, r: redis.Redis, decoded: list[list[str]], built: list[int]
+) -> None:
+    a, b = q.enqueue("a"), q.enqueue("b")
+    claimed = q.claim()
+    assert claimed is not None and claimed.id == a
+    got = q.runner.drive(plans.complete_and_claim(q.ctx, [(a, 1)], 3, 1000, 0))
+    assert got == plans.Round([], [], got.claimed) and [c.id for c in got.claimed] == [b]
+    assert decoded == [[a], [b]] and built == [1, 3]
+    assert q.job_state(a) is None and active_ids(r, q) == [b]
+    assert q.metrics()["completed"]["count"] == 1
+
+
+def test_claim_after_wait_decodes_with_the_shared_decoder(
+    q: Queue, r: redis.Redis, decoded: list[list[str]]
+) -> None:
+    a, b = q.enqueue("a"), q.enqueue("b")
+    # a claim that rode behind the wait: its raw reply, decoded by the one decoder
+    op = spine.claim_op(q.ctx, 1, 1000, 0)
+    r.script_load(op.script.body)
+    raw = r.execute_command(*command(op))
+    got = q.runner.drive(plans.claim_after_wait(q.ctx, Woke(True, claim=raw), 1, 1000, 0))
+    assert [c.id for c in got] == [a] and decoded == [[a]]
+    # no claim rode along: the gate read behind the wait decides, then the same pieces
+    got = q.runner.drive(plans.claim_after_wait(q.ctx, Woke(False, gate=0), 1, 1000, 0))
+    assert [c.id for c in got] == [b] and decoded == [[a], [b]]
+    assert sorted(active_ids(r, q)) == sorted([a, b])
+    # dropped by WATCH (the gate moved): nothing claimed, nothing decoded
+    assert q.runner.drive(plans.claim_after_wait(q.ctx, Woke(True), 1, 1000, 0)) == []
+    assert decoded == [[a], [b]]
+
+
+def test_claim_after_a_refused_transaction_claims_plainly(q: Queue, r: redis.Redis) -> None:
+    a = q.enqueue("a")
+    refused = Woke(True, refused=redis.ResponseError("EXECABORT Transaction discarded"))
+    got = q.runner.drive(plans.claim_after_wait(q.ctx, refused, 1, 1000, 0))
+    assert [c.id for c in got] == [a] and active_ids(r, q) == [a]
+    assert r.hget(q.keys.job(a), "attempts") == "1"
+    q.pause()  # plainly still means through the gate
+    b = q.enqueue("b")
+    assert q.runner.drive(plans.claim_after_wait(q.ctx, refused, 1, 1000, 0)) == []
+    assert q.job_state(b) == "pending" and active_ids(r, q) == [a]
+
+
+def test_the_worker_claims_through_the_shared_decoder(
+    q: Queue, r: redis.Redis, decoded: list[list[str]]
+) -> None:
+    async def handle(job: JobContext) -> None:
+        pass
+
+    with running(Worker(q, handle, config=SLOW_BEAT)) as w:
+        wait_until(lambda: w._engine._waker is not None)
+        wait_until(lambda: w._engine._waker.state is WaitState.WAITING_WITH_CLAIM)
+        jid = q.enqueue("x")  # served by the claim behind the wait
+        wait_until(lambda: w.stats.completed == 1)
+    assert [jid] in decoded
+    assert q.job_state(jid) is None and r.zcard(q.keys.active) == 0
+
+
+# ---- the wait's state machine ---------------------------------------------------------
+
+
+def test_every_state_is_reachable_and_can_end() -> None:
+    seen, todo = {WaitState.IDLE}, [WaitState.IDLE]
+    while todo:
+        for nxt in TRANSITIONS[todo.pop()]:
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    assert seen == set(WaitState)
+    assert all(WaitState.IDLE in TRANSITIONS[s] for s in WaitState if s is not WaitState.IDLE)
+    assert {s: s.to_end for s in WaitState} == {
+        WaitState.IDLE: "cancel",
+        WaitState.READING_GATE: "cancel",
+        WaitState.WAITING_WITH_CLAIM: "unblock",
+        WaitState.WAITING: "cancel",
+        WaitState.CLAIMING: "finish",
+    }
+
+
+def test_a_move_not_in_the_table_is_refused() -> None:
+    waker = Waker(None, "emq:{t}:wake", ("HEXISTS", "emq:{t}:meta", "paused"))
+    with pytest.raises(AssertionError):
+        waker._enter(WaitState.CLAIMING)  # IDLE cannot jump to CLAIMING
+    assert waker.state is WaitState.IDLE
+    waker._enter(WaitState.READING_GATE)
+    with pytest.raises(AssertionError):
+        waker._enter(WaitState.READING_GATE)
+    waker._enter(WaitState.IDLE)  # any state may fall back to IDLE
+    assert waker.state is WaitState.IDLE
+
+
+class _Recording(Waker):
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.path: list[WaitState] = []
+
+    def _enter(self, new: WaitState) -> None:
+        super()._enter(new)
+        self.path.append(new)
+
+
+async def _waker(aq: AsyncQueue, server_url: str) -> tuple[_Recording, Any]:
+    blocker = redis.asyncio.Redis.from_url(server_url, decode_responses=True)
+    return _Recording(blocker, aq.keys.wake, spine.claim_gate(aq.ctx).args), blocker
+
+
+async def test_the_wait_with_a_claim_behind_walks_its_states(
+    aq: AsyncQueue, r: redis.Redis, server: Any
+) -> None:
+    waker, blocker = await _waker(aq, server.url)
+    try:
+        jid = await aq.enqueue("x")  # its wake token is waiting
+        await aq.runner.fence()
+        op = spine.claim_op(aq.ctx, 2, 5000, 0)
+        woke = await waker.wait(1.0, command(op))
+        assert waker.state is WaitState.CLAIMING and woke.claim_sent and woke.refused is None
+        got = await aq.runner.drive(plans.claim_after_wait(aq.ctx, woke, 2, 5000, 0))
+        waker.done()
+        assert [c.id for c in got] == [jid]
+        assert waker.path == [
+            WaitState.READING_GATE,
+            WaitState.WAITING_WITH_CLAIM,
+            WaitState.CLAIMING,
+            WaitState.IDLE,
+        ]
+        assert r.zrange(aq.keys.active, 0, -1) == [jid] and r.llen(aq.keys.wake) == 0
+    finally:
+        await blocker.aclose()
+
+
+async def test_a_paused_queue_waits_with_no_claim_behind(
+    aq: AsyncQueue, r: redis.Redis, server: Any
+) -> None:
+    waker, blocker = await _waker(aq, server.url)
+    try:
+        await aq.pause()
+        jid = await aq.enqueue("x")
+        woke = await waker.wait(1.0, command(spine.claim_op(aq.ctx, 1, 5000, 0)))
+        assert not woke.claim_sent and int(woke.gate) == 1
+        assert await aq.runner.drive(plans.claim_after_wait(aq.ctx, woke, 1, 5000, 0)) == []
+        waker.done()
+        assert waker.path == [
+            WaitState.READING_GATE,
+            WaitState.WAITING,
+            WaitState.CLAIMING,
+            WaitState.IDLE,
+        ]
+        assert r.zrange(aq.keys.pending, 0, -1) == [jid] and r.zcard(aq.keys.active) == 0
+    finally:
+        await blocker.aclose()
+
+
+async def test_a_cancelled_wait_falls_back_to_idle(
+    aq: AsyncQueue, r: redis.Redis, server: Any
+) -> None:
+    waker, blocker = await _waker(aq, server.url)
+    try:
+        await aq.pause()  # no claim behind: a cancel loses nothing
+        task = asyncio.ensure_future(waker.wait(5.0, ("PING",)))
+        deadline = time.monotonic() + 5
+        while waker.state is not WaitState.WAITING and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert waker.state.to_end == "cancel"
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert waker.state is WaitState.IDLE and waker.path[-1] is WaitState.IDLE
+        assert r.zcard(aq.keys.active) == 0 and r.llen(aq.keys.wake) == 0
+    finally:
+        await blocker.aclose()
