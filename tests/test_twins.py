@@ -1,0 +1,630 @@
+"""The sync and async twins agree (issue 11, Deliver 6): one suite, run through both.
+
+``Queue`` and ``AsyncQueue`` share their plans, but the runners, the event streams, the
+constructors and the worker's two entry points are written twice. Each scenario below
+is written once against a :class:`Twin`, and the parametrized ``twin`` fixture hands it
+a ``Queue`` and an ``AsyncQueue``, each made from a URL and around a client of the
+caller's (one decoding replies to ``str``, one speaking RESP3). Every scenario asserts
+its replies and the keys it leaves; and each records a transcript (every reply, or the
+typed error, and the keys left, with the queue name, job ids and server times
+normalised), so every later twin to run a scenario must produce exactly the first
+one's transcript. The events scenario runs both event streams; the worker scenario both
+entry points (``Worker(queue).run()`` and ``await Worker(aqueue).arun()``).
+
+``test_every_verb_has_a_twin_scenario`` enumerates the facade's verbs: a new verb with
+no scenario here fails it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import inspect
+import re
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+import redis
+import redis.asyncio
+
+from echomq import AsyncQueue, Backoff, EchoMQError, Queue, Refused, Worker
+from echomq.embedded import EmbeddedServer
+from echomq.queue import verb_names
+
+# ---------------------------------------------------------------- normalising
+
+_ID = re.compile(r"JOB[0-9A-Za-z]{11}")
+_NUMBER = re.compile(r"-?\d+(\.\d+)?")
+#: Anything at least this large is a server time (ms, or a minute bucket), not a count.
+_TIME = 10**7
+
+
+class Norm:
+    """Maps one twin's queue name, job ids (in order of first sight) and server times
+    to stable placeholders, so two twins' transcripts compare equal."""
+
+    def __init__(self, queue: str) -> None:
+        self.queue = queue
+        self.ids: dict[str, str] = {}
+
+    def _id(self, m: re.Match[str]) -> str:
+        return self.ids.setdefault(m.group(), f"J{len(self.ids) + 1}")
+
+    def text(self, value: str) -> str:
+        value = _ID.sub(self._id, value.replace(self.queue, "Q"))
+        if _NUMBER.fullmatch(value) and abs(float(value)) >= _TIME:
+            return "T"
+        return value
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, bytes):
+            value = value.decode()
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, bool) or value is None:
+            return value
+        if isinstance(value, (int, float)):
+            return "T" if abs(value) >= _TIME else value
+        if isinstance(value, enum.Enum):
+            return self(value.value)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return (type(value).__name__, self(dataclasses.asdict(value)))
+        if isinstance(value, dict):
+            return {self(k): self(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self(v) for v in value]
+        if isinstance(value, BaseException):
+            return ("raised", type(value).__name__, getattr(value, "reason", None))
+        return repr(value)
+
+
+def keys_left(r: redis.Redis, q: Queue | AsyncQueue, norm: Norm) -> dict[str, Any]:
+    """Every key of the queue with its type, its value (read by type) and whether it has a
+    ttl, normalised."""
+    out: dict[str, Any] = {}
+    for key in sorted(r.scan_iter(match=q.keys.pattern(), count=1000)):
+        kind = r.type(key)
+        value: Any
+        if kind == "string":
+            value = r.get(key)
+        elif kind == "hash":
+            value = r.hgetall(key)
+        elif kind == "list":
+            value = r.lrange(key, 0, -1)
+        elif kind == "set":
+            value = sorted(r.smembers(key))  # type: ignore[arg-type]
+        elif kind == "zset":
+            value = r.zrange(key, 0, -1, withscores=True)
+        elif kind == "stream":
+            value = [fields for _, fields in r.xrange(key)]  # type: ignore[union-attr]
+        else:
+            value = kind
+        normed = norm(value)
+        if kind == "set":
+            normed = sorted(normed)
+        out[norm(key)] = (kind, normed, r.pttl(key) > 0)
+    return out
+
+
+# ---------------------------------------------------------------- the twin
+
+
+class Twin:
+    """One facade, driven the same way whichever it is.
+
+    ``await twin("verb", ...)`` calls the verb (awaiting it on an ``AsyncQueue``) and
+    records the reply in the transcript; ``await twin.outcome("verb", ...)`` records a
+    typed error instead of raising it.
+    """
+
+    def __init__(self, kind: str, q: Queue | AsyncQueue, r: redis.Redis) -> None:
+        self.kind, self.q, self.r = kind, q, r
+        self.norm = Norm(q.name)
+        self.transcript: list[Any] = []
+        self.called: set[str] = set()
+
+    @property
+    def name(self) -> str:
+        return self.q.name
+
+    async def _call(self, verb: str, *args: Any, **kwargs: Any) -> Any:
+        self.called.add(verb)
+        out = getattr(self.q, verb)(*args, **kwargs)
+        if isinstance(self.q, AsyncQueue):
+            assert inspect.isawaitable(out), verb
+            out = await out
+        else:
+            assert not inspect.isawaitable(out), verb
+        return out
+
+    async def __call__(self, verb: str, *args: Any, **kwargs: Any) -> Any:
+        out = await self._call(verb, *args, **kwargs)
+        self.transcript.append((verb, self.norm(out)))
+        return out
+
+    async def outcome(self, verb: str, *args: Any, **kwargs: Any) -> Any:
+        """The reply, or the typed error raised (which must leave every key as it was)."""
+        before = keys_left(self.r, self.q, Norm(self.q.name))
+        try:
+            out = await self._call(verb, *args, **kwargs)
+        except EchoMQError as exc:
+            assert keys_left(self.r, self.q, Norm(self.q.name)) == before, verb
+            self.transcript.append((verb, self.norm(exc)))
+            return exc
+        self.transcript.append((verb, self.norm(out)))
+        return out
+
+    def keys(self, timing: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The normalised keys left, recorded in the transcript, less the keys named in
+        ``timing`` (relative to the base) whose content depends on timing alone."""
+        left = keys_left(self.r, self.q, self.norm)
+        for name in timing:
+            left.pop("emq:{Q}:" + name, None)
+        self.transcript.append(("keys", left))
+        return left
+
+    def key_names(self, timing: tuple[str, ...] = ()) -> set[str]:
+        """The keys left, relative to the queue base (``pending``, ``job:<id>``, ...);
+        their normalised values go to the transcript."""
+        self.keys(timing)
+        base = self.q.keys.base
+        return {k.removeprefix(base) for k in self.r.scan_iter(match=self.q.keys.pattern())}
+
+    # ---- events: both streams behind one shape
+    async def events(self, act: Callable[[], Awaitable[Any]], count: int) -> list[Any]:
+        """Subscribe, run ``act``, then read ``count`` events (each normalised)."""
+        got: list[Any] = []
+        if isinstance(self.q, AsyncQueue):
+            async with self.q.events() as stream:
+                await act()
+                for _ in range(count):
+                    got.append(await stream.get(timeout=5))
+        else:
+            with self.q.events() as stream:
+                await act()
+                for _ in range(count):
+                    got.append(stream.get(timeout=5))
+        normed = [self.norm(e) for e in got]
+        self.transcript.append(("events", normed))
+        return got
+
+
+#: The facades and how each is constructed: by URL, or around a client the caller made
+#: (one that decodes replies to ``str``, and one speaking RESP3).
+KINDS = ["sync", "async", "sync-client", "async-client"]
+
+
+@pytest.fixture(params=KINDS)
+async def twin(
+    request: pytest.FixtureRequest, server: EmbeddedServer, qname: str, r: redis.Redis
+) -> AsyncIterator[Twin]:
+    """A ``Queue`` or an ``AsyncQueue``, each on its own fresh queue."""
+    kind = request.param
+    if kind == "sync":
+        q = Queue(qname, url=server.url)
+        yield Twin(kind, q, r)
+        q.close()
+    elif kind == "sync-client":
+        client = redis.Redis.from_url(server.url, decode_responses=True)
+        q = Queue(qname, client=client)
+        yield Twin(kind, q, r)
+        q.close()
+        client.close()
+    elif kind == "async":
+        aq = AsyncQueue(qname, url=server.url)
+        yield Twin(kind, aq, r)
+        await aq.aclose()
+    else:
+        aclient = redis.asyncio.Redis.from_url(server.url, protocol=3)
+        aq = AsyncQueue(qname, client=aclient)
+        yield Twin(kind, aq, r)
+        await aq.aclose()
+        await aclient.aclose()
+
+
+#: scenario -> the first twin's transcript, for the second twin to match.
+_SEEN: dict[str, tuple[str, list[Any]]] = {}
+#: scenario -> the verbs it drives (checked when it runs, enumerated below).
+COVERS: dict[str, set[str]] = {}
+
+
+def scenario(*verbs: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark a test as a twin scenario driving ``verbs``: after it runs, the twin must
+    have called each of them, and its transcript must equal the other twin's."""
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        COVERS[fn.__name__] = set(verbs)
+
+        async def run(twin: Twin, r: redis.Redis) -> None:
+            await fn(twin, r)
+            assert set(verbs) <= twin.called, set(verbs) - twin.called
+            agree(fn.__name__, twin)
+
+        run.__name__ = fn.__name__
+        run.__doc__ = fn.__doc__
+        return run
+
+    return wrap
+
+
+def first_difference(a: Any, b: Any, path: str = "") -> str | None:
+    """Where two transcripts first differ (a readable failure), or ``None``."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b), key=repr):
+            if k not in a or k not in b:
+                return f"{path}[{k!r}]: only in {'second' if k not in a else 'first'}"
+            found = first_difference(a[k], b[k], f"{path}[{k!r}]")
+            if found:
+                return found
+        return None
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        for i, (x, y) in enumerate(zip(a, b)):
+            found = first_difference(x, y, f"{path}[{i}]")
+            if found:
+                return found
+        return None if len(a) == len(b) else f"{path}: {len(a)} items against {len(b)}"
+    return None if a == b else f"{path}: {a!r:.200} against {b!r:.200}"
+
+
+def agree(name: str, t: Twin) -> None:
+    """The first twin to run ``name`` records its transcript; every later one matches it."""
+    kind, transcript = _SEEN.setdefault(name, (t.kind, t.transcript))
+    if kind != t.kind:
+        where = first_difference(transcript, t.transcript)
+        assert where is None, f"{t.kind} differs from {kind} at {where}"
+
+
+def field(value: Any, name: str) -> Any:
+    """A field of a reply that is a dict or a typed result."""
+    return value[name] if isinstance(value, dict) else getattr(value, name)
+
+
+def J(n: int) -> str:
+    """A fixed job id, so both twins write the same rows."""
+    return f"JOB{n:011d}"
+
+
+def expire(r: redis.Redis, t: Twin, job_id: str) -> None:
+    """Force a lease to have expired by rewriting its deadline (no sleeping)."""
+    assert r.zadd(t.q.keys.active, {job_id: 0}, xx=True, ch=True) == 1
+
+
+# ---------------------------------------------------------------- scenarios
+
+
+@scenario(
+    "enqueue",
+    "enqueue_many",
+    "counts",
+    "claim",
+    "claim_many",
+    "complete",
+    "complete_many",
+    "get_job",
+    "job_state",
+    "browse",
+    "is_paused",
+    "metrics",
+)
+async def test_enqueue_claim_complete(twin: Twin, r: redis.Redis) -> None:
+    t = twin
+    assert await t("enqueue", {"n": 1}, job_id=J(1), name="a", priority=2) == J(1)
+    assert await t("enqueue", "dup", job_id=J(1)) == J(1)  # a duplicate: nothing written
+    assert await t("enqueue", [1], job_id=J(2), dedup_id="d") == J(2)
+    assert await t("enqueue", [2], job_id=J(3), dedup_id="d") == J(2)  # the holder
+    many = await t("enqueue_many", ["m1", "m2", "m3"], priority=1)
+    assert len(many) == 3
+    counts = await t("counts")
+    assert (field(counts, "pending"), field(counts, "active")) == (5, 0)
+    row = await t("get_job", J(1))
+    assert field(row, "data") == {"n": 1}
+    assert await t("job_state", J(1)) == "pending"
+    assert await t("job_state", J(9)) is None
+    assert await t("get_job", J(9)) is None
+    # score desc (priority), then id desc
+    assert await t("browse", "pending", n=10) == [J(1), *reversed(many), J(2)]
+    assert await t("is_paused") is False
+    first = await t("claim")
+    assert (first.id, first.token, first.payload) == (J(2), 1, [1])
+    batch = await t("claim_many", 3, lease_ms=5000, lock_ms=5000)
+    assert [c.id for c in batch] == many
+    assert await t("complete", J(2), 1) is None
+    assert await t("complete_many", [(c.id, c.token) for c in batch] + [(J(9), 1)]) == [J(9)]
+    metrics = await t("metrics")
+    assert field(field(metrics, "completed"), "count") == 4
+    assert await t("browse", "pending") == [J(1)]
+    assert t.key_names() >= {"pending", f"job:{J(1)}", "metrics:completed"}
+    assert f"job:{J(2)}" not in t.key_names()
+
+
+@scenario("retry", "delay", "extend_lock", "extend_locks", "promote", "lock_job", "unlock_job")
+async def test_retry_delay_extend_promote(twin: Twin, r: redis.Redis) -> None:
+    t = twin
+    await t("enqueue", "r", job_id=J(1), max_attempts=2, backoff=Backoff.fixed(5))
+    await t("enqueue", "d", job_id=J(2))
+    a, b = await t("claim_many", 2)
+    assert await t("lock_job", a.id, a.token, ttl_ms=60_000) is None
+    assert await t("unlock_job", a.id, a.token) is True
+    assert await t("unlock_job", a.id, a.token) is False  # no lock held any more
+    assert await t("extend_lock", a.id, a.token, 60_000) is None
+    assert await t("extend_locks", [(a.id, a.token), (b.id, 7)], 60_000) == [b.id]
+    assert await t("retry", a.id, a.token, "boom", delay_ms=0) == "scheduled"
+    due = await t("delay", b.id, b.token, 0)
+    assert isinstance(due, int)
+    assert await t("promote", 10) == 2
+    again = await t("claim_many", 2)
+    assert sorted(c.id for c in again) == [J(1), J(2)]
+    tok = {c.id: c.token for c in again}
+    assert tok == {J(1): 2, J(2): 2}
+    assert await t("retry", J(1), 2, "boom again") == "dead"
+    assert field(await t("counts"), "dead") == 1
+    row = await t("get_job", J(1))
+    assert (field(row, "state"), field(row, "last_error")) == ("dead", "boom again")
+    assert {"dead", "active", f"job:{J(1)}", f"job:{J(2)}"} <= t.key_names()
+
+
+@scenario("reap", "check_stalled", "release")
+async def test_recovery(twin: Twin, r: redis.Redis) -> None:
+    t = twin
+    for n in (1, 2, 3):
+        await t("enqueue", n, job_id=J(n))
+    got = await t("claim_many", 3)
+    assert [c.id for c in got] == [J(1), J(2), J(3)]
+    assert await t("release", J(3), 1) is None
+    expire(r, t, J(1))
+    assert await t("reap", 10) == 1
+    expire(r, t, J(2))
+    assert await t("check_stalled", max_stalled=0, budget=10) == ([], [J(2)])
+    counts = await t("counts")
+    assert (field(counts, "pending"), field(counts, "dead")) == (2, 1)
+    row = await t("get_job", J(2))
+    assert (field(row, "state"), field(row, "stalled")) == ("dead", "1")
+    assert {"pending", "dead"} <= t.key_names()
+
+
+@scenario(
+    "pause",
+    "resume",
+    "update_data",
+    "update_progress",
+    "add_log",
+    "get_job_logs",
+    "remove_job",
+    "reprocess_job",
+    "drain",
+    "obliterate",
+)
+async def test_operator_plane(twin: Twin, r: redis.Redis) -> None:
+    t = twin
+    await t("enqueue", "a", job_id=J(1), dedup_id="d1")
+    await t("enqueue", "b", job_id=J(2), max_attempts=1)
+    await t("enqueue", "c", job_id=J(3), delay_ms=60_000)
+    await t("enqueue", "d", job_id=J(4), delay_ms=60_000)
+    assert await t("pause") is None
+    assert await t("is_paused") is True
+    assert await t("claim") is None  # the gate: nothing moves
+    assert await t("resume") is None
+    assert await t("update_data", J(1), {"new": True}) is None
+    assert await t("update_progress", J(1), 50) is None
+    assert await t("update_progress", J(1), {"step": "x"}) is None
+    assert await t("add_log", J(1), "one") == 1
+    assert await t("add_log", J(1), "two", keep=1) == 1
+    assert await t("get_job_logs", J(1)) == ["two"]
+    c = await t("claim")
+    assert c.id == J(1) and c.payload == {"new": True}
+    assert await t("retry", J(1), c.token, "x", max_attempts=1) == "dead"
+    assert await t("reprocess_job", J(1)) is None
+    assert await t("remove_job", J(2), dedup_id="nope") is None
+    assert await t("drain", include_schedule=False) == 1
+    assert f"job:{J(3)}" in t.key_names()
+    await t("pause")
+    assert await t("obliterate", budget=1) is False
+    assert await t("obliterate") is True
+    assert t.key_names() == set()
+
+
+@scenario(
+    "pause_group",
+    "resume_group",
+    "set_group_limit",
+    "clear_group_limit",
+    "set_group_weight",
+    "group_depth",
+    "groups",
+    "drain_group",
+    "reassign",
+)
+async def test_lanes(twin: Twin, r: redis.Redis) -> None:
+    t = twin
+    for n, g in ((1, "a"), (2, "a"), (3, "b"), (4, "b"), (5, None)):
+        await t("enqueue", n, job_id=J(n), group=g)
+    assert await t("group_depth", "a") == 2
+    assert await t("set_group_limit", "a", 1) is None
+    assert await t("set_group_weight", "b", 2) is None
+    assert await t("pause_group", "b") is None
+    got = await t("claim_many", 10)
+    assert sorted(c.id for c in got) == [J(1), J(5)]
+    assert await t("resume_group", "b") is None
+    assert await t("clear_group_limit", "a") is None
+    info = await t("groups")
+    assert [(field(g, "name"), field(g, "depth"), field(g, "in_flight")) for g in info] == [
+        ("a", 1, 1),
+        ("b", 2, 0),
+    ]
+    assert await t("reassign", J(2), "b") is None
+    assert await t("reassign", J(3), None) is None
+    assert await t("drain_group", "b") == 2
+    assert await t("group_depth", "b") == 0
+    counts = await t("counts")
+    assert (field(counts, "pending"), field(counts, "active")) == (1, 2)
+    assert "pending" in t.key_names()
+
+
+@scenario("repeat", "cancel_repeat", "repeats")
+async def test_repeatables(twin: Twin, r: redis.Redis) -> None:
+    t = twin
+    nxt = await t("repeat", "every", every_ms=60_000, payload={"p": 1}, first_in_ms=1000)
+    assert isinstance(nxt, int)
+    await t("repeat", "nightly", cron="0 3 * * *", group="g", priority=2, max_attempts=4)
+    listed = await t("repeats")
+    assert [field(x, "name") for x in listed] == ["every", "nightly"]
+    assert field(listed[0], "payload") == {"p": 1}
+    assert await t("cancel_repeat", "nightly") is True
+    assert await t("cancel_repeat", "nightly") is False
+    assert [field(x, "name") for x in await t("repeats", 5)] == ["every"]
+    assert t.key_names() == {"repeat", "repeat:every"}
+
+
+@scenario(
+    "complete",
+    "retry",
+    "extend_lock",
+    "remove_job",
+    "reprocess_job",
+    "obliterate",
+    "reassign",
+    "unlock_job",
+    "lock_job",
+    "get_job_logs",
+)
+async def test_refusals_are_the_same_typed_errors(twin: Twin, r: redis.Redis) -> None:
+    t = twin
+    await t("enqueue", "x", job_id=J(1))
+    await t("enqueue", "y", job_id=J(2))
+    c = await t("claim")
+    assert c.id == J(1)
+    refused = [
+        await t.outcome("complete", J(1), 9),  # stale
+        await t.outcome("complete", J(9), 1),  # gone
+        await t.outcome("retry", J(1), 9, "e"),
+        await t.outcome("extend_lock", J(9), 1, 1000),
+        await t.outcome("reprocess_job", J(2)),  # not dead
+        await t.outcome("reassign", J(1), "g"),  # not pending
+        await t.outcome("get_job_logs", J(9)),
+        await t.outcome("obliterate"),  # not paused
+    ]
+    await t("lock_job", J(1), 1)
+    refused.append(await t.outcome("remove_job", J(1)))  # locked
+    refused.append(await t.outcome("unlock_job", J(1), 5))  # another token
+    await t("pause")
+    refused.append(await t.outcome("obliterate"))  # jobs in flight
+    reasons = [x.reason for x in refused]
+    assert reasons == [
+        "stale",
+        "gone",
+        "stale",
+        "gone",
+        "not_dead",
+        "not_pending",
+        "gone",
+        "not_paused",
+        "locked",
+        "stale",
+        "active",
+    ]
+    assert all(isinstance(x, Refused) for x in refused)
+    # input errors: typed, before anything is sent
+    bad = [
+        await t.outcome("enqueue", float("nan")),
+        await t.outcome("enqueue", "x", priority=2**1100),
+        await t.outcome("get_job", "not-an-id"),
+        await t.outcome("pause_group", "bad name"),
+        await t.outcome("promote", 0),
+    ]
+    assert [type(x).__name__ for x in bad] == [
+        "InvalidPayload",
+        "InvalidArgument",
+        "InvalidJobId",
+        "InvalidName",
+        "InvalidArgument",
+    ]
+    assert {"active", "pending", "meta", f"job:{J(1)}:lock"} <= t.key_names()
+
+
+@scenario("enqueue", "update_progress", "pause", "resume", "complete")
+async def test_both_event_streams_see_the_same_events(twin: Twin, r: redis.Redis) -> None:
+    t = twin
+
+    async def act() -> None:
+        await t("enqueue", "e", job_id=J(1))
+        await t("update_progress", J(1), 7)
+        await t("pause")
+        await t("resume")
+        c = await t("claim")
+        await t("complete", c.id, c.token)
+
+    events = await t.events(act, 6)
+    assert [(e.name, e.job) for e in events] == [
+        ("enqueued", J(1)),
+        ("progress", J(1)),
+        ("paused", None),
+        ("resumed", None),
+        ("active", J(1)),
+        ("completed", J(1)),
+    ]
+    assert events[1].get("progress") == 7
+    assert all(e.queue == t.name for e in events)
+
+
+async def test_both_worker_entry_points_settle_the_same_jobs(twin: Twin, r: redis.Redis) -> None:
+    """``Worker(queue).run()`` (blocking, in a thread) and ``await Worker(aqueue).arun()``
+    run the same engine: the same jobs settle the same way, the same keys are left."""
+    t = twin
+    seen: list[Any] = []
+
+    def handle(job: Any) -> str:
+        seen.append(job.data)
+        if job.data == "fail":
+            raise RuntimeError("no")
+        return "ok"
+
+    for n, data in enumerate(("a", "b", "fail", "c"), start=1):
+        await t("enqueue", data, job_id=J(n), max_attempts=1)
+    worker = Worker(t.q, handle, concurrency=2)
+
+    async def settled() -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            c = r.hgetall(t.q.keys.metrics_completed).get("count")
+            f = r.hgetall(t.q.keys.metrics_failed).get("count")
+            if c == "3" and f == "1" and r.zcard(t.q.keys.active) == 0:
+                return
+            await asyncio.sleep(0.02)
+        raise AssertionError("the worker did not settle the jobs")
+
+    if isinstance(t.q, Queue):
+        thread = threading.Thread(target=worker.run, daemon=True)
+        thread.start()
+        await settled()
+        assert worker.stop(timeout=10)
+        thread.join(10)
+    else:
+        task = asyncio.create_task(worker.arun())
+        await settled()
+        worker.request_stop()
+        await asyncio.wait_for(task, 10)
+    stats = worker.stats
+    assert (stats.claimed, stats.completed, stats.dead, stats.retried) == (4, 3, 1, 0)
+    assert sorted(seen) == ["a", "b", "c", "fail"]
+    t.transcript.append(("stats", dataclasses.asdict(stats)))
+    row = await t("get_job", J(3))
+    assert (field(row, "state"), field(row, "last_error").splitlines()[-1]) == (
+        "dead",
+        "RuntimeError: no",
+    )
+    # how many wake tokens an idle worker's BLPOP took depends on timing alone
+    left = t.key_names(timing=("wake",))
+    assert {"dead", f"job:{J(3)}", "metrics:completed", "metrics:failed"} <= left
+    assert not any(k.startswith(("job:" + J(1), "job:" + J(2), "job:" + J(4))) for k in left)
+    agree("worker", t)
+
+
+def test_every_verb_has_a_twin_scenario() -> None:
+    covered = set().union(*COVERS.values())
+    missing = set(verb_names(Queue)) - covered
+    assert not missing, f"verbs with no twin scenario: {sorted(missing)}"
+    assert verb_names(Queue) == verb_names(AsyncQueue)
