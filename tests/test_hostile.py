@@ -87,6 +87,7 @@ ODD_TEXT: list[Any] = [
     "JOB00000000000\x00",
     "emq:{q}:*",
     "NaN",
+    "١٢",  # Arabic-Indic digits: str.isdigit() says yes, a server cursor says no
 ]
 hostile = st.one_of(
     st.sampled_from(HUGE + ODD_NUMBERS + WRONG_TYPES + ODD_TEXT),
@@ -252,6 +253,30 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
     },
     "cancel_repeat": {"name": h(repeat_names, optional=False)},
     "repeats": {"n": h(budgets)},
+    # views for the operator's tools
+    "server_time": {},
+    "queue_exists": {},
+    "job_page": {
+        "state": h(st.sampled_from(checks.STATES), optional=False),
+        "n": h(st.integers(1, 200)),
+        "offset": h(counters0),
+        "group": h(groups),
+    },
+    "find_jobs": {
+        "state": h(st.sampled_from(checks.STATES), optional=False),
+        "text": h(names, optional=False),
+        "fields": h(st.lists(st.sampled_from(["id", "name", "group", "error", "payload"]))),
+        "n": h(st.integers(1, 200)),
+        "cursor": h(counters0),
+        "budget": h(st.integers(1, 5000)),
+        "group": h(groups),
+    },
+    "job_view": {"job_id": h(job_ids, optional=False), "log_tail": h(budgets)},
+    "groups_page": {
+        "cursor": h(st.sampled_from(["0", "1", str(2**64 - 1), "18446744073709551616"])),
+        "n": h(st.integers(1, 200)),
+    },
+    "throughput": {"minutes": h(st.integers(1, 1440))},
 }
 
 

@@ -480,6 +480,45 @@ async def test_repeatables(twin: Twin, r: redis.Redis) -> None:
 
 
 @scenario(
+    "server_time",
+    "queue_exists",
+    "job_page",
+    "find_jobs",
+    "job_view",
+    "groups_page",
+    "throughput",
+)
+async def test_views(twin: Twin, r: redis.Redis) -> None:
+    t = twin
+    assert await t("queue_exists") is False
+    assert isinstance(await t("server_time"), int)
+    await t("enqueue", {"to": "ann"}, job_id=J(1), name="mail")
+    await t("enqueue", {"to": "bob"}, job_id=J(2), name="sms", priority=1)
+    await t("enqueue", "g", job_id=J(3), group="g1")
+    c = await t("claim")
+    assert c.id == J(1)
+    await t("add_log", J(1), "sending")
+    assert await t("queue_exists") is True
+    page = await t("job_page", "pending", n=10)
+    assert [field(j, "id") for j in field(page, "jobs")] == [J(2)]
+    lane = await t("job_page", "pending", group="g1")
+    assert [field(j, "id") for j in field(lane, "jobs")] == [J(3)]
+    found = await t("find_jobs", "active", "ANN", fields=["payload"])
+    assert [field(j, "id") for j in field(found, "jobs")] == [J(1)]
+    assert field(await t("find_jobs", "pending", "nobody"), "jobs") == []
+    view = await t("job_view", J(1))
+    assert (field(view, "logs"), field(view, "locked")) == (["sending"], False)
+    assert field(field(view, "row"), "data") == {"to": "ann"}
+    assert await t("job_view", J(9)) is None
+    groups = await t("groups_page")
+    assert [field(g, "name") for g in field(groups, "groups")] == ["g1"]
+    await t("complete", J(1), c.token)
+    done = await t("throughput", 5)
+    assert field(field(done, "completed"), "total") == 1
+    assert {"pending", "g:g1:pending", f"job:{J(2)}"} <= t.key_names()
+
+
+@scenario(
     "complete",
     "retry",
     "extend_lock",

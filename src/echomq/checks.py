@@ -269,6 +269,20 @@ def pairs(value: Any, what: str = "pairs", *, limit: int | None = None) -> list[
     return out
 
 
+def scan_cursor(value: Any) -> str:
+    """A server ``SCAN`` cursor: ``"0"`` or the text a page returned (ASCII digits of
+    an unsigned 64-bit number)."""
+    if not (
+        isinstance(value, str)
+        and 0 < len(value) <= 20
+        and value.isascii()
+        and value.isdigit()
+        and int(value) < 2**64
+    ):
+        raise InvalidArgument(f"cursor must be the digits a page returned, got {show(value)}")
+    return value
+
+
 def url(value: Any, what: str = "url") -> str:
     """A server URL that redis-py can read (``redis://``, ``rediss://``, ``unix://``).
 

@@ -25,7 +25,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .context import Context, JsonSerializer, as_str, positive
+from . import checks
+from .context import Context, JsonSerializer, as_str
 from .errors import InvalidArgument
 from .lanes import GroupInfo
 from .scripts import Batch, Cmd, Eval, Plan, script
@@ -214,9 +215,7 @@ class Throughput:
 
 # ---------------------------------------------------------------------- helpers
 def _state(state: str) -> str:
-    if state not in STATES:
-        raise InvalidArgument(f"unknown state {state!r}; want one of {', '.join(STATES)}")
-    return state
+    return checks.state(state)
 
 
 def _set_key(ctx: Context, state: str, group: str | None) -> str:
@@ -312,10 +311,8 @@ def job_page(
         InvalidArgument, InvalidName: before anything is sent.
     """
     _state(state)
-    positive(n, "n")
-    positive(offset, "offset", zero=True)
-    if n > MAX_PAGE:
-        raise InvalidArgument(f"n must be at most {MAX_PAGE}, got {n}")
+    n = checks.integer(n, "n", 1, MAX_PAGE)
+    offset = checks.count(offset, "offset", zero=True)
     key = _set_key(ctx, state, group)
     order, rev = ORDERS[state]
     page, total, now = yield Batch(
@@ -363,15 +360,14 @@ def find_jobs(
         InvalidArgument, InvalidName: before anything is sent.
     """
     _state(state)
-    positive(n, "n")
-    positive(cursor, "cursor", zero=True)
-    positive(budget, "budget")
-    if n > MAX_PAGE:
-        raise InvalidArgument(f"n must be at most {MAX_PAGE}, got {n}")
-    if budget > MAX_SEARCH_BUDGET:
-        raise InvalidArgument(f"budget must be at most {MAX_SEARCH_BUDGET}, got {budget}")
-    if not isinstance(text, str) or not text:
-        raise InvalidArgument("the search text must be a non-empty string")
+    n = checks.integer(n, "n", 1, MAX_PAGE)
+    cursor = checks.count(cursor, "cursor", zero=True)
+    budget = checks.integer(budget, "budget", 1, MAX_SEARCH_BUDGET)
+    checks.text(text, "the search text", empty=False)
+    if isinstance(fields, str) or not isinstance(fields, (list, tuple)):
+        raise InvalidArgument(f"search fields must be a list among {', '.join(SEARCH_FIELDS)}")
+    if not all(isinstance(f, str) for f in fields):
+        raise InvalidArgument(f"search fields must be among {', '.join(SEARCH_FIELDS)}")
     wanted = list(dict.fromkeys(fields))
     unknown = [f for f in wanted if f not in SEARCH_FIELDS]
     if unknown or not wanted:
@@ -425,7 +421,7 @@ def job_view(ctx: Context, job_id: str, log_tail: int = LOG_TAIL) -> Plan[JobVie
         InvalidJobId: a malformed id (before anything is sent).
     """
     row_key = ctx.keys.job(job_id)
-    positive(log_tail, "log_tail")
+    log_tail = checks.batch(log_tail, "log_tail")
     k = ctx.keys
     raw, logs, count, lock, *scores, now = yield Batch(
         (
@@ -467,11 +463,8 @@ def groups_page(ctx: Context, cursor: str = "0", n: int = 50) -> Plan[GroupsPage
         The groups of this page, sorted by name, and the next cursor (``"0"`` at
         the end). Groups come in the set's order, not by name across pages.
     """
-    positive(n, "n")
-    if n > MAX_PAGE:
-        raise InvalidArgument(f"n must be at most {MAX_PAGE}, got {n}")
-    if not isinstance(cursor, str) or not cursor.isdigit():
-        raise InvalidArgument(f"cursor must be digits, got {cursor!r}")
+    n = checks.integer(n, "n", 1, MAX_PAGE)
+    cursor = checks.scan_cursor(cursor)
     r = yield Eval(script("groups"), (ctx.keys.base,), (cursor, str(n)))
     found: dict[str, GroupInfo] = {}
     for i in range(1, len(r), 6):
@@ -493,9 +486,7 @@ def throughput(ctx: Context, minutes: int = 60) -> Plan[Throughput]:
 
     Reads only the totals and the window's buckets (``HMGET``), never the whole record.
     """
-    positive(minutes, "minutes")
-    if minutes > MAX_MINUTES:
-        raise InvalidArgument(f"minutes must be at most {MAX_MINUTES}, got {minutes}")
+    minutes = checks.integer(minutes, "minutes", 1, MAX_MINUTES)
     end = _time_ms((yield Cmd(("TIME",)))) // 60000
     fields = ["count", *(str(m) for m in range(end - minutes + 1, end + 1))]
     done, failed = yield Batch(
