@@ -27,7 +27,7 @@ def blocked_on(r: redis.Redis, q: Queue) -> list[dict[str, Any]]:
     return [c for c in r.client_list() if c["cmd"] == "blpop" and "b" in c["flags"]]
 
 
-def test_a_job_wakes_an_armed_worker_and_is_served(q: Queue, r: redis.Redis) -> None:
+def test_a_job_wakes_a_worker_waiting_with_a_claim_and_is_served(q: Queue, r: redis.Redis) -> None:
     seen: list[Any] = []
 
     async def handle(job: JobContext) -> None:
@@ -42,7 +42,9 @@ def test_a_job_wakes_an_armed_worker_and_is_served(q: Queue, r: redis.Redis) -> 
         assert w.stats.claimed == 1
 
 
-def test_a_pause_after_the_gate_read_drops_the_armed_claim(q: Queue, r: redis.Redis) -> None:
+def test_a_pause_after_the_gate_read_drops_the_claim_behind_the_wait(
+    q: Queue, r: redis.Redis
+) -> None:
     async def handle(job: JobContext) -> None:
         pass
 
@@ -62,7 +64,9 @@ def test_a_pause_after_the_gate_read_drops_the_armed_claim(q: Queue, r: redis.Re
         assert w.stats.claimed == 1
 
 
-def test_stopping_an_armed_worker_unblocks_it_at_once(q: Queue, r: redis.Redis) -> None:
+def test_stopping_a_worker_waiting_with_a_claim_unblocks_it_at_once(
+    q: Queue, r: redis.Redis
+) -> None:
     async def handle(job: JobContext) -> None:
         pass
 
@@ -79,7 +83,7 @@ def test_stopping_an_armed_worker_unblocks_it_at_once(q: Queue, r: redis.Redis) 
     assert w.stats.claimed == 0
 
 
-def test_a_script_flush_while_armed_is_recovered(q: Queue, r: redis.Redis) -> None:
+def test_a_script_flush_while_waiting_with_a_claim_is_recovered(q: Queue, r: redis.Redis) -> None:
     async def handle(job: JobContext) -> None:
         pass
 
