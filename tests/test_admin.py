@@ -37,7 +37,8 @@ def test_pause_is_a_meta_field_and_moves_nothing(q: Queue, r: redis.Redis) -> No
     before = dump(r, q)
     assert q.pause() is None
     after = dump(r, q)
-    assert changed(before, after) == {q.keys.meta}
+    # the gate and the audit journal's entry, nothing else
+    assert changed(before, after) == {q.keys.meta, q.keys.audit}
     assert r.hgetall(q.keys.meta) == {"paused": "1"}
     assert q.is_paused() is True
 
@@ -144,6 +145,7 @@ def test_drain_deletes_the_pending_backlog_and_spares_the_rest(q: Queue, r: redi
         q.keys.lane("a"),
         q.keys.lane("b"),
         q.keys.ring,
+        q.keys.audit,
     }
     assert q.counts() == {
         "pending": 0,

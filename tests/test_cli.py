@@ -305,7 +305,7 @@ def test_job_verbs(emq: Any, fast: Any, q: Queue, r: redis.Redis) -> None:
 
     p = emq("--json", "job", "remove", q.name, jid, "--dedup-id", "once", "--yes")
     assert p.returncode == 0 and as_json(p) == {"id": jid, "removed": True}
-    assert queue_keys(r, q) == {q.keys.base + "wake"}
+    assert queue_keys(r, q) == {q.keys.base + "wake", q.keys.audit}
 
     gone_before = dump(r, q)
     for args in (("job", "show"), ("job", "logs"), ("job", "reprocess")):
@@ -457,7 +457,7 @@ def test_confirmation_on_a_terminal(
     assert dump(r, q) == before
     yes = runner.invoke(cli_app.cli, args, input="y\n")
     assert yes.exit_code == 0 and "drained 2 jobs" in yes.output
-    assert queue_keys(r, q) <= {q.keys.base + "wake"}
+    assert queue_keys(r, q) <= {q.keys.base + "wake", q.keys.audit}
 
 
 def test_server_command_serves_until_interrupted() -> None:
@@ -693,7 +693,9 @@ def test_repeat_add_list_cancel(emq: Any, fast: Any, q: Queue, r: redis.Redis) -
     assert r.hgetall(b + "repeat:tick") == {
         "kind": "every", "spec": "5000", "payload": "2", "count": "0",
     }  # fmt: skip
-    assert queue_keys(r, q) == {b + "repeat", b + "repeat:tick", b + "repeat:nightly"}
+    assert queue_keys(r, q) == {
+        b + "repeat", b + "repeat:tick", b + "repeat:nightly", b + "audit",
+    }  # fmt: skip
 
     listing = as_json(fast("--json", "repeat", "list", q.name))
     by_name = {row["name"]: row for row in listing["repeats"]}
@@ -742,7 +744,7 @@ def test_repeat_add_list_cancel(emq: Any, fast: Any, q: Queue, r: redis.Redis) -
     assert dump(r, q) == before
 
     assert fast("repeat", "cancel", q.name, "nightly").stdout.strip() == "cancelled repeat nightly"
-    assert queue_keys(r, q) == set()
+    assert queue_keys(r, q) == {q.keys.audit}  # the journal keeps who did it
 
 
 def test_new_commands_gate_names_before_connecting() -> None:

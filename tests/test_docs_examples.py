@@ -33,7 +33,7 @@ LEFT_BEHIND = {
     "quickstart.py": {"metrics:completed"},
     "lease_and_token.py": {"metrics:completed"},
     "operator_plane.py": set(),
-    "queue_events.py": {"meta", "pending", "job:*"},
+    "queue_events.py": {"meta", "pending", "job:*", "audit"},
 }
 
 

@@ -113,7 +113,7 @@ def test_update_data_replaces_the_payload_in_every_state(
     row = r.hgetall(q.keys.job(jid))
     before = dump(r, q)
     assert q.update_data(jid, {"new": [1, 2], "t": "é"}) is None
-    assert changed(before, dump(r, q)) == {q.keys.job(jid)}
+    assert changed(before, dump(r, q)) == {q.keys.job(jid), q.keys.audit}
     assert r.hgetall(q.keys.job(jid)) == {**row, "payload": '{"new":[1,2],"t":"é"}'}
     assert q.get_job(jid)["data"] == {"new": [1, 2], "t": "é"}
 
@@ -273,7 +273,7 @@ def test_remove_job_in_every_state(q: Queue, r: redis.Redis, state: str, group: 
     before = dump(r, q)
     assert q.remove_job(jid) is None
     after = dump(r, q)
-    expected = {q.keys.job(jid), q.keys.logs(jid), holder}
+    expected = {q.keys.job(jid), q.keys.logs(jid), holder, q.keys.audit}
     if group and state == "pending":
         expected.add(q.keys.ring)  # the lane emptied, so the group left the ring
     if group and state == "active":
@@ -412,6 +412,7 @@ def test_reprocess_moves_a_dead_flat_job_to_pending_keeping_its_counters(
         q.keys.dead,
         q.keys.pending,
         q.keys.wake,
+        q.keys.audit,
     }
     expected = {k: v for k, v in row.items() if k != "last_error"}
     assert r.hgetall(q.keys.job(jid)) == {**expected, "state": "pending"}
@@ -439,6 +440,7 @@ def test_reprocess_returns_a_grouped_job_to_its_lane_and_the_ring(q: Queue, r: r
         q.keys.ring,
         q.keys.wake,
         q.keys.groups,
+        q.keys.audit,
     }
     assert r.zscore(q.keys.lane("g"), jid) == 0
     assert r.zscore(q.keys.pending, jid) is None

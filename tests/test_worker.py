@@ -334,7 +334,7 @@ def test_paused_queue_is_not_served_until_resumed(q: Queue, r: redis.Redis) -> N
         assert q.job_state(jid) == "pending" and w.stats.claimed == 0
         q.resume()
         wait_until(lambda: q.counts()["completed"] == 1)
-    assert settled_keys(r, q) == set()
+    assert settled_keys(r, q) - {q.keys.audit} == set()
 
 
 def test_the_beat_promotes_due_jobs_and_recovers_expired_leases(q: Queue, r: redis.Redis) -> None:

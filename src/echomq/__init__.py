@@ -22,6 +22,7 @@ from .errors import (
 )
 from .events import AsyncEventStream, Event, EventStream
 from .ids import new_id
+from .journal import AuditEntry
 from .lanes import GroupInfo
 from .queue import AsyncQueue, Queue
 from .repeat import Repeatable
@@ -35,6 +36,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AsyncEventStream",
     "AsyncQueue",
+    "AuditEntry",
     "Backoff",
     "Claimed",
     "EchoMQError",

@@ -21,7 +21,7 @@ def pause(ctx: Context) -> Plan[None]:
     while it is set; no set moves, so the backlog stays byte-for-byte as it was.
     Idempotent: pausing a paused queue changes nothing.
     """
-    yield Eval(script("pause"), (ctx.keys.base,))
+    yield Eval(script("pause"), (ctx.keys.base,), (ctx.actor,))
 
 
 def resume(ctx: Context) -> Plan[None]:
@@ -30,7 +30,7 @@ def resume(ctx: Context) -> Plan[None]:
     Idempotent: resuming a running queue changes nothing. When the gate was closed,
     wake tokens for the ready work bring idle workers back.
     """
-    yield Eval(script("resume"), (ctx.keys.base,))
+    yield Eval(script("resume"), (ctx.keys.base,), (ctx.actor,))
 
 
 def drain(
@@ -56,14 +56,17 @@ def drain(
     budget = checks.batch(budget, "budget")
     total = 0
     while True:
-        n, more = yield Eval(script("drain"), (ctx.keys.base,), (flag, str(budget)))
+        n, more = yield Eval(script("drain"), (ctx.keys.base,), (flag, str(budget), ctx.actor))
         total += int(n)
         if not int(more):
             return total
 
 
 def obliterate(
-    ctx: Context, force: bool = False, budget: int = DEFAULT_OBLITERATE_BUDGET
+    ctx: Context,
+    force: bool = False,
+    budget: int = DEFAULT_OBLITERATE_BUDGET,
+    keep_audit: bool = False,
 ) -> Plan[bool]:
     """Destroy a paused queue, at most ``budget`` jobs of work per call.
 
@@ -75,9 +78,13 @@ def obliterate(
     Args:
         force: also delete jobs in flight.
         budget: the most jobs this call deletes.
+        keep_audit: keep the queue's audit journal (``emq:{q}:audit``), which then
+            ends with the entry naming who obliterated the queue. By default the
+            journal goes with the queue in the last call.
 
     Returns:
-        ``True`` when no key of the queue is left; ``False`` when more remains
+        ``True`` when no key of the queue is left (but the journal with
+        ``keep_audit``); ``False`` when more remains
         (call again).
 
     Raises:
@@ -90,6 +97,6 @@ def obliterate(
     reply = yield Eval(
         script("obliterate"),
         (ctx.keys.base,),
-        ("force" if force else "", str(budget)),
+        ("force" if force else "", str(budget), "keep" if keep_audit else "", ctx.actor),
     )
     return int(reply) == 0

@@ -55,12 +55,15 @@ class Context:
         max_attempts: default failures before a job is dead.
         flat_first: which side a claim tries first; flipped per claim call so that
             neither flat nor grouped work can starve the other.
+        actor: who drives the queue, written by every operator verb into the audit
+            journal (``emq:{q}:audit``); ``Queue(actor=...)`` sets it.
     """
 
     keys: Keyspace
     serializer: Serializer = field(default_factory=JsonSerializer)
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     flat_first: bool = True
+    actor: str = ""
 
 
 def as_str(value: Any) -> str:

@@ -39,7 +39,7 @@ def update_data(ctx: Context, job_id: str, payload: Any) -> Plan[None]:
     """
     keys = _row(ctx, job_id)
     text = checks.payload(ctx.serializer, payload)
-    reply = yield Eval(script("update_data"), keys, (job_id, text))
+    reply = yield Eval(script("update_data"), keys, (job_id, text, ctx.actor))
     _gone(reply, job_id)
 
 
@@ -149,7 +149,7 @@ def remove_job(ctx: Context, job_id: str, dedup_id: str | None = None) -> Plan[N
     keys = _row(ctx, job_id)
     if dedup_id is not None:
         ctx.keys.dedup(checks.dedup(dedup_id))
-    reply = yield Eval(script("remove_job"), keys, (job_id, dedup_id or ""))
+    reply = yield Eval(script("remove_job"), keys, (job_id, dedup_id or "", ctx.actor))
     _gone(reply, job_id)
 
 
@@ -171,7 +171,7 @@ def reprocess_job(ctx: Context, job_id: str) -> Plan[None]:
     """
     k = ctx.keys
     keys = (k.job(job_id), k.dead, k.pending, k.base)
-    reply = yield Eval(script("reprocess_job"), keys, (job_id,))
+    reply = yield Eval(script("reprocess_job"), keys, (job_id, ctx.actor))
     _gone(reply, job_id)
 
 

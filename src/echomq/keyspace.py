@@ -59,6 +59,7 @@ class Keyspace:
 
     __slots__ = (
         "active",
+        "audit",
         "base",
         "dead",
         "events",
@@ -100,6 +101,7 @@ class Keyspace:
         self.repeat = b + "repeat"
         self.metrics_completed = b + "metrics:completed"
         self.metrics_failed = b + "metrics:failed"
+        self.audit = b + "audit"
 
     def job(self, job_id: str) -> str:
         """The row of ``job_id`` (gated)."""

@@ -53,7 +53,7 @@ def pause_group(ctx: Context, group: str) -> Plan[None]:
     Raises:
         InvalidName: a malformed group name (nothing is sent).
     """
-    yield Eval(script("pause_group"), (ctx.keys.base,), (_g(group),))
+    yield Eval(script("pause_group"), (ctx.keys.base,), (_g(group), ctx.actor))
 
 
 def resume_group(ctx: Context, group: str) -> Plan[None]:
@@ -63,7 +63,7 @@ def resume_group(ctx: Context, group: str) -> Plan[None]:
     Raises:
         InvalidName: a malformed group name (nothing is sent).
     """
-    yield Eval(script("resume_group"), (ctx.keys.base,), (_g(group),))
+    yield Eval(script("resume_group"), (ctx.keys.base,), (_g(group), ctx.actor))
 
 
 def set_group_limit(ctx: Context, group: str, limit: int) -> Plan[None]:
@@ -80,7 +80,7 @@ def set_group_limit(ctx: Context, group: str, limit: int) -> Plan[None]:
         InvalidName, InvalidArgument: before anything is sent.
     """
     limit = checks.count(limit, "limit")
-    yield Eval(script("set_group_limit"), (ctx.keys.base,), (_g(group), str(limit)))
+    yield Eval(script("set_group_limit"), (ctx.keys.base,), (_g(group), str(limit), ctx.actor))
 
 
 def clear_group_limit(ctx: Context, group: str) -> Plan[None]:
@@ -89,7 +89,7 @@ def clear_group_limit(ctx: Context, group: str) -> Plan[None]:
     Raises:
         InvalidName: a malformed group name (nothing is sent).
     """
-    yield Eval(script("set_group_limit"), (ctx.keys.base,), (_g(group), ""))
+    yield Eval(script("set_group_limit"), (ctx.keys.base,), (_g(group), "", ctx.actor))
 
 
 def set_group_weight(ctx: Context, group: str, weight: int) -> Plan[None]:
@@ -103,7 +103,7 @@ def set_group_weight(ctx: Context, group: str, weight: int) -> Plan[None]:
         InvalidName, InvalidArgument: before anything is sent.
     """
     weight = checks.count(weight, "weight")
-    yield Eval(script("set_group_weight"), (ctx.keys.base,), (_g(group), str(weight)))
+    yield Eval(script("set_group_weight"), (ctx.keys.base,), (_g(group), str(weight), ctx.actor))
 
 
 def group_depth(ctx: Context, group: str) -> Plan[int]:
@@ -166,7 +166,7 @@ def drain_group(ctx: Context, group: str, budget: int = 10000) -> Plan[int]:
     g = _g(group)
     total = 0
     while True:
-        n, more = yield Eval(script("drain_group"), (ctx.keys.base,), (g, str(budget)))
+        n, more = yield Eval(script("drain_group"), (ctx.keys.base,), (g, str(budget), ctx.actor))
         total += int(n)
         if not int(more):
             return total
@@ -187,6 +187,6 @@ def reassign(ctx: Context, job_id: str, group: str | None) -> Plan[None]:
     """
     row = ctx.keys.job(job_id)
     target = "" if group is None else _g(group)
-    reply = yield Eval(script("reassign"), (ctx.keys.base, row), (job_id, target))
+    reply = yield Eval(script("reassign"), (ctx.keys.base, row), (job_id, target, ctx.actor))
     if reply == -1:
         raise JobGone(f"job {job_id} is gone", job_id=job_id)

@@ -17,7 +17,7 @@ import redis
 import redis.asyncio
 from typing_extensions import ParamSpec, Self
 
-from . import admin, jobs, lanes, reads, spine, views
+from . import admin, jobs, journal, lanes, reads, spine, views
 from . import repeat as repeating
 from .context import DEFAULT_MAX_ATTEMPTS, Context, JsonSerializer, Serializer
 from .events import AsyncEventStream, EventStream
@@ -89,9 +89,21 @@ class _Verbs:
     ctx: Context
     runner: SyncRunner | AsyncRunner
 
-    def __init__(self, name: str, serializer: Serializer | None, max_attempts: int) -> None:
+    def __init__(
+        self,
+        name: str,
+        serializer: Serializer | None,
+        max_attempts: int,
+        actor: str | None = None,
+    ) -> None:
         self.name = name
         self.ctx = Context(Keyspace(name), serializer or JsonSerializer(), max_attempts)
+        self.ctx.actor = journal.default_actor() if actor is None else str(actor)
+
+    @property
+    def actor(self) -> str:
+        """Who this queue's operator verbs name in the audit journal."""
+        return self.ctx.actor
 
     @property
     def keys(self) -> Keyspace:
@@ -134,6 +146,8 @@ class _Verbs:
     reprocess_job = _Verb(jobs.reprocess_job)
     lock_job = _Verb(jobs.lock_job)
     unlock_job = _Verb(jobs.unlock_job)
+    # the audit journal
+    audit = _Verb(journal.audit)
     # lanes
     pause_group = _Verb(lanes.pause_group)
     resume_group = _Verb(lanes.resume_group)
@@ -167,6 +181,8 @@ class Queue(_Verbs):
         client: a ``redis.Redis`` (or ``redis.RedisCluster``) to use.
         serializer: payload codec (JSON by default).
         max_attempts: failures before a job is dead when the job does not say.
+        actor: who this queue's operator verbs name in the audit journal (default
+            ``user@host:pid``).
 
     Raises:
         InvalidName: the queue name is malformed (before any connection is made).
@@ -182,8 +198,9 @@ class Queue(_Verbs):
         client: Any = None,
         serializer: Serializer | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        actor: str | None = None,
     ) -> None:
-        super().__init__(name, serializer, max_attempts)
+        super().__init__(name, serializer, max_attempts, actor)
         self._owns_client = client is None
         self.client: Any = client or redis.Redis.from_url(url or DEFAULT_URL)
         self.runner = SyncRunner(self.client)
@@ -214,6 +231,8 @@ class AsyncQueue(_Verbs):
         client: a ``redis.asyncio.Redis`` to use.
         serializer: payload codec (JSON by default).
         max_attempts: failures before a job is dead when the job does not say.
+        actor: who this queue's operator verbs name in the audit journal (default
+            ``user@host:pid``).
 
     Raises:
         InvalidName: the queue name is malformed (before any connection is made).
@@ -229,8 +248,9 @@ class AsyncQueue(_Verbs):
         client: Any = None,
         serializer: Serializer | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        actor: str | None = None,
     ) -> None:
-        super().__init__(name, serializer, max_attempts)
+        super().__init__(name, serializer, max_attempts, actor)
         self._owns_client = client is None
         self.client: Any = client or redis.asyncio.Redis.from_url(url or DEFAULT_URL)
         self.runner = AsyncRunner(self.client)

@@ -155,6 +155,7 @@ def repeat(
         "" if priority == 0 else str(priority),
         "" if max_attempts is None else str(max_attempts),
         spec_text or "",
+        ctx.actor,
     )
     return int((yield Eval(script("repeat"), (ctx.keys.base,), args)))
 
@@ -169,7 +170,7 @@ def cancel_repeat(ctx: Context, name: str) -> Plan[bool]:
         InvalidName: before anything is sent.
     """
     check_name(name, "repeat")
-    return bool((yield Eval(script("cancel_repeat"), (ctx.keys.base,), (name,))))
+    return bool((yield Eval(script("cancel_repeat"), (ctx.keys.base,), (name, ctx.actor))))
 
 
 def _pairs(raw: Any) -> Iterator[tuple[Any, Any]]:

@@ -7,7 +7,7 @@ One subcommand per verb, the same verbs as :class:`echomq.Queue`; ``--url`` (or
 
 from __future__ import annotations
 
-from . import group_cmds, job_cmds, queue_cmds, repeat_cmds, runtime_cmds
+from . import group_cmds, job_cmds, ops_cmds, queue_cmds, repeat_cmds, runtime_cmds
 from .app import Env, cli, main
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "group_cmds",
     "job_cmds",
     "main",
+    "ops_cmds",
     "queue_cmds",
     "repeat_cmds",
     "runtime_cmds",

@@ -7,7 +7,9 @@ client, the consoles). Errors are turned into messages and exit statuses in one 
 
 from __future__ import annotations
 
+import getpass
 import json
+import socket
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -89,7 +91,16 @@ class Env:
         Raises:
             InvalidName: the name is malformed (nothing is sent).
         """
-        return Queue(name, client=self.client)
+        return Queue(name, client=self.client, actor=self.actor)
+
+    @property
+    def actor(self) -> str:
+        """Who the operator verbs name in the audit journal: ``user@host``."""
+        try:
+            user = getpass.getuser()
+        except Exception:  # no login name (a container with no passwd entry)
+            user = "unknown"
+        return f"{user}@{socket.gethostname()}"
 
     def close(self) -> None:
         """Close the client if one was made."""

@@ -2,13 +2,16 @@
 -- at most `budget` jobs per call. Active jobs and the repeat registry are not touched.
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  '1' to include the schedule set, else '';  ARGV[2] budget (jobs per call)
+-- ARGV[3]  actor (optional; '' = none), written to the audit journal
 -- Reply:   {drained in this call, more (1 when the budget was spent: call again)}
 -- Refusals: none.
 -- Writes:  ZPOPMIN from pending/lanes/schedule; each row deleted with its logs and lock,
 --          its dedup key released when it still names the job; a lane left empty
---          leaves the ring; event 'drained' with the count (when any).
+--          leaves the ring; event 'drained' with the count (when any); one audit entry
+--          per call that drained any (count = this call's, outcome more | done).
 local B = KEYS[1]
 --! include common
+--! include audit
 local left = tonumber(ARGV[2])
 local total = 0
 
@@ -33,4 +36,9 @@ if left > 0 then
 end
 if left > 0 and ARGV[1] == '1' then wipe(B .. 'schedule') end
 if total > 0 then emit('{"event":"drained","count":' .. total .. '}') end
-return {total, left <= 0 and 1 or 0}
+local more = left <= 0
+if total > 0 then
+    audit('drain', cjson.encode({include_schedule = ARGV[1] == '1', budget = tonumber(ARGV[2])}),
+    more and 'more' or 'done', total, ARGV[3])
+end
+return {total, more and 1 or 0}

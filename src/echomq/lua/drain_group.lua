@@ -1,11 +1,13 @@
 -- drain_group: delete one group's pending lane, at most `budget` jobs per call.
 -- KEYS[1]  the queue base emq:{q}:
--- ARGV[1]  group;  ARGV[2] budget
+-- ARGV[1]  group;  ARGV[2] budget;  ARGV[3] actor (optional), for the audit journal
 -- Reply:   {drained in this call, more (1 when the budget was spent)}
 -- Refusals: none.
--- Writes:  ZREM lane, rows + logs deleted, dedup released, ring; event 'drained'.
+-- Writes:  ZREM lane, rows + logs deleted, dedup released, ring; event 'drained';
+--          one audit entry per call that drained any (outcome more | done).
 local B = KEYS[1]
 --! include common
+--! include audit
 local g = ARGV[1]
 local lane = lane_key(g)
 local ids = redis.call('ZRANGE', lane, 0, tonumber(ARGV[2]) - 1)
@@ -15,4 +17,9 @@ ring_sync(g)
 if #ids > 0 then
   emit(cjson.encode({event = 'drained', group = g, count = #ids}))
 end
-return {#ids, #ids >= tonumber(ARGV[2]) and 1 or 0}
+local more = #ids >= tonumber(ARGV[2])
+if #ids > 0 then
+  audit('drain_group', cjson.encode({group = g, budget = tonumber(ARGV[2])}),
+    more and 'more' or 'done', #ids, ARGV[3])
+end
+return {#ids, more and 1 or 0}

@@ -1,14 +1,16 @@
 -- pause_group: hold one group back; its lane keeps its backlog. Idempotent.
 -- KEYS[1]  the queue base emq:{q}:
--- ARGV[1]  group
+-- ARGV[1]  group;  ARGV[2] actor (optional; '' = none), written to the audit journal
 -- Reply:   1
 -- Refusals: none.
 -- Writes:  SADD gpaused, SADD groups (so groups() lists a group paused before its
---          first job), the group leaves the ring; event 'group_paused'.
+--          first job), the group leaves the ring; event 'group_paused'; one audit entry.
 local B = KEYS[1]
 --! include common
+--! include audit
 redis.call('SADD', B .. 'gpaused', ARGV[1])
 redis.call('SADD', B .. 'groups', ARGV[1])
 ring_sync(ARGV[1])
 emit(cjson.encode({event = 'group_paused', group = ARGV[1]}))
+audit('pause_group', cjson.encode({group = ARGV[1]}), 'ok', 1, ARGV[2])
 return 1

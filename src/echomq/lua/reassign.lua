@@ -1,12 +1,13 @@
 -- reassign: move a pending job to another group's lane ('' = the flat pending set).
 -- KEYS[1]  the queue base emq:{q}:;  KEYS[2] the row emq:{q}:job:<id>
--- ARGV[1]  job id;  ARGV[2] the target group or ''
+-- ARGV[1]  job id;  ARGV[2] the target group or '';  ARGV[3] actor (optional), for the audit
 -- Reply:   1
 -- Refusals: -1 no row (gone); EMQSTATE not pending. Both before any write.
 -- Writes:  ZREM old lane|pending, ZADD new lane|pending (same score), row group,
---          groups, ring of both groups; event 'reassigned'.
+--          groups, ring of both groups; event 'reassigned'; one audit entry.
 local B = KEYS[1]
 --! include common
+--! include audit
 local id, jk, to = ARGV[1], KEYS[2], ARGV[2]
 local f = redis.call('HMGET', jk, 'state', 'group')
 if not f[1] then return -1 end
@@ -29,4 +30,5 @@ else
 end
 if from then ring_sync(from) end
 emit(cjson.encode({event = 'reassigned', job = id, group = to}))
+audit('reassign', cjson.encode({job = id, group = to}), 'ok', 1, ARGV[3])
 return 1

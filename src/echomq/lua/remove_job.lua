@@ -1,15 +1,17 @@
 -- remove_job: delete one job in any state, unless a worker holds it.
 -- KEYS[1]  the queue base emq:{q}:;  KEYS[2] the row emq:{q}:job:<id>
 -- ARGV[1]  job id;  ARGV[2] a dedup id to release when it names this job ('' = none)
+-- ARGV[3]  actor (optional; '' = none), written to the audit journal
 -- Reply:   1
 -- Refusals: -1 no row (gone); EMQLOCK a :lock key or a lock field is present.
 --          Both before any write.
 -- Writes:  ZREM from pending/active/schedule/dead and its lane; an in-flight grouped
 --          job gives its lane slot back; the lane's place on the ring is re-synced;
 --          row, logs, lock deleted; the row's dedup key and ARGV[2]'s released when
---          they name this job. Event 'removed'.
+--          they name this job. Event 'removed'; one audit entry.
 local B = KEYS[1]
 --! include common
+--! include audit
 local id, jk = ARGV[1], KEYS[2]
 if redis.call('EXISTS', jk) == 0 then return -1 end
 local f = redis.call('HMGET', jk, 'group', 'lock')
@@ -33,4 +35,5 @@ end
 delete_row(id, jk)
 if g then ring_sync(g) end
 emit(ev('removed', id))
+audit('remove_job', cjson.encode({job = id}), 'ok', 1, ARGV[3])
 return 1

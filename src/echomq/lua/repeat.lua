@@ -5,14 +5,16 @@
 --          the absolute ms of the first slot, computed by the caller from server TIME
 -- ARGV[5]  payload (serialized);  ARGV[6] job name;  ARGV[7] group;  ARGV[8] priority
 -- ARGV[9]  max_attempts;  ARGV[10] backoff spec   ('' = absent for 6..10)
+-- ARGV[11] actor (optional; '' = none), written to the audit journal
 -- Reply:   the next run in ms. A record that already has this same cadence keeps its
 --          next run and counters (re-registering at every worker start fires nothing
 --          early); a new or changed cadence is scheduled at the first run.
 -- Refusals: none (the caller gates the name and the cadence).
 -- Writes:  repeat:<name> hash replaced (count/last kept), ZADD repeat; event
---          'repeat_added'.
+--          'repeat_added'; one audit entry (args: name, kind, spec).
 local B = KEYS[1]
 --! include common
+--! include audit
 local name, kind, spec = ARGV[1], ARGV[2], ARGV[3]
 local rk = B .. 'repeat:' .. name
 local old = redis.call('HMGET', rk, 'kind', 'spec', 'count', 'last')
@@ -35,4 +37,5 @@ end
 redis.call('HSET', rk, unpack(f))
 redis.call('ZADD', B .. 'repeat', next_run, name)
 emit(cjson.encode({event = 'repeat_added', name = name, next = next_run}))
+audit('repeat', cjson.encode({name = name, kind = kind, spec = spec}), 'ok', 1, ARGV[11])
 return next_run

@@ -1,16 +1,18 @@
 -- reprocess_job: move one dead job back to the ready backlog (the seed's @reprocess2).
 -- KEYS[1]  the row emq:{q}:job:<id>;  KEYS[2] dead;  KEYS[3] pending;  KEYS[4] the base
--- ARGV[1]  job id
+-- ARGV[1]  job id;  ARGV[2] actor (optional: the seed's line without it still works),
+--          written to the audit journal
 -- Reply:   1
 -- Refusals: -1 no row (gone); EMQSTATE not dead (the ZREM on dead is the check, so
 --          nothing is written before it).
 -- Writes:  ZREM dead, HDEL last_error, state pending; attempts/failures/stalled kept;
 --          a flat job to pending at score 0; a grouped one to its lane at score 0,
 --          `groups`, and the ring when its lane can be served; one wake token;
---          event 'reprocessed'. The pause is not read here: on a paused queue the job
+--          event 'reprocessed'; one audit entry. The pause is not read here: on a paused queue the job
 --          waits in pending until a claim after resume.
 local B = KEYS[4]
 --! include common
+--! include audit
 local jk, id = KEYS[1], ARGV[1]
 if redis.call('EXISTS', jk) == 0 then return -1 end
 if redis.call('ZREM', KEYS[2], id) ~= 1 then
@@ -29,4 +31,5 @@ else
 end
 push_wake(1)
 emit(ev('reprocessed', id))
+audit('reprocess_job', cjson.encode({job = id}), 'ok', 1, ARGV[2])
 return 1
