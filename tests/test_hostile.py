@@ -207,7 +207,8 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
     "pause": {},
     "resume": {},
     "drain": {"include_schedule": h(flags), "budget": h(budgets)},
-    "obliterate": {"force": h(flags), "budget": h(budgets)},
+    "obliterate": {"force": h(flags), "budget": h(budgets), "keep_audit": h(flags)},
+    "audit": {"n": h(budgets)},
     "update_data": {"job_id": h(job_ids, optional=False), "payload": payloads},
     "update_progress": {"job_id": h(job_ids, optional=False), "progress": payloads},
     "add_log": {

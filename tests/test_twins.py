@@ -476,7 +476,24 @@ async def test_repeatables(twin: Twin, r: redis.Redis) -> None:
     assert await t("cancel_repeat", "nightly") is True
     assert await t("cancel_repeat", "nightly") is False
     assert [field(x, "name") for x in await t("repeats", 5)] == ["every"]
-    assert t.key_names() == {"repeat", "repeat:every"}
+    assert t.key_names() == {"repeat", "repeat:every", "audit"}
+
+
+@scenario("audit")
+async def test_the_audit_journal(twin: Twin, r: redis.Redis) -> None:
+    t = twin
+    await t("enqueue", "a", job_id=J(1))
+    await t("pause")
+    await t("update_data", J(1), {"b": 2})
+    await t.outcome("reprocess_job", J(1))  # refused: journals nothing
+    got = await t._call("audit", 10)
+    # the entry ids are server times: record everything else
+    t.transcript.append(
+        ("audit", [t.norm((e.verb, e.args, e.outcome, e.count, e.actor)) for e in got])
+    )
+    assert [e.verb for e in got] == ["update_data", "pause"]
+    assert all(e.time_ms > 0 for e in got)
+    assert "audit" in t.key_names()
 
 
 @scenario(
