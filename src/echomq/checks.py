@@ -78,6 +78,8 @@ def integer(value: Any, what: str, low: int, high: int) -> int:
     Raises:
         InvalidArgument: it is not.
     """
+    if type(value) is int and low <= value <= high:
+        return value  # the common case, first
     if type(value) is not int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise InvalidArgument(f"{what} must be an integer, got {show(value, 80)}")
@@ -240,10 +242,12 @@ def backoff(value: Any) -> str | None:
     Raises:
         InvalidArgument: spec text that :meth:`Backoff.parse` refuses, or another type.
     """
+    if value is None:
+        return None
     from .backoff import Backoff  # backoff builds on this module's limits
 
-    if value is None or isinstance(value, Backoff):
-        return None if value is None else value.spec()
+    if isinstance(value, Backoff):
+        return value.spec()
     if not isinstance(value, str):
         raise InvalidArgument(f"backoff must be a Backoff or its spec text, got {show(value, 80)}")
     text(value, "backoff")
