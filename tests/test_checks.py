@@ -28,6 +28,7 @@ from echomq.cli import app as cli_app
 from echomq.cli import exits
 from echomq.embedded import EmbeddedServer
 from echomq.scripts import Eval, script
+from echomq.worker import Worker, WorkerConfig
 from test_spine import CountingConnection, counting_client
 
 
@@ -234,3 +235,23 @@ def test_checks_pass_good_values_through() -> None:
     assert checks.backoff(None) is None
     assert checks.error_text(ValueError("x")) == "x"
     assert checks.url("redis://127.0.0.1:1/0") == "redis://127.0.0.1:1/0"
+
+
+def test_worker_settings_stay_within_the_limits_of_the_verbs_they_feed() -> None:
+    # a bad setting fails the constructor, not every turn of the worker's loop
+    for bad in (
+        {"lease_ms": checks.HORIZON_MS},  # its derived lock would pass the horizon
+        {"lease_ms": 2**63},
+        {"concurrency": 2**63},
+        {"claim_batch": checks.MAX_BATCH + 1},
+        {"lock_ms": checks.HORIZON_MS + 1},
+        {"job_timeout_ms": float("inf")},
+        {"max_stalled": True},
+        {"maintenance_budget": 0},
+    ):
+        with pytest.raises(InvalidArgument):
+            WorkerConfig(**bad)
+    with pytest.raises(InvalidArgument):
+        Worker("q", lambda job: None, lease_ms=2**63)
+    top = WorkerConfig(lease_ms=checks.HORIZON_MS // 2, claim_batch=checks.MAX_BATCH)
+    assert top.lock == 2 * (checks.HORIZON_MS // 2) <= checks.HORIZON_MS

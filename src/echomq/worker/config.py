@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .. import checks
 from ..backoff import Backoff
 from ..errors import InvalidArgument
 
@@ -56,13 +57,29 @@ class WorkerConfig:
     error_max_chars: int = 8000
 
     def __post_init__(self) -> None:
-        for name in ("concurrency", "lease_ms", "claim_batch", "maintenance_budget"):
-            _check(name, getattr(self, name), 1)
-        for name in ("max_stalled", "grace_ms", "repeat_budget", "error_max_chars"):
-            _check(name, getattr(self, name), 0)
-        for name in ("lock_ms", "beat_ms", "job_timeout_ms", "threads"):
+        # the limits of the verbs each setting feeds (echomq.checks), checked here so
+        # a bad setting fails the constructor, not every turn of the loop; lease_ms
+        # stays within half the horizon so the derived lock (2 * lease_ms) does too
+        horizon, batch, count = checks.HORIZON_MS, checks.MAX_BATCH, checks.MAX_COUNT
+        for name, low, high in (
+            ("concurrency", 1, batch),
+            ("lease_ms", 1, horizon // 2),
+            ("claim_batch", 1, batch),
+            ("maintenance_budget", 1, batch),
+            ("max_stalled", 0, count),
+            ("grace_ms", 0, horizon),
+            ("repeat_budget", 0, batch),
+            ("error_max_chars", 0, count),
+        ):
+            _check(name, getattr(self, name), low, high)
+        for name, high in (
+            ("lock_ms", horizon),
+            ("beat_ms", horizon),
+            ("job_timeout_ms", horizon),
+            ("threads", batch),
+        ):
             if getattr(self, name) is not None:
-                _check(name, getattr(self, name), 1)
+                _check(name, getattr(self, name), 1, high)
         if not isinstance(self.backoff, Backoff):
             raise InvalidArgument(f"backoff must be a Backoff, got {self.backoff!r}")
         if self.beat_ms is not None and self.beat_ms * 2 > self.lease_ms:
@@ -88,6 +105,5 @@ class WorkerConfig:
         return self.threads if self.threads is not None else self.concurrency
 
 
-def _check(name: str, value: object, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise InvalidArgument(f"WorkerConfig.{name} must be an integer >= {low}, got {value!r}")
+def _check(name: str, value: object, low: int, high: int) -> None:
+    checks.integer(value, f"WorkerConfig.{name}", low, high)
