@@ -243,3 +243,82 @@ async def test_a_cancelled_wait_falls_back_to_idle(
         assert r.zcard(aq.keys.active) == 0 and r.llen(aq.keys.wake) == 0
     finally:
         await blocker.aclose()
+
+
+# ---- the wire: one gate read, then the claim script ------------------------------------
+
+
+def _monitored(server: Any, q: Queue, act: Any) -> list[tuple[str, ...]]:
+    """The commands this queue's clients sent while ``act()`` ran (MONITOR), as
+    ``(command, first key-ish argument)``; EVALSHA as ``("EVALSHA", script name)``."""
+    from echomq.scripts import all_scripts
+
+    names = {s.sha: s.name for s in all_scripts()}
+    mon = redis.Redis.from_url(server.url, decode_responses=True)
+    for s in all_scripts():  # no NOSCRIPT retry in the picture
+        mon.script_load(s.body)
+    seen: list[tuple[str, ...]] = []
+    with mon.monitor() as m:
+        act()
+        r = redis.Redis.from_url(server.url, decode_responses=True)
+        r.echo("end-of-test-" + q.name)
+        for event in m.listen():
+            cmd = event["command"]
+            if cmd == "ECHO end-of-test-" + q.name:
+                break
+            if event.get("client_type") == "lua":
+                continue  # a script's own commands
+            words = cmd.split(" ")
+            verb = words[0].upper()
+            if verb == "EVALSHA":
+                seen.append(("EVALSHA", names.get(words[1], words[1])))
+            elif q.name in cmd or verb in ("MULTI", "EXEC", "UNWATCH") or cmd == "CLIENT ID":
+                seen.append((verb,))
+    return seen
+
+
+def test_the_idle_claim_keeps_its_wire_exchange(q: Queue, server: Any) -> None:
+    async def handle(job: JobContext) -> None:
+        pass
+
+    w = Worker(q, handle, config=SLOW_BEAT)
+    with running(w):
+        wait_until(lambda: w._engine._waker is not None)
+        wait_until(lambda: w._engine._waker.state is WaitState.WAITING_WITH_CLAIM)
+
+        def act() -> None:
+            q.enqueue("x")
+            wait_until(lambda: w.stats.completed == 1)
+            wait_until(lambda: w._engine._waker.state is WaitState.WAITING_WITH_CLAIM)
+            plain = redis.Redis.from_url(server.url, decode_responses=True)
+            wait_until(lambda: any(c["cmd"] == "blpop" for c in plain.client_list()))
+
+        seen = _monitored(server, q, act)
+    # MONITOR logs the BLPOP when it blocks (before this window), not when a token
+    # serves it; the commands queued behind it run right then: the claim rides behind
+    # the wake with no round trip of its own. Then the completion (the wake claimed
+    # fewer than it asked for: no claim behind it) and the next wait: WATCH and the gate
+    # read, then BLPOP with the claim behind it.
+    assert seen == [
+        ("EVALSHA", "enqueue"),
+        ("MULTI",),
+        ("EVALSHA", "claim"),
+        ("EXEC",),
+        ("EVALSHA", "complete"),
+        ("CLIENT",),
+        ("WATCH",),
+        ("HEXISTS",),
+        ("BLPOP",),
+    ]
+    assert q.counts()["active"] == 0 and q.metrics()["completed"]["count"] == 1
+
+
+def test_claim_many_is_one_gate_read_then_the_claim_script(q: Queue, server: Any) -> None:
+    q.enqueue("a")
+    got: list[Any] = []
+    seen = _monitored(server, q, lambda: got.extend(q.claim_many(3)))
+    assert seen == [("HEXISTS",), ("EVALSHA", "claim")]
+    assert len(got) == 1 and q.counts()["active"] == 1
+    q.pause()
+    seen = _monitored(server, q, lambda: got.extend(q.claim_many(3)))
+    assert seen == [("HEXISTS",)] and len(got) == 1 and q.counts()["pending"] == 0
