@@ -29,8 +29,9 @@ from ..keyspace import check_name
 from ..queue import AsyncQueue, Queue
 from .config import WorkerConfig
 from .connections import async_queue_for, blocking_client
-from .engine import Engine, WorkerStats
+from .engine import Engine
 from .routes import Handler, Routes
+from .stats import WorkerStats
 
 __all__ = ["Worker", "WorkerConfig", "WorkerStats"]
 

@@ -40,6 +40,7 @@ from .config import WorkerConfig
 from .job import LEASE_LOST, SHUTDOWN, TIMEOUT, JobCancelled, JobContext
 from .outage import Outage
 from .routes import Routes, failure_text
+from .stats import WorkerStats
 from .waker import Waker
 
 log = logging.getLogger("echomq.worker")
@@ -47,58 +48,6 @@ log = logging.getLogger("echomq.worker")
 _RECOVERABLE = (EchoMQError, redis.RedisError, OSError)
 #: The pause after a server error before a loop tries again, doubling to the cap.
 _ERROR_PAUSE_S, _ERROR_PAUSE_CAP_S = 0.05, 2.0
-
-
-@dataclass
-class WorkerStats:
-    """What a worker has done (updated on the worker's loop; read it any time).
-
-    Every claimed job ends in exactly one of ``completed``, ``retried``, ``dead``,
-    ``released``, ``stale``, ``lost`` and ``abandoned``: once the worker has stopped,
-    ``claimed`` is their sum (:attr:`accounted`); while it runs, the difference is
-    the jobs in hand.
-
-    Attributes:
-        claimed: jobs leased.
-        completed: jobs completed (a "gone" answer to a completion counts: the
-            row is deleted, by our own completion whose reply was lost).
-        retried: failures scheduled to run again (a "gone" answer counts: the job
-            is settled).
-        dead: failures that dead-lettered the job.
-        released: jobs handed back at shutdown.
-        stale: outcomes the server refused (the lease had moved on).
-        lost: jobs the beat found no longer held while they ran (not settled).
-        abandoned: jobs whose outcome could not be sent before the worker stopped
-            (the server unreachable at shutdown); their leases run out and they are
-            served again.
-        timed_out: handlers cancelled for running past the job timeout (each also
-            counted as a failure).
-        errors: server errors the loops recovered from.
-    """
-
-    claimed: int = 0
-    completed: int = 0
-    retried: int = 0
-    dead: int = 0
-    released: int = 0
-    stale: int = 0
-    lost: int = 0
-    abandoned: int = 0
-    timed_out: int = 0
-    errors: int = 0
-
-    @property
-    def accounted(self) -> int:
-        """The claimed jobs whose outcome is counted (equals ``claimed`` once stopped)."""
-        return (
-            self.completed
-            + self.retried
-            + self.dead
-            + self.released
-            + self.stale
-            + self.lost
-            + self.abandoned
-        )
 
 
 @dataclass

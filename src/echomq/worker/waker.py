@@ -8,7 +8,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import redis
 
@@ -47,7 +47,7 @@ class WaitState(enum.Enum):
     CLAIMING = "claiming"
 
     @property
-    def to_end(self) -> str:
+    def to_end(self) -> Literal["cancel", "unblock", "finish"]:
         """How a stopping worker ends a wait in this state: ``"cancel"``,
         ``"unblock"`` or ``"finish"`` (let it end by itself)."""
         if self is WaitState.WAITING_WITH_CLAIM:
