@@ -38,7 +38,8 @@ import redis
 
 from _common import bench_server, median, report
 from echomq import Queue, admin
-from echomq.scripts import Plan, SyncRunner, all_scripts
+from echomq.scripts import Plan, all_scripts
+from echomq.transport import SyncRunner
 
 FILL_CHUNK = 20_000
 GROUPS = 10

@@ -5,10 +5,12 @@ Rows (jobs/s, median of ``--repeat`` runs):
 - ``enqueue`` one by one, against the one-by-one ceiling: ``EVALSHA`` of a trivial
   script, one round trip each, on the same client library (redis-py's ``evalsha``) and
   server. Beside it, the stricter floor: the same trivial ``EVALSHA`` sent on the
-  connection echomq's runners use (``echomq.line``), which skips redis-py's per-call
-  bookkeeping as echomq's verbs do; the gap to it is the server's work and the verb's
-  own Python. The three run interleaved, in slices of ``--chunk`` calls each, so that
-  the machine's drift (seconds long here) hits them alike.
+  transport's kept connection (``echomq.transport``, the fast path), which skips
+  redis-py's per-call bookkeeping as echomq's verbs do; the gap to it is the server's
+  work and the verb's own Python. And the same enqueue with the fast path off (a pooled
+  connection per call, as with ``EMQ_FAST_PATH=0``): the gap is what the kept
+  connection pays. The rows run interleaved, in slices of ``--chunk`` calls each, so
+  that the machine's drift (seconds long here) hits them alike.
 - ``enqueue_many`` in one call, against the pipelined ceiling: the same trivial
   ``EVALSHA`` once per job, all in one pipeline.
 - ``claim + complete`` one job at a time (three round trips: the pause read, the claim
@@ -39,14 +41,16 @@ import redis
 
 from _common import bench_server, median, report
 from echomq import Queue
-from echomq.line import SyncLine
+from echomq.transport import Request, SyncRunner, SyncTransport
 
 TRIVIAL = "return 1"
 _names = itertools.count()
 
 
-def fresh_queue(url: str) -> Queue:
-    return Queue(f"bench-spine-{os.getpid()}-{next(_names)}", url=url)
+def fresh_queue(url: str, *, fast: bool = True) -> Queue:
+    q = Queue(f"bench-spine-{os.getpid()}-{next(_names)}", url=url)
+    q.runner = SyncRunner(q.client, fast=fast)  # before any verb binds the runner
+    return q
 
 
 def cleanup(client: redis.Redis) -> None:
@@ -72,15 +76,19 @@ def rate(stats: redis.Redis, jobs: int, run: Callable[[], object]) -> Measured:
 
 
 def one_by_one(client: redis.Redis, url: str, sha: str, n: int, chunk: int) -> dict[str, Measured]:
-    """The three one-by-one rows, interleaved in chunks of ``chunk`` calls: ceiling,
-    enqueue, floor, again and again. The machine's speed drifts within seconds here,
-    so each row sees the same stretches of it and the ratios hold still."""
-    line = SyncLine(client)
-    trivial = ("EVALSHA", sha, 1, "emq:{bench-ceiling}:x")
-    line.call(trivial)  # connect outside the timing
+    """The one-by-one rows, interleaved in chunks of ``chunk`` calls: ceiling, enqueue,
+    enqueue with the fast path off, floor, again and again. The machine's speed drifts
+    within seconds here, so each row sees the same stretches of it and the ratios hold
+    still."""
+    line = SyncTransport(client, fast=True)
+    trivial = Request([("EVALSHA", sha, 1, "emq:{bench-ceiling}:x")], True)
+    line.send(trivial)  # connect outside the timing
     q = fresh_queue(url)
     q.counts()  # connect and fence outside the timing
+    slow = fresh_queue(url, fast=False)
+    slow.counts()
     jobs = iter(range(n))
+    slow_jobs = iter(range(n))
 
     def ceiling(k: int) -> None:
         for _ in range(k):
@@ -90,11 +98,15 @@ def one_by_one(client: redis.Redis, url: str, sha: str, n: int, chunk: int) -> d
         for i in itertools.islice(jobs, k):
             q.enqueue({"i": i})
 
+    def enqueue_pooled(k: int) -> None:
+        for i in itertools.islice(slow_jobs, k):
+            slow.enqueue({"i": i})
+
     def floor(k: int) -> None:
         for _ in range(k):
-            line.call(trivial)
+            line.send(trivial)
 
-    rows = {"ceil1": ceiling, "enq1": enqueue, "floor1": floor}
+    rows = {"ceil1": ceiling, "enq1": enqueue, "enq1p": enqueue_pooled, "floor1": floor}
     spent = {label: [0.0, 0] for label in rows}  # seconds, server usec
     try:
         for done in range(0, n, chunk):
@@ -108,6 +120,7 @@ def one_by_one(client: redis.Redis, url: str, sha: str, n: int, chunk: int) -> d
     finally:
         line.close()
         q.close()
+        slow.close()
     return {label: (n / secs, usec / n) for label, (secs, usec) in spent.items()}
 
 
@@ -202,6 +215,8 @@ def main() -> None:
              m["enq1"] / m["ceil1"], ">= 0.85", us["enq1"], us["ceil1"]),
             ("  the same, beside the floor", m["enq1"], "EVALSHA 1-by-1, raw", m["floor1"],
              m["enq1"] / m["floor1"], "", us["enq1"], us["floor1"]),
+            ("  the same, fast path off", m["enq1p"], "enqueue, fast path on", m["enq1"],
+             m["enq1p"] / m["enq1"], "", us["enq1p"], us["enq1"]),
             ("enqueue_many", m["many"], "EVALSHA pipelined", m["ceilp"],
              m["many"] / m["ceilp"], ">= 100,000/s", us["many"], us["ceilp"]),
             ("claim + complete", m["cc"], "EVALSHA 1-by-1 / 3", m["ceil1"] / 3,
@@ -212,8 +227,9 @@ def main() -> None:
     )  # fmt: skip
     print(
         "server us/job: time the server spent in EVALSHA per job (INFO commandstats); "
-        "the ceilings run a script that only returns 1. The raw floor sends it on "
-        "echomq's own connection (echomq.line), without redis-py's per-call bookkeeping."
+        "the ceilings run a script that only returns 1. The raw floor sends it on the "
+        "transport's kept connection (the fast path), without redis-py's per-call "
+        "bookkeeping. 'fast path off' is the same enqueue on a pooled connection per call."
     )
     ok1 = m["enq1"] / m["ceil1"] >= 0.85
     ok2 = m["many"] >= 100_000

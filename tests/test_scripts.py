@@ -25,7 +25,8 @@ from echomq import (
 )
 from echomq.embedded import EmbeddedServer, free_port
 from echomq.keyspace import KEYSPACE_VERSION, VERSION_KEY
-from echomq.scripts import Batch, Cmd, Eval, Plan, SyncRunner, all_scripts, script, splice_lib
+from echomq.scripts import Batch, Cmd, Eval, Plan, all_scripts, script, splice_lib
+from echomq.transport import SyncRunner
 
 LUA = resources.files("echomq") / "lua"
 

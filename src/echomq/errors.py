@@ -12,6 +12,9 @@ and carries a stable ``.reason`` string::
     ├── VersionMismatch        the server's {emq}:version differs from this client's
     ├── ScriptError            a script failed in a way that is not a refusal
     ├── ServerUnavailable      no server answers at the configured address
+    │   ├── OutcomeUnknown     a write was sent and no reply came; it is never sent again
+    │   ├── ServerFull         the server is out of memory and refused a write (nothing written)
+    │   └── EnqueuePartial     enqueue_many stopped part-way; .landed holds the ids written
     └── Refused                .reason names why; nothing was written
         ├── JobGone            gone        no such job row
         ├── JobLocked          locked      a worker holds the job's lock
@@ -63,6 +66,51 @@ class ScriptError(EchoMQError):
 
 class ServerUnavailable(EchoMQError):
     """No Valkey/Redis server answers at the configured address."""
+
+
+class OutcomeUnknown(ServerUnavailable):
+    """A transition was written to the server and no reply came back (connection reset,
+    timeout after the write). It may or may not have run; echomq does not send it again.
+    Look at the job before acting again.
+
+    Attributes:
+        job_id: the job the transition was about, or ``None`` (a queue-scope verb).
+        job_ids: every job whose outcome is unknown (a pipelined batch may hold several).
+        verb: the script name of the transition.
+    """
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        job_id: str | None = None,
+        job_ids: tuple[str, ...] = (),
+        verb: str | None = None,
+    ) -> None:
+        super().__init__(message or f"outcome of {verb or 'a write'} unknown")
+        self.job_id = job_id if job_id is not None else (job_ids[0] if job_ids else None)
+        self.job_ids = job_ids or ((job_id,) if job_id is not None else ())
+        self.verb = verb
+
+
+class ServerFull(ServerUnavailable):
+    """The server is out of memory (``maxmemory`` with ``noeviction``) and refused a
+    write before it made one: nothing changed. Verbs that free or keep memory (complete,
+    retry, remove, drain, obliterate, pause, resume, extend, ...) still run."""
+
+
+class EnqueuePartial(ServerUnavailable):
+    """``enqueue_many`` stopped part-way (a full server, or a lost server).
+
+    Attributes:
+        landed: the ids that were written, in the order of the payloads given.
+        cause: the first error of a chunk that did not land.
+    """
+
+    def __init__(self, message: str, *, landed: list[str], cause: BaseException) -> None:
+        super().__init__(message)
+        self.landed = landed
+        self.cause = cause
 
 
 class Refused(EchoMQError):
@@ -133,6 +181,8 @@ REPLY_CODES: dict[str, type[EchoMQError]] = {
     "EMQSTATE active": QueueHasActiveJobs,
     "EMQKIND": ScriptError,
     "EMQARG": InvalidArgument,
+    # the server's own refusal of a write while over maxmemory (noeviction)
+    "OOM": ServerFull,
 }
 
 #: Every refusal reason, for CLI exit codes and the console.

@@ -22,7 +22,8 @@ from . import repeat as repeating
 from .context import DEFAULT_MAX_ATTEMPTS, Context, JsonSerializer, Serializer
 from .events import AsyncEventStream, EventStream
 from .keyspace import Keyspace
-from .scripts import AsyncRunner, Plan, SyncRunner
+from .scripts import Plan
+from .transport import AsyncRunner, SyncRunner
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
 

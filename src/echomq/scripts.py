@@ -1,4 +1,4 @@
-"""The script registry and the runners that drive verbs against a server.
+"""The script registry and the operations plans yield.
 
 Each ``lua/<name>.lua`` is read once per process; a line ``--! include <lib>`` splices in
 ``lua/lib/<lib>.lua`` (shared helpers such as the ring upkeep) so each transition stays
@@ -7,9 +7,9 @@ an ``EVALSHA``; on ``NOSCRIPT`` the runner loads the body and retries once.
 
 A *verb* is written once, as a plan: a generator that yields :class:`Eval`, :class:`Cmd`
 or :class:`Batch` operations, receives their replies and returns the verb's result. The
-sync and async runners below are the only code that knows about I/O; they drive the
-same plans. A server error whose code is in :data:`echomq.errors.REPLY_CODES` is thrown
-into the plan as the typed exception.
+sync and async runners (:mod:`echomq.transport`) are the only code that knows about
+I/O; they drive the same plans. A server error whose code is in
+:data:`echomq.errors.REPLY_CODES` is thrown into the plan as the typed exception.
 """
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ import redis
 import redis.asyncio
 
 from . import errors
-from .keyspace import KEYSPACE_VERSION, VERSION_KEY
-from .line import DECLINED, AsyncLine, SyncLine
 
 T = TypeVar("T")
 Arg = str | int | float | bytes
@@ -147,222 +145,6 @@ def command(op: Eval | Cmd) -> tuple[Arg, ...]:
     if isinstance(op, Eval):
         return ("EVALSHA", op.script.sha, len(op.keys), *op.keys, *op.args)
     return op.args
-
-
-def _queue_ops(pipe: Any, cmds: Sequence[tuple[Arg, ...]]) -> None:
-    for cmd in cmds:
-        pipe.execute_command(*cmd)
-
-
-def _settle(
-    batch: Batch, todo: list[int], replies: list[Any], first: bool, results: list[Any]
-) -> list[int]:
-    """Store each reply (errors mapped); return the indexes to rerun after a NOSCRIPT."""
-    retry: list[int] = []
-    for i, reply in zip(todo, replies):
-        if first and is_noscript(reply):
-            retry.append(i)
-        elif isinstance(reply, redis.ResponseError):
-            results[i] = map_error(reply)
-        else:
-            results[i] = reply
-    return retry
-
-
-def _scripts_of(batch: Batch, idx: list[int]) -> list[Script]:
-    return list(
-        {op.script.name: op.script for i in idx if isinstance(op := batch.ops[i], Eval)}.values()
-    )
-
-
-def _as_str(value: Any) -> str | None:
-    if value is None:
-        return None
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _check_version(found: Any) -> None:
-    got = _as_str(found)
-    if got != KEYSPACE_VERSION:
-        raise errors.VersionMismatch(
-            f"server keyspace version {got!r}, this client speaks {KEYSPACE_VERSION!r}"
-        )
-
-
-class SyncRunner:
-    """Drives plans on a ``redis.Redis`` (or ``redis.RedisCluster``) client."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-        self.line = SyncLine(client)
-        self._fenced = False
-
-    def fence(self) -> None:
-        """Set ``{emq}:version`` if absent and compare it, once per runner."""
-        if self._fenced:
-            return
-        try:
-            self.client.set(VERSION_KEY, KEYSPACE_VERSION, nx=True)
-            _check_version(self.client.get(VERSION_KEY))
-        except redis.ConnectionError as exc:
-            raise errors.ServerUnavailable(str(exc)) from exc
-        self._fenced = True
-
-    def close(self) -> None:
-        """Close the runner's own connection (the client is the caller's)."""
-        self.line.close()
-
-    def _call(self, cmd: tuple[Arg, ...]) -> Any:
-        reply = self.line.call(cmd)
-        return self.client.execute_command(*cmd) if reply is DECLINED else reply
-
-    def _eval(self, op: Eval) -> Any:
-        try:
-            return self._call(command(op))
-        except redis.ResponseError as exc:
-            if not is_noscript(exc):
-                raise
-            self.client.script_load(op.script.body)
-            return self._call(command(op))
-
-    def _pipeline(self, cmds: list[tuple[Arg, ...]]) -> list[Any]:
-        replies = self.line.batch(cmds)
-        if replies is DECLINED:
-            pipe = self.client.pipeline(transaction=False)
-            _queue_ops(pipe, cmds)
-            replies = pipe.execute(raise_on_error=False)
-        return list(replies)
-
-    def _batch(self, batch: Batch) -> list[Any]:
-        results: list[Any] = [None] * len(batch.ops)
-        todo = list(range(len(batch.ops)))
-        for first in (True, False):
-            replies = self._pipeline([command(batch.ops[i]) for i in todo])
-            todo = _settle(batch, todo, replies, first, results)
-            if not todo:
-                break
-            for s in _scripts_of(batch, todo):
-                self.client.script_load(s.body)
-        return results
-
-    def execute(self, op: Op) -> Any:
-        """Run one operation and return its raw reply (errors mapped)."""
-        try:
-            if isinstance(op, Eval):
-                return self._eval(op)
-            if isinstance(op, Cmd):
-                return self._call(op.args)
-            return self._batch(op)
-        except redis.ResponseError as exc:
-            raise map_error(exc) from exc
-        except redis.ConnectionError as exc:
-            raise errors.ServerUnavailable(str(exc)) from exc
-
-    def drive(self, plan: Plan[T]) -> T:
-        """Run ``plan`` to completion and return its result.
-
-        The plan's first step (where it gates its arguments) runs before the version
-        fence, so a malformed id or name raises before anything is sent.
-        """
-        try:
-            op = next(plan)
-            self.fence()
-            while True:
-                try:
-                    reply = self.execute(op)
-                except errors.EchoMQError as exc:
-                    op = plan.throw(exc)
-                else:
-                    op = plan.send(reply)
-        except StopIteration as stop:
-            result: T = stop.value
-            return result
-
-
-class AsyncRunner:
-    """Drives plans on a ``redis.asyncio.Redis`` client."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-        self.line = AsyncLine(client)
-        self._fenced = False
-
-    async def fence(self) -> None:
-        """Set ``{emq}:version`` if absent and compare it, once per runner."""
-        if self._fenced:
-            return
-        try:
-            await self.client.set(VERSION_KEY, KEYSPACE_VERSION, nx=True)
-            _check_version(await self.client.get(VERSION_KEY))
-        except redis.ConnectionError as exc:
-            raise errors.ServerUnavailable(str(exc)) from exc
-        self._fenced = True
-
-    async def aclose(self) -> None:
-        """Close the runner's own connection (the client is the caller's)."""
-        await self.line.aclose()
-
-    async def _call(self, cmd: tuple[Arg, ...]) -> Any:
-        reply = await self.line.call(cmd)
-        return await self.client.execute_command(*cmd) if reply is DECLINED else reply
-
-    async def _eval(self, op: Eval) -> Any:
-        try:
-            return await self._call(command(op))
-        except redis.ResponseError as exc:
-            if not is_noscript(exc):
-                raise
-            await self.client.script_load(op.script.body)
-            return await self._call(command(op))
-
-    async def _pipeline(self, cmds: list[tuple[Arg, ...]]) -> list[Any]:
-        replies = await self.line.batch(cmds)
-        if replies is DECLINED:
-            pipe = self.client.pipeline(transaction=False)
-            _queue_ops(pipe, cmds)
-            replies = await pipe.execute(raise_on_error=False)
-        return list(replies)
-
-    async def _batch(self, batch: Batch) -> list[Any]:
-        results: list[Any] = [None] * len(batch.ops)
-        todo = list(range(len(batch.ops)))
-        for first in (True, False):
-            replies = await self._pipeline([command(batch.ops[i]) for i in todo])
-            todo = _settle(batch, todo, replies, first, results)
-            if not todo:
-                break
-            for s in _scripts_of(batch, todo):
-                await self.client.script_load(s.body)
-        return results
-
-    async def execute(self, op: Op) -> Any:
-        """Run one operation and return its raw reply (errors mapped)."""
-        try:
-            if isinstance(op, Eval):
-                return await self._eval(op)
-            if isinstance(op, Cmd):
-                return await self._call(op.args)
-            return await self._batch(op)
-        except redis.ResponseError as exc:
-            raise map_error(exc) from exc
-        except redis.ConnectionError as exc:
-            raise errors.ServerUnavailable(str(exc)) from exc
-
-    async def drive(self, plan: Plan[T]) -> T:
-        """Run ``plan`` to completion and return its result (gates before the fence)."""
-        try:
-            op = next(plan)
-            await self.fence()
-            while True:
-                try:
-                    reply = await self.execute(op)
-                except errors.EchoMQError as exc:
-                    op = plan.throw(exc)
-                else:
-                    op = plan.send(reply)
-        except StopIteration as stop:
-            result: T = stop.value
-            return result
 
 
 def all_scripts() -> list[Script]:

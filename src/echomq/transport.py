@@ -1,0 +1,722 @@
+"""The one transport: every command a verb sends leaves through here.
+
+A verb is a plan (:mod:`echomq.scripts`) that yields operations; a runner drives it
+and hands each operation to its transport, which writes the commands on a connection
+of the client's pool and reads the replies, with redis-py's documented API only
+(``ConnectionPool.get_connection``/``release``, ``Connection.pack_commands``,
+``send_packed_command``, ``read_response``, ``disconnect``).
+
+**At most once.** The transport knows, for every failure, whether the commands left:
+
+- the connection failed before the write (connect refused, a reset seen at the write):
+  nothing ran, the commands are sent once more on a fresh connection;
+- the write went out and no reply came (a reset or a timeout after the write): the
+  outcome is unknown. An operation whose verb is idempotent on the server
+  (:data:`RESEND`, one line per script, with the reason) is sent once more; any other
+  raises :class:`~echomq.errors.OutcomeUnknown` carrying the job id, and is never sent
+  again, by echomq or by redis-py: the transport does its own I/O, so the client's
+  ``Retry`` policy only ever re-runs a *connect*, never a command.
+
+**The fast path.** An idempotent operation (the hot path: enqueue, claim, complete,
+extend, the pause gate) travels on one connection the transport keeps checked out of
+the pool, which skips the pool's per-call checkout (a lock and a socket poll). Any
+other operation, or one that meets the kept connection busy (another thread or task),
+takes a connection from the pool per call, whose checkout checks it is still sound, so
+a server restart never turns a stale socket into an unknown outcome. ``bench/spine.py``
+measures both; ``EMQ_FAST_PATH=0`` in the environment turns the kept connection off.
+
+A cluster client (no single pool) is driven through its ``execute_command``; its own
+retry policy applies there (build it with retries off for at-most-once sending).
+
+**Quiet recovery.** A failure the transport recovers from by itself is logged at
+DEBUG. One that reaches the caller starts an *outage*: one WARNING line, then one
+line "recovered after N s" at the next success; tracebacks only at DEBUG.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+import threading
+import time
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import redis
+import redis.asyncio
+
+from . import errors
+from .errors import InvalidJobId
+from .ids import validate
+from .keyspace import KEYSPACE_VERSION, VERSION_KEY
+from .scripts import Arg, Batch, Cmd, Eval, Op, Plan, command, is_noscript, map_error
+
+T = TypeVar("T")
+log = logging.getLogger("echomq.transport")
+
+#: Whether the kept connection is used (``EMQ_FAST_PATH=0`` turns it off).
+FAST_PATH = os.environ.get("EMQ_FAST_PATH", "1").strip() not in ("0", "false", "no", "off")
+
+# Whether each script may be sent again when its outcome is unknown (written, no
+# reply). True only where a repeat cannot change anything a first run did not, and
+# answers what the verb documents. A script missing here is never re-sent.
+RESEND: dict[str, bool] = {
+    # the settled tombstone and the row check answer a repeat "duplicate"
+    "enqueue": True,
+    # the claim request id answers a repeat with the same jobs
+    "claim": True,
+    # a repeat finds no row: JobGone, which the worker reads as settled
+    "complete": True,
+    # a later deadline again, fenced by the token
+    "extend_lock": True,
+    "extend": True,
+    # set / clear a flag
+    "pause": True,
+    "resume": True,
+    "pause_group": True,
+    "resume_group": True,
+    "group_pause": True,
+    "group_resume": True,
+    "set_group_limit": True,
+    "set_group_weight": True,
+    "group_limit": True,
+    "group_weight": True,
+    "lock_job": True,
+    "unlock_job": True,
+    # bounded sweeps: a repeat is one more sweep
+    "promote": True,
+    "reap": True,
+    # bounded and "call again until True": a repeat is the next call
+    "obliterate": True,
+    # replaces a value with the same value
+    "update_data": True,
+    "update_progress": True,
+    # reads
+    "counts": True,
+    "browse": True,
+    "groups": True,
+    "get_logs": True,
+    "get_job_logs": True,
+    "repeat_due": True,
+    "fire_due_list": True,
+    # NOT re-sent: a repeat would answer "refused" for a change that happened, count
+    # twice, or lose the first call's answer
+    "retry": False,
+    "delay": False,
+    "release": False,
+    "remove_job": False,
+    "reprocess": False,
+    "reprocess_job": False,
+    "add_log": False,
+    "drain": False,
+    "drain_group": False,
+    "reassign": False,
+    "stalled": False,
+    "check_stalled": False,
+    "repeat_add": False,
+    "repeat": False,
+    "repeat_cancel": False,
+    "cancel_repeat": False,
+    "repeat_fire": False,
+    "fire_due": False,
+}
+
+
+def resendable(op: Eval | Cmd) -> bool:
+    """Whether ``op`` may be sent again after a write with no reply. A plain command
+    is a read (plans send every write as a script)."""
+    if isinstance(op, Cmd):
+        return True
+    return RESEND.get(op.script.name, False)
+
+
+def job_of(op: Eval | Cmd) -> str | None:
+    """The job a verb is about: KEYS[2] is its row (``<base>job:<id>``), else a
+    leading job id argument; ``None`` for a queue-scope verb."""
+    if not isinstance(op, Eval):
+        return None
+    keys = op.keys
+    if len(keys) >= 2 and keys[1].startswith(f"{keys[0]}job:"):
+        return keys[1][len(keys[0]) + 4 :]
+    if op.args and isinstance(op.args[0], str) and op.args[0].startswith("JOB"):
+        try:
+            return validate(op.args[0])
+        except InvalidJobId:
+            return None
+    return None
+
+
+class NotSent(Exception):
+    """Nothing of the write reached the server (internal to the transport)."""
+
+
+class NoReply(Exception):
+    """The write went out and the replies stopped (internal to the transport).
+
+    Attributes:
+        got: the replies read before the cut, in order.
+    """
+
+    def __init__(self, got: list[Any], cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.got = got
+        self.cause = cause
+
+
+@dataclass(frozen=True)
+class Request:
+    """Commands to write in one go and read back, and whether the kept connection
+    may carry them (only operations that may be re-sent)."""
+
+    cmds: list[tuple[Arg, ...]]
+    fast: bool
+
+
+# What a transport yields to its driver: send these, give me the replies (each a
+# reply or the redis.ResponseError in its place), or throw NotSent / NoReply.
+Exchange = Generator[Request, list[Any], Any]
+
+
+def _reply(exc_or_reply: Any) -> Any:
+    if isinstance(exc_or_reply, redis.ResponseError):
+        return map_error(exc_or_reply)
+    return exc_or_reply
+
+
+def exchange(op: Op) -> Exchange:
+    """Run one operation (a batch: each of its operations) with the at-most-once
+    rule and the ``NOSCRIPT`` reload; return its reply (a batch: the list of replies,
+    each error as the mapped exception instance).
+
+    Raises:
+        ServerUnavailable: the server could not be reached (nothing ran), or an
+            idempotent operation failed twice.
+        OutcomeUnknown: an operation that is not re-sent was written and no reply came.
+        EchoMQError: the mapped error reply of a single operation.
+    """
+    ops: tuple[Eval | Cmd, ...] = op.ops if isinstance(op, Batch) else (op,)
+    results: list[Any] = [None] * len(ops)
+    todo = list(range(len(ops)))
+    loaded = resent = False
+    while todo:
+        fast = all(resendable(ops[i]) for i in todo)
+        try:
+            replies = yield Request([command(ops[i]) for i in todo], fast)
+            failure: NoReply | None = None
+        except NotSent as exc:
+            if resent:
+                raise errors.ServerUnavailable(str(exc)) from exc
+            resent = True  # nothing ran: once more on a fresh connection
+            continue
+        except NoReply as exc:
+            replies, failure = exc.got, exc
+        noscript: list[int] = []
+        for i, r in zip(todo, replies):
+            if is_noscript(r) and not loaded:
+                noscript.append(i)
+            else:
+                results[i] = _reply(r)
+        unknown = todo[len(replies) :]
+        if failure is not None:
+            held = [ops[i] for i in unknown if not resendable(ops[i])]
+            if held:
+                ids = tuple(j for o in held if (j := job_of(o)) is not None)
+                name = held[0].script.name if isinstance(held[0], Eval) else None
+                raise errors.OutcomeUnknown(
+                    f"{name or 'a write'}: sent, no reply ({failure})", job_ids=ids, verb=name
+                ) from failure.cause
+            if resent:
+                raise errors.ServerUnavailable(str(failure)) from failure.cause
+            resent = True
+        if noscript:
+            loaded = True
+            scripts = {o.script.name: o.script for i in noscript if isinstance(o := ops[i], Eval)}
+            # loading is idempotent, so it may travel on the kept connection
+            yield from _load([("SCRIPT", "LOAD", s.body) for s in scripts.values()])
+        todo = sorted(noscript + unknown)
+    if isinstance(op, Batch):
+        return results
+    if isinstance(results[0], Exception):
+        raise results[0]
+    return results[0]
+
+
+def _load(cmds: list[tuple[Arg, ...]]) -> Exchange:
+    for attempt in (1, 2):
+        try:
+            replies = yield Request(cmds, True)
+        except (NotSent, NoReply) as exc:
+            if attempt == 2:
+                raise errors.ServerUnavailable(str(exc)) from exc
+            continue
+        for r in replies:
+            if isinstance(r, redis.ResponseError):
+                raise map_error(r)
+        return
+
+
+def _as_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def fence() -> Exchange:
+    """Read ``{emq}:version`` and compare it; write it (``SET NX``) only when absent,
+    so a full server, which refuses the write, still lets every client in.
+
+    Raises:
+        VersionMismatch: the server speaks another keyspace version.
+    """
+    found = yield from exchange(Cmd(("GET", VERSION_KEY)))
+    if found is None:
+        yield from exchange(Cmd(("SET", VERSION_KEY, KEYSPACE_VERSION, "NX")))
+        found = yield from exchange(Cmd(("GET", VERSION_KEY)))
+    got = _as_text(found)
+    if got != KEYSPACE_VERSION:
+        raise errors.VersionMismatch(
+            f"server keyspace version {got!r}, this client speaks {KEYSPACE_VERSION!r}"
+        )
+
+
+class Outage:
+    """Logs a failure that reached a caller once per outage, and the recovery."""
+
+    #: A new outage this soon after the last one's first line logs nothing new.
+    QUIET_S = 5.0
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.since: float | None = None
+        self.errors = 0
+        self._last_line = -1e9
+
+    def transient(self, exc: BaseException) -> None:
+        """A failure the transport recovers from by itself: DEBUG only."""
+        log.debug("echomq: connection to %s failed, retrying: %s", self.where, exc, exc_info=exc)
+
+    def failed(self, exc: BaseException) -> None:
+        """A failure that reaches the caller."""
+        now = time.monotonic()
+        self.errors += 1
+        log.debug("echomq: %s: %s", self.where, exc, exc_info=exc)
+        if self.since is None:
+            self.since = now
+            if now - self._last_line >= self.QUIET_S:
+                self._last_line = now
+                log.warning("echomq: lost the server at %s: %s", self.where, exc)
+
+    def ok(self) -> None:
+        """A success: ends an outage with its one line."""
+        if self.since is not None:
+            log.warning(
+                "echomq: server at %s recovered after %.1f s (%d failed calls)",
+                self.where,
+                time.monotonic() - self.since,
+                self.errors,
+            )
+            self.since, self.errors = None, 0
+
+
+_DROPPED = (redis.ConnectionError, redis.TimeoutError, OSError)
+
+# Bumped in a forked child, so a kept connection knows it is the parent's without
+# asking the kernel for its pid on every call.
+_forks = 0
+
+
+def _forked() -> None:
+    global _forks
+    _forks += 1
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def _where(client: Any) -> str:
+    pool = getattr(client, "connection_pool", None)
+    kw = getattr(pool, "connection_kwargs", None) or {}
+    if "path" in kw:
+        return f"unix:{kw['path']}"
+    if "host" in kw:
+        return f"{kw['host']}:{kw.get('port', 6379)}"
+    return type(client).__name__
+
+
+def _takes_name(pool: Any) -> bool:
+    # redis-py < 5.3 requires the command name; later ones warn when given one
+    try:
+        param = inspect.signature(pool.get_connection).parameters.get("command_name")
+    except (TypeError, ValueError):
+        return False
+    return param is not None and param.default is inspect.Parameter.empty
+
+
+def _callbacks(client: Any) -> Any:
+    return getattr(client, "response_callbacks", None) or {}
+
+
+def _shape(callbacks: Any, cmds: Sequence[tuple[Arg, ...]], replies: list[Any]) -> list[Any]:
+    """Apply the client's response callbacks (``set_response_callback``) to replies of
+    plain commands, as ``execute_command`` would; a script's reply has none."""
+    out = []
+    for cmd, r in zip(cmds, replies):
+        name = cmd[0]
+        if name == "EVALSHA" or isinstance(r, redis.ResponseError):
+            out.append(r)
+            continue
+        cb = callbacks.get(name)
+        out.append(r if cb is None else cb(r))
+    return out
+
+
+class SyncTransport:
+    """Sends a sync client's commands (thread-safe).
+
+    Args:
+        client: a ``redis.Redis`` (or ``redis.RedisCluster``).
+        fast: keep a connection for idempotent operations (default: :data:`FAST_PATH`).
+    """
+
+    def __init__(self, client: Any, *, fast: bool | None = None) -> None:
+        self.client = client
+        self.pool: Any = getattr(client, "connection_pool", None)
+        self.fast = (FAST_PATH if fast is None else fast) and self.pool is not None
+        self.outage = Outage(_where(client))
+        self._name = self.pool is not None and _takes_name(self.pool)
+        self._callbacks = _callbacks(client)
+        self._lock = threading.Lock()
+        self._kept: Any = None
+        self._forks = _forks
+
+    def _checkout(self) -> Any:
+        return self.pool.get_connection("_") if self._name else self.pool.get_connection()
+
+    def _io(self, conn: Any, cmds: list[tuple[Arg, ...]]) -> list[Any]:
+        try:
+            conn.send_packed_command(conn.pack_commands(cmds))
+        except _DROPPED as exc:
+            conn.disconnect()
+            raise NotSent(str(exc)) from exc
+        got: list[Any] = []
+        try:
+            for _ in cmds:
+                try:
+                    got.append(conn.read_response())
+                except redis.ResponseError as exc:
+                    got.append(exc)
+        except _DROPPED as exc:
+            conn.disconnect()
+            raise NoReply(_shape(self._callbacks, cmds, got), exc) from exc
+        except BaseException:
+            conn.disconnect()  # interrupted between write and read: unusable
+            raise
+        return _shape(self._callbacks, cmds, got)
+
+    def _kept_conn(self) -> Any:
+        """The kept connection with the lock held, or None (lock not held)."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        if self._forks != _forks:  # forked: the parent's socket is not ours
+            self._kept, self._forks = None, _forks
+        if self._kept is None:
+            try:
+                self._kept = self._checkout()
+            except BaseException:
+                self._lock.release()
+                raise
+        return self._kept
+
+    def send(self, req: Request) -> list[Any]:
+        """Write ``req``'s commands and read every reply.
+
+        Raises:
+            NotSent: nothing reached the server.
+            NoReply: the write went out and the replies stopped.
+        """
+        if self.pool is None:
+            return self._cluster(req)
+        if self.fast and req.fast:
+            try:
+                conn = self._kept_conn()
+            except _DROPPED as exc:
+                raise NotSent(str(exc)) from exc
+            if conn is not None:
+                try:
+                    return self._io(conn, req.cmds)
+                finally:
+                    self._lock.release()
+        try:
+            conn = self._checkout()
+        except _DROPPED as exc:
+            raise NotSent(str(exc)) from exc
+        try:
+            return self._io(conn, req.cmds)
+        finally:
+            self.pool.release(conn)
+
+    def _cluster(self, req: Request) -> list[Any]:
+        got: list[Any] = []
+        for cmd in req.cmds:
+            try:
+                if cmd[0] == "SCRIPT":  # loaded on every primary, not routed by a key
+                    got.append(self.client.script_load(cmd[2]))
+                else:
+                    got.append(self.client.execute_command(*cmd))
+            except redis.ResponseError as exc:
+                got.append(exc)
+            except _DROPPED as exc:
+                raise NoReply(got, exc) from exc
+        return got
+
+    def run(self, ex: Exchange) -> Any:
+        """Drive an exchange to its result."""
+        try:
+            req = next(ex)
+            while True:
+                try:
+                    replies = self.send(req)
+                except (NotSent, NoReply) as exc:
+                    self.outage.transient(exc)
+                    req = ex.throw(exc)
+                else:
+                    req = ex.send(replies)
+        except StopIteration as stop:
+            self.outage.ok()
+            return stop.value
+        except errors.ServerUnavailable as exc:
+            if isinstance(exc, errors.ServerFull):
+                self.outage.ok()
+            else:
+                self.outage.failed(exc)
+            raise
+        except errors.EchoMQError:
+            self.outage.ok()
+            raise
+
+    def close(self) -> None:
+        """Give the kept connection back (a later call takes a new one)."""
+        with self._lock:
+            conn, self._kept = self._kept, None
+            if conn is not None and self._forks == _forks:
+                conn.disconnect()
+                self.pool.release(conn)
+
+
+class AsyncTransport:
+    """Sends an asyncio client's commands (a kept connection in use by another task
+    makes the call take a pooled one).
+
+    Args:
+        client: a ``redis.asyncio.Redis`` (or ``RedisCluster``).
+        fast: keep a connection for idempotent operations (default: :data:`FAST_PATH`).
+    """
+
+    def __init__(self, client: Any, *, fast: bool | None = None) -> None:
+        self.client = client
+        self.pool: Any = getattr(client, "connection_pool", None)
+        self.fast = (FAST_PATH if fast is None else fast) and self.pool is not None
+        self.outage = Outage(_where(client))
+        self._name = self.pool is not None and _takes_name(self.pool)
+        self._callbacks = _callbacks(client)
+        self._busy = False
+        self._kept: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._forks = _forks
+
+    async def _checkout(self) -> Any:
+        if self._name:
+            return await self.pool.get_connection("_")
+        return await self.pool.get_connection()
+
+    async def _io(self, conn: Any, cmds: list[tuple[Arg, ...]]) -> list[Any]:
+        try:
+            await conn.send_packed_command(conn.pack_commands(cmds))
+        except _DROPPED as exc:
+            await conn.disconnect(nowait=True)
+            raise NotSent(str(exc)) from exc
+        got: list[Any] = []
+        try:
+            for _ in cmds:
+                try:
+                    got.append(await conn.read_response())
+                except redis.ResponseError as exc:
+                    got.append(exc)
+        except _DROPPED as exc:
+            await conn.disconnect(nowait=True)
+            raise NoReply(_shape(self._callbacks, cmds, got), exc) from exc
+        except BaseException:
+            await conn.disconnect(nowait=True)  # cancelled between write and read
+            raise
+        return _shape(self._callbacks, cmds, got)
+
+    async def _kept_conn(self) -> Any:
+        """The kept connection, marked busy; None when busy."""
+        if self._busy:
+            return None
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._forks != _forks:
+            # another loop (or a fork): that connection's streams are not ours
+            self._kept, self._loop, self._forks = None, loop, _forks
+        self._busy = True
+        if self._kept is None:
+            try:
+                self._kept = await self._checkout()
+            except BaseException:
+                self._busy = False
+                raise
+        return self._kept
+
+    async def send(self, req: Request) -> list[Any]:
+        """As :meth:`SyncTransport.send`."""
+        if self.pool is None:
+            return await self._cluster(req)
+        if self.fast and req.fast:
+            try:
+                conn = await self._kept_conn()
+            except _DROPPED as exc:
+                raise NotSent(str(exc)) from exc
+            if conn is not None:
+                try:
+                    return await self._io(conn, req.cmds)
+                finally:
+                    self._busy = False
+        try:
+            conn = await self._checkout()
+        except _DROPPED as exc:
+            raise NotSent(str(exc)) from exc
+        try:
+            return await self._io(conn, req.cmds)
+        finally:
+            await self.pool.release(conn)
+
+    async def _cluster(self, req: Request) -> list[Any]:
+        got: list[Any] = []
+        for cmd in req.cmds:
+            try:
+                if cmd[0] == "SCRIPT":  # loaded on every primary, not routed by a key
+                    got.append(await self.client.script_load(cmd[2]))
+                else:
+                    got.append(await self.client.execute_command(*cmd))
+            except redis.ResponseError as exc:
+                got.append(exc)
+            except _DROPPED as exc:
+                raise NoReply(got, exc) from exc
+        return got
+
+    async def run(self, ex: Exchange) -> Any:
+        """Drive an exchange to its result."""
+        try:
+            req = next(ex)
+            while True:
+                try:
+                    replies = await self.send(req)
+                except (NotSent, NoReply) as exc:
+                    self.outage.transient(exc)
+                    req = ex.throw(exc)
+                else:
+                    req = ex.send(replies)
+        except StopIteration as stop:
+            self.outage.ok()
+            return stop.value
+        except errors.ServerUnavailable as exc:
+            if isinstance(exc, errors.ServerFull):
+                self.outage.ok()
+            else:
+                self.outage.failed(exc)
+            raise
+        except errors.EchoMQError:
+            self.outage.ok()
+            raise
+
+    async def aclose(self) -> None:
+        """Give the kept connection back (a later call takes a new one)."""
+        conn, self._kept = self._kept, None
+        if conn is not None and self._loop is asyncio.get_running_loop():
+            await conn.disconnect()
+            await self.pool.release(conn)
+
+
+class SyncRunner:
+    """Drives plans on a sync client through a :class:`SyncTransport`."""
+
+    def __init__(self, client: Any, *, fast: bool | None = None) -> None:
+        self.client = client
+        self.transport = SyncTransport(client, fast=fast)
+        self._fenced = False
+
+    def fence(self) -> None:
+        """Check ``{emq}:version`` once per runner (see :func:`fence`)."""
+        if not self._fenced:
+            self.transport.run(fence())
+            self._fenced = True
+
+    def execute(self, op: Op) -> Any:
+        """Run one operation and return its reply (errors mapped, see :func:`exchange`)."""
+        return self.transport.run(exchange(op))
+
+    def drive(self, plan: Plan[T]) -> T:
+        """Run ``plan`` to completion and return its result.
+
+        The plan's first step (where it gates its arguments) runs before the version
+        fence, so a malformed id or name raises before anything is sent.
+        """
+        try:
+            op = next(plan)
+            self.fence()
+            while True:
+                try:
+                    reply = self.execute(op)
+                except errors.EchoMQError as exc:
+                    op = plan.throw(exc)
+                else:
+                    op = plan.send(reply)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+
+    def close(self) -> None:
+        """Give back the transport's kept connection (the client is the caller's)."""
+        self.transport.close()
+
+
+class AsyncRunner:
+    """Drives plans on an asyncio client through an :class:`AsyncTransport`."""
+
+    def __init__(self, client: Any, *, fast: bool | None = None) -> None:
+        self.client = client
+        self.transport = AsyncTransport(client, fast=fast)
+        self._fenced = False
+
+    async def fence(self) -> None:
+        """Check ``{emq}:version`` once per runner (see :func:`fence`)."""
+        if not self._fenced:
+            await self.transport.run(fence())
+            self._fenced = True
+
+    async def execute(self, op: Op) -> Any:
+        """Run one operation and return its reply (errors mapped)."""
+        return await self.transport.run(exchange(op))
+
+    async def drive(self, plan: Plan[T]) -> T:
+        """Run ``plan`` to completion and return its result (gates before the fence)."""
+        try:
+            op = next(plan)
+            await self.fence()
+            while True:
+                try:
+                    reply = await self.execute(op)
+                except errors.EchoMQError as exc:
+                    op = plan.throw(exc)
+                else:
+                    op = plan.send(reply)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+
+    async def aclose(self) -> None:
+        """Give back the transport's kept connection (the client is the caller's)."""
+        await self.transport.aclose()

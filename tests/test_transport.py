@@ -1,0 +1,290 @@
+"""The transport (``echomq.transport``): what it sends, on which connection, and what
+it does when a reply does not come.
+
+A lost reply is made real, with no mock: the fault proxy of the fault suite
+(``tests/faults/proxy.py``) lets the command through to the server, which runs it, and
+swallows the reply, resetting the connection. Each test checks the reply (or the typed
+error) and the keys left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+import redis.asyncio
+
+from conftest import dump
+from echomq import AsyncQueue, JobGone, Queue, ServerUnavailable, new_id
+from echomq.embedded import EmbeddedServer, free_port
+from echomq.errors import OutcomeUnknown
+from echomq.scripts import all_scripts
+from echomq.transport import RESEND, Request, SyncRunner, SyncTransport
+from faults.proxy import FaultProxy
+
+
+def calls(r: redis.Redis, command: str = "evalsha") -> int:
+    """How many times the server ran ``command`` so far."""
+    return int(r.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0))
+
+
+def kept_id(q: Queue) -> int:
+    conn = q.runner.transport._kept
+    assert conn is not None
+    conn.send_command("CLIENT", "ID")
+    return int(conn.read_response())
+
+
+@pytest.fixture()
+def proxy(server: EmbeddedServer) -> Iterator[FaultProxy]:
+    with FaultProxy(server.port) as p:
+        yield p
+
+
+@pytest.fixture()
+def pq(proxy: FaultProxy, qname: str) -> Iterator[Queue]:
+    """A queue that talks to the server through the fault proxy."""
+    q = Queue(qname, url=proxy.url)
+    yield q
+    q.close()
+
+
+def test_every_script_decides_whether_it_may_be_resent() -> None:
+    names = {s.name for s in all_scripts()}
+    assert names <= set(RESEND), sorted(names - set(RESEND))
+
+
+def test_verbs_travel_on_the_kept_connection(q: Queue, r: redis.Redis) -> None:
+    jid = q.enqueue({"a": 1})
+    assert q.is_paused() is False  # the client's callback (HEXISTS -> bool) applied
+    assert q.job_state(jid) == "pending"
+    pool = q.client.connection_pool
+    # the kept connection is the pool's only one: every call so far went on it
+    assert len(pool._in_use_connections) == 1 and not pool._available_connections
+    assert r.zrange(q.keys.pending, 0, -1) == [jid]
+
+
+def test_the_fast_path_can_be_turned_off(server: EmbeddedServer, qname: str) -> None:
+    client = redis.Redis.from_url(server.url, decode_responses=True)
+    runner = SyncRunner(client, fast=False)
+    q = Queue(qname, client=client)
+    q.runner = runner
+    jid = q.enqueue({"b": 2})
+    assert runner.transport._kept is None  # a pooled connection per call
+    assert q.get_job(jid)["data"] == {"b": 2}
+    assert client.zrange(q.keys.pending, 0, -1) == [jid]
+    q.close()
+    client.close()
+
+
+def test_the_environment_switch_reads_zero_as_off() -> None:
+    code = "import echomq.transport as t, sys; sys.exit(0 if t.FAST_PATH is False else 1)"
+    env = {**os.environ, "EMQ_FAST_PATH": "0"}
+    import subprocess
+    import sys
+
+    assert subprocess.run([sys.executable, "-c", code], env=env, check=False).returncode == 0
+
+
+def test_a_killed_kept_connection_is_resent_for_an_idempotent_verb(
+    q: Queue, r: redis.Redis
+) -> None:
+    q.counts()
+    r.client_kill_filter(_id=kept_id(q))
+    jid = q.enqueue({"c": 3})  # the write fails or the reply does: enqueue is re-sent
+    assert r.zrange(q.keys.pending, 0, -1) == [jid]
+    assert r.hget(q.keys.job(jid), "payload") == '{"c":3}'
+    q.enqueue({"d": 4})
+    assert r.zcard(q.keys.pending) == 2
+
+
+def test_a_lost_reply_of_remove_is_never_resent(
+    pq: Queue, proxy: FaultProxy, r: redis.Redis
+) -> None:
+    jid = pq.enqueue({"e": 5})
+    with pytest.raises(JobGone):  # a pooled connection made (its handshake is not dropped)
+        pq.remove_job(new_id())
+    before = calls(r)
+    proxy.drop_replies(1)
+    with pytest.raises(OutcomeUnknown) as err:
+        pq.remove_job(jid)
+    assert err.value.job_id == jid and err.value.verb == "remove_job"
+    assert isinstance(err.value, ServerUnavailable)
+    # the one write ran once; nothing was sent again
+    assert calls(r) - before == 1 and proxy.replies_dropped == 1
+    assert r.exists(pq.keys.job(jid)) == 0
+    assert r.zcard(pq.keys.pending) == 0
+    with pytest.raises(JobGone):  # the caller looks, then knows
+        pq.remove_job(jid)
+
+
+def test_a_lost_reply_of_enqueue_is_resent_and_lands_once(
+    pq: Queue, proxy: FaultProxy, r: redis.Redis
+) -> None:
+    jid = new_id()
+    pq.counts()
+    before = calls(r)
+    proxy.drop_replies(1)
+    assert pq.enqueue({"f": 6}, job_id=jid) == jid  # the re-send answered "duplicate"
+    assert calls(r) - before == 2
+    assert r.zrange(pq.keys.pending, 0, -1) == [jid]
+    assert r.hget(pq.keys.job(jid), "payload") == '{"f":6}'
+    assert r.hget(pq.keys.job(jid), "attempts") == "0"
+
+
+def test_a_minted_enqueue_resent_does_not_write_twice(
+    pq: Queue, proxy: FaultProxy, r: redis.Redis
+) -> None:
+    pq.counts()
+    proxy.drop_replies(1)
+    jid = pq.enqueue({"m": 1})
+    assert r.zrange(pq.keys.pending, 0, -1) == [jid]
+    assert r.hgetall(pq.keys.job(jid)) == {
+        "state": "pending",
+        "attempts": "0",
+        "payload": '{"m":1}',
+    }
+
+
+def test_no_server_is_server_unavailable_and_nothing_else(qname: str) -> None:
+    q = Queue(qname, url=f"redis://127.0.0.1:{free_port()}/0")
+    with pytest.raises(ServerUnavailable) as err:
+        q.enqueue({"g": 7})
+    assert not isinstance(err.value, OutcomeUnknown)  # nothing was written
+    q.close()
+
+
+def test_one_log_line_per_outage(qname: str, caplog: pytest.LogCaptureFixture) -> None:
+    port = free_port()
+    srv = EmbeddedServer(port=port).start()
+    q = Queue(qname, url=srv.url)
+    try:
+        q.enqueue({"h": 8})
+        srv.stop()
+        with caplog.at_level(logging.DEBUG, logger="echomq.transport"):
+            for _ in range(20):
+                with pytest.raises(ServerUnavailable):
+                    q.counts()
+            srv = EmbeddedServer(port=port).start()
+            assert q.counts()["pending"] == 0  # a fresh server: nothing kept
+        warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert [w.getMessage().split(":")[1].strip() for w in warnings] == [
+            "lost the server at 127.0.0.1",
+            "server at 127.0.0.1",
+        ]
+        assert "recovered after" in warnings[1].getMessage()
+        assert all(w.exc_info is None for w in warnings)  # tracebacks only at DEBUG
+    finally:
+        q.close()
+        srv.stop()
+
+
+def test_a_timed_out_read_drops_the_connection(server: EmbeddedServer, r: redis.Redis) -> None:
+    client = redis.Redis.from_url(server.url, socket_timeout=0.2)
+    t = SyncTransport(client, fast=True)
+    key = "transport-test:empty"
+    with pytest.raises(Exception) as err:
+        t.send(Request([("BLPOP", key, 1)], True))
+    assert type(err.value).__name__ == "NoReply"
+    r.rpush(key, "x")
+    # a fresh connection: the late BLPOP reply can never be read as this one's
+    assert t.send(Request([("LLEN", key)], True)) == [1]
+    r.delete(key)
+    t.close()
+    client.close()
+
+
+def test_after_a_fork_the_child_takes_its_own_connection(q: Queue, r: redis.Redis) -> None:
+    parent_job = q.enqueue({"who": "parent"})
+    parent_conn = q.runner.transport._kept
+    pid = os.fork()
+    if pid == 0:  # the child: must not write on the parent's socket
+        code = 1
+        try:
+            q.enqueue({"who": "child"})
+            code = 0 if q.runner.transport._kept is not parent_conn else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert q.job_state(parent_job) == "pending"
+    assert q.runner.transport._kept is parent_conn
+    payloads = sorted(r.hget(q.keys.job(j), "payload") for j in r.zrange(q.keys.pending, 0, -1))
+    assert payloads == ['{"who":"child"}', '{"who":"parent"}']
+
+
+def test_close_hangs_up_the_kept_connection(
+    server: EmbeddedServer, qname: str, r: redis.Redis
+) -> None:
+    q = Queue(qname, url=server.url)
+    q.enqueue({"i": 9})
+    kid = kept_id(q)
+    assert kid in {int(c["id"]) for c in r.client_list()}
+    q.close()
+    assert kid not in {int(c["id"]) for c in r.client_list()}
+
+
+def test_threads_sharing_a_queue_all_land(q: Queue, r: redis.Redis) -> None:
+    got: list[str] = []
+
+    def work() -> None:
+        for i in range(200):
+            got.append(q.enqueue({"i": i}))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(got)) == 800
+    assert r.zcard(q.keys.pending) == 800
+
+
+def test_a_refused_call_through_the_pool_changes_nothing(q: Queue, r: redis.Redis) -> None:
+    jid = q.enqueue({"j": 10})
+    before = dump(r, q)
+    with pytest.raises(Exception) as err:
+        q.reprocess_job(jid)  # not dead: refused, on a pooled connection
+    assert type(err.value).__name__ == "JobNotDead"
+    assert dump(r, q) == before
+
+
+async def test_async_verbs_travel_on_the_kept_connection(aq: AsyncQueue, r: redis.Redis) -> None:
+    jid = await aq.enqueue({"k": 11})
+    assert await aq.is_paused() is False
+    pool = aq.client.connection_pool
+    assert len(pool._in_use_connections) == 1 and not pool._available_connections
+    claimed = await aq.claim()
+    assert claimed is not None and claimed.id == jid
+    assert r.hget(aq.keys.job(jid), "state") == "active"
+
+
+async def test_async_lost_reply_of_remove_is_outcome_unknown(
+    proxy: FaultProxy, qname: str, r: redis.Redis
+) -> None:
+    aq = AsyncQueue(qname, url=proxy.url)
+    jid = await aq.enqueue({"l": 12})
+    with pytest.raises(JobGone):  # a pooled connection made (its handshake is not dropped)
+        await aq.remove_job(new_id())
+    before = calls(r)
+    proxy.drop_replies(1)
+    with pytest.raises(OutcomeUnknown) as err:
+        await aq.remove_job(jid)
+    assert err.value.job_id == jid
+    assert calls(r) - before == 1
+    assert r.exists(aq.keys.job(jid)) == 0
+    await aq.aclose()
+
+
+async def test_async_concurrent_tasks_all_land(aq: AsyncQueue, r: redis.Redis) -> None:
+    await aq.counts()
+    # the kept connection carries one call at a time; the others take pooled ones
+    got: Any = await asyncio.gather(*(aq.enqueue({"i": i}) for i in range(60)))
+    assert len(set(got)) == 60
+    assert r.zcard(aq.keys.pending) == 60
