@@ -25,8 +25,12 @@ from echomq import AsyncQueue, JobGone, Queue, ServerUnavailable, new_id
 from echomq.embedded import EmbeddedServer, free_port
 from echomq.errors import OutcomeUnknown
 from echomq.scripts import all_scripts
-from echomq.transport import RESEND, Request, SyncRunner, SyncTransport
+from echomq.transport import FAST_PATH, RESEND, Request, SyncRunner, SyncTransport
 from faults.proxy import FaultProxy
+
+
+#: The tests of the kept connection itself skip in the run with it off.
+kept = pytest.mark.skipif(not FAST_PATH, reason="the fast path is off (EMQ_FAST_PATH=0)")
 
 
 def calls(r: redis.Redis, command: str = "evalsha") -> int:
@@ -60,6 +64,7 @@ def test_every_script_decides_whether_it_may_be_resent() -> None:
     assert names <= set(RESEND), sorted(names - set(RESEND))
 
 
+@kept
 def test_verbs_travel_on_the_kept_connection(q: Queue, r: redis.Redis) -> None:
     jid = q.enqueue({"a": 1})
     assert q.is_paused() is False  # the client's callback (HEXISTS -> bool) applied
@@ -92,6 +97,7 @@ def test_the_environment_switch_reads_zero_as_off() -> None:
     assert subprocess.run([sys.executable, "-c", code], env=env, check=False).returncode == 0
 
 
+@kept
 def test_a_killed_kept_connection_is_resent_for_an_idempotent_verb(
     q: Queue, r: redis.Redis
 ) -> None:
@@ -200,6 +206,7 @@ def test_a_timed_out_read_drops_the_connection(server: EmbeddedServer, r: redis.
     client.close()
 
 
+@kept
 def test_after_a_fork_the_child_takes_its_own_connection(q: Queue, r: redis.Redis) -> None:
     parent_job = q.enqueue({"who": "parent"})
     parent_conn = q.runner.transport._kept
@@ -219,6 +226,7 @@ def test_after_a_fork_the_child_takes_its_own_connection(q: Queue, r: redis.Redi
     assert payloads == ['{"who":"child"}', '{"who":"parent"}']
 
 
+@kept
 def test_close_hangs_up_the_kept_connection(
     server: EmbeddedServer, qname: str, r: redis.Redis
 ) -> None:
@@ -255,6 +263,7 @@ def test_a_refused_call_through_the_pool_changes_nothing(q: Queue, r: redis.Redi
     assert dump(r, q) == before
 
 
+@kept
 async def test_async_verbs_travel_on_the_kept_connection(aq: AsyncQueue, r: redis.Redis) -> None:
     jid = await aq.enqueue({"k": 11})
     assert await aq.is_paused() is False
