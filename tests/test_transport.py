@@ -28,7 +28,6 @@ from echomq.scripts import all_scripts
 from echomq.transport import FAST_PATH, RESEND, Request, SyncRunner, SyncTransport
 from faults.proxy import FaultProxy
 
-
 #: The tests of the kept connection itself skip in the run with it off.
 kept = pytest.mark.skipif(not FAST_PATH, reason="the fast path is off (EMQ_FAST_PATH=0)")
 

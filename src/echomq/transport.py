@@ -72,35 +72,33 @@ RESEND: dict[str, bool] = {
     "complete": True,
     # a later deadline again, fenced by the token
     "extend_lock": True,
-    "extend": True,
     # set / clear a flag
     "pause": True,
     "resume": True,
     "pause_group": True,
     "resume_group": True,
-    "group_pause": True,
-    "group_resume": True,
     "set_group_limit": True,
     "set_group_weight": True,
-    "group_limit": True,
-    "group_weight": True,
     "lock_job": True,
+    # a repeat finds no lock: 0 ("no lock was held"), true of the moment it answers
     "unlock_job": True,
     # bounded sweeps: a repeat is one more sweep
     "promote": True,
     "reap": True,
     # bounded and "call again until True": a repeat is the next call
     "obliterate": True,
-    # replaces a value with the same value
+    # compare-and-set on the slot: a repeat answers 0 ("fired already"), one job made
+    "fire_due": True,
+    # the same cadence keeps the record as it is
+    "repeat": True,
+    # replaces a value with the same value (progress publishes its event again)
     "update_data": True,
     "update_progress": True,
     # reads
     "counts": True,
     "browse": True,
     "groups": True,
-    "get_logs": True,
     "get_job_logs": True,
-    "repeat_due": True,
     "fire_due_list": True,
     # NOT re-sent: a repeat would answer "refused" for a change that happened, count
     # twice, or lose the first call's answer
@@ -108,20 +106,13 @@ RESEND: dict[str, bool] = {
     "delay": False,
     "release": False,
     "remove_job": False,
-    "reprocess": False,
     "reprocess_job": False,
     "add_log": False,
     "drain": False,
     "drain_group": False,
     "reassign": False,
-    "stalled": False,
     "check_stalled": False,
-    "repeat_add": False,
-    "repeat": False,
-    "repeat_cancel": False,
     "cancel_repeat": False,
-    "repeat_fire": False,
-    "fire_due": False,
 }
 
 
