@@ -14,7 +14,8 @@ import redis
 
 from echomq import JobContext, Queue, ServerUnavailable, Worker, WorkerConfig
 from echomq.embedded import EmbeddedServer
-from echomq.scripts import AsyncRunner, Batch, Eval, Op
+from echomq.scripts import Batch, Eval, Op
+from echomq.transport import AsyncRunner
 from echomq.worker import waker as waker_module
 from echomq.worker.outage import Outage
 from echomq.worker.waker import WaitState
