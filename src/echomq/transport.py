@@ -18,11 +18,15 @@ of the client's pool and reads the replies, with redis-py's documented API only
   ``Retry`` policy only ever re-runs a *connect*, never a command.
 
 **The fast path.** An idempotent operation (the hot path: enqueue, claim, complete,
-extend, the pause gate) travels on one connection the transport keeps checked out of
-the pool, which skips the pool's per-call checkout (a lock and a socket poll). Any
-other operation, or one that meets the kept connection busy (another thread or task),
-takes a connection from the pool per call, whose checkout checks it is still sound, so
-a server restart never turns a stale socket into an unknown outcome. ``bench/spine.py``
+extend, the pause gate) travels on one connection the transport keeps, made like the
+pool's own (its documented ``connection_class`` and ``connection_kwargs``) but outside
+it, so it never counts against the pool's ``max_connections`` and goes with the queue
+when the queue is dropped. That skips the pool's per-call checkout (a lock and a
+socket poll). Any other operation, or one that meets the kept connection busy (another
+thread or task), takes a connection from the pool per call, whose checkout checks it
+is still sound, so a server restart never turns a stale socket into an unknown
+outcome. A pool of another kind (Sentinel) or with a client-side cache has no kept
+connection. ``bench/spine.py``
 measures both; ``EMQ_FAST_PATH=0`` in the environment turns the kept connection off.
 
 A cluster client (no single pool) is driven through its ``execute_command``; its own
@@ -337,6 +341,23 @@ def _where(client: Any) -> str:
     return type(client).__name__
 
 
+_PLAIN_POOLS = (
+    redis.ConnectionPool,
+    redis.BlockingConnectionPool,
+    redis.asyncio.ConnectionPool,
+    redis.asyncio.BlockingConnectionPool,
+)
+
+
+def _keeps(pool: Any) -> bool:
+    """Whether a kept connection may be made like ``pool``'s own."""
+    return type(pool) in _PLAIN_POOLS and getattr(pool, "cache", None) is None
+
+
+def _make(pool: Any) -> Any:
+    return pool.connection_class(**pool.connection_kwargs)
+
+
 def _takes_name(pool: Any) -> bool:
     # redis-py < 5.3 requires the command name; later ones warn when given one
     try:
@@ -375,7 +396,7 @@ class SyncTransport:
     def __init__(self, client: Any, *, fast: bool | None = None) -> None:
         self.client = client
         self.pool: Any = getattr(client, "connection_pool", None)
-        self.fast = (FAST_PATH if fast is None else fast) and self.pool is not None
+        self.fast = (FAST_PATH if fast is None else fast) and _keeps(self.pool)
         self.outage = Outage(_where(client))
         self._name = self.pool is not None and _takes_name(self.pool)
         self._callbacks = _callbacks(client)
@@ -414,11 +435,7 @@ class SyncTransport:
         if self._forks != _forks:  # forked: the parent's socket is not ours
             self._kept, self._forks = None, _forks
         if self._kept is None:
-            try:
-                self._kept = self._checkout()
-            except BaseException:
-                self._lock.release()
-                raise
+            self._kept = _make(self.pool)
         return self._kept
 
     def send(self, req: Request) -> list[Any]:
@@ -494,7 +511,6 @@ class SyncTransport:
             conn, self._kept = self._kept, None
             if conn is not None and self._forks == _forks:
                 conn.disconnect()
-                self.pool.release(conn)
 
 
 class AsyncTransport:
@@ -509,7 +525,7 @@ class AsyncTransport:
     def __init__(self, client: Any, *, fast: bool | None = None) -> None:
         self.client = client
         self.pool: Any = getattr(client, "connection_pool", None)
-        self.fast = (FAST_PATH if fast is None else fast) and self.pool is not None
+        self.fast = (FAST_PATH if fast is None else fast) and _keeps(self.pool)
         self.outage = Outage(_where(client))
         self._name = self.pool is not None and _takes_name(self.pool)
         self._callbacks = _callbacks(client)
@@ -554,11 +570,7 @@ class AsyncTransport:
             self._kept, self._loop, self._forks = None, loop, _forks
         self._busy = True
         if self._kept is None:
-            try:
-                self._kept = await self._checkout()
-            except BaseException:
-                self._busy = False
-                raise
+            self._kept = _make(self.pool)
         return self._kept
 
     async def send(self, req: Request) -> list[Any]:
@@ -628,7 +640,6 @@ class AsyncTransport:
         conn, self._kept = self._kept, None
         if conn is not None and self._loop is asyncio.get_running_loop():
             await conn.disconnect()
-            await self.pool.release(conn)
 
 
 class SyncRunner:
