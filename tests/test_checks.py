@@ -95,6 +95,22 @@ def test_the_enqueue_script_checks_its_numbers_before_its_first_write(
     assert dump(r, q) == before
 
 
+def test_the_enqueue_script_refuses_a_short_argument_list_before_writing(
+    q: Queue, r: redis.Redis
+) -> None:
+    q.enqueue("seed")
+    before = dump(r, q)
+    # three jobs announced, the arguments of two sent: the first two rows must not land
+    op = Eval(script("enqueue"), (q.keys.base,), ("3", "2", "JOB00000000001", '"a"'))
+    op = Eval(op.script, op.keys, (*op.args, "JOB00000000002", '"b"'))
+    with pytest.raises(InvalidArgument, match="arguments"):
+        q.runner.execute(op)
+    for bad_n in ("x", "-1", "inf"):
+        with pytest.raises(InvalidArgument):
+            q.runner.execute(Eval(op.script, op.keys, (bad_n, "2")))
+    assert dump(r, q) == before
+
+
 def test_budgets_counts_and_pages_past_the_limits(cq: Queue, r: redis.Redis) -> None:
     jid = cq.enqueue("seed")
     calls = [

@@ -8,9 +8,10 @@
 -- Reply:   w = 4: an array of n ids, the new job's id or, for a duplicate id / held
 --          dedup key, the id of the job that already holds it (nothing written for it).
 --          w = 2 (minted ids, no dedup): n, the number of jobs written.
--- Refusals: EMQARG when n, w or a numeric option (priority, max_attempts, delay_ms,
---          run_at_ms) is not a finite number; checked before the first write, so a
---          refused call writes nothing (the client checks the same before sending).
+-- Refusals: EMQARG when n or w is not a number, fewer than n jobs' arguments came, or
+--          a numeric option (priority, max_attempts, delay_ms, run_at_ms) is not a
+--          finite number; checked before the first write, so a refused call writes
+--          nothing (the client checks the same before sending).
 -- Writes:  the row (state pending|scheduled, attempts 0), pending/lane/schedule,
 --          groups + ring + wake for lanes, de:<dedup> (NX), wake; event 'enqueued'.
 local B = KEYS[1]
@@ -25,6 +26,9 @@ if not (finite(n) and n >= 0 and (w == 2 or w == 4)) then
   return redis.error_reply('EMQARG n and w must be numbers (w 2 or 4)')
 end
 local o = 3 + n * w
+if #ARGV < o - 1 then
+  return redis.error_reply('EMQARG ' .. n .. ' jobs need ' .. (o - 1) .. ' arguments')
+end
 local prio, name, g, maxa = ARGV[o], ARGV[o + 1], ARGV[o + 2], ARGV[o + 3]
 local delay, runat, backoff = ARGV[o + 4], ARGV[o + 5], ARGV[o + 6]
 if prio == '' then prio = nil end
