@@ -1,0 +1,230 @@
+"""One queue's state for a scrape, read with bounded server work.
+
+A snapshot is two read-only scripts, each doing a fixed amount of work per call:
+
+- ``obs_queue`` reads the four sets' sizes (``ZCARD``), the pause, the two throughput
+  totals, the number of live groups and the oldest candidates of the flat pending set;
+- ``obs_groups`` reads one ``SSCAN`` page of the groups set (``COUNT`` hint), each
+  group's lane depth, in-flight count and oldest candidates. The client walks the
+  cursor, keeping only the busiest groups (a bounded top-N).
+
+So no call walks a set that grows with the jobs: the heaviest call reads one page of
+groups. The total work of a scrape grows with the number of live groups (a queue with
+no groups costs one call), never with the number of jobs.
+
+**The oldest pending job's age, without walking a backlog.** Job ids are time-ordered
+snowflakes (:mod:`echomq.ids`): the id carries its mint millisecond, and within one
+priority a backlog pops in id order, so the first member at a score is the oldest at
+that score. A backlog is ordered by priority first; reading the oldest of every
+priority band would walk the bands, so a snapshot reads two: the head of the backlog
+(the band served first, the job served next) and the first member of the last band
+(the band served last, where a starving job waits). That is three ``O(log n)`` reads
+per backlog. The age is the server's ``TIME`` minus the oldest candidate's mint time:
+it counts from *enqueue*, so a job that was delayed, retried or reaped back to pending
+counts the time it spent scheduled or running too, and a job in a middle priority band
+is not seen. The producer's clock stamps the id; skew between hosts shows up as age.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .. import ids
+from ..context import Context, as_str
+from ..scripts import Batch, Eval, Plan, Script
+
+_OLDEST = """
+-- the oldest id among the head of the first and of the last priority band of zset z
+local function oldest(z)
+  local first = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
+  if #first == 0 then return '' end
+  local best = first[1]
+  local last = redis.call('ZRANGE', z, -1, -1, 'WITHSCORES')
+  if last[2] ~= first[2] then
+    local head = redis.call('ZRANGEBYSCORE', z, last[2], last[2], 'LIMIT', 0, 1)
+    if head[1] and head[1] < best then best = head[1] end
+  end
+  return best
+end
+"""
+
+_QUEUE = (
+    """-- obs_queue: one queue's sizes for a scrape (read-only, O(log n)).
+-- KEYS[1]  the queue base emq:{q}:
+-- Reply:   {pending (flat), active, scheduled, dead, completed, failed, paused (0|1),
+--           live groups, oldest flat pending id ('' = none), server time ms}
+local B = KEYS[1]
+"""
+    + _OLDEST
+    + """
+local t = redis.call('TIME')
+return {
+  redis.call('ZCARD', B .. 'pending'),
+  redis.call('ZCARD', B .. 'active'),
+  redis.call('ZCARD', B .. 'schedule'),
+  redis.call('ZCARD', B .. 'dead'),
+  redis.call('HGET', B .. 'metrics:completed', 'count') or '0',
+  redis.call('HGET', B .. 'metrics:failed', 'count') or '0',
+  redis.call('HEXISTS', B .. 'meta', 'paused'),
+  redis.call('SCARD', B .. 'groups'),
+  oldest(B .. 'pending'),
+  tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000),
+}
+"""
+)
+
+_GROUPS = (
+    """-- obs_groups: one SSCAN page of a queue's groups for a scrape (read-only).
+-- KEYS[1]  the queue base emq:{q}:
+-- ARGV[1]  the cursor ('0' to start);  ARGV[2] the COUNT hint
+-- Reply:   {next cursor ('0' when done), then per group: name, lane depth,
+--           in flight, oldest lane id ('' = none)}
+local B = KEYS[1]
+"""
+    + _OLDEST
+    + """
+local page = redis.call('SSCAN', B .. 'groups', ARGV[1], 'COUNT', tonumber(ARGV[2]))
+local out = {page[1]}
+for _, g in ipairs(page[2]) do
+  local lane = B .. 'g:' .. g .. ':pending'
+  out[#out + 1] = g
+  out[#out + 1] = redis.call('ZCARD', lane)
+  out[#out + 1] = tonumber(redis.call('HGET', B .. 'gactive', g) or '0')
+  out[#out + 1] = oldest(lane)
+end
+return out
+"""
+)
+
+
+def _script(name: str, body: str) -> Script:
+    return Script(name, body, hashlib.sha1(body.encode()).hexdigest())
+
+
+QUEUE_SCRIPT = _script("obs_queue", _QUEUE)
+GROUPS_SCRIPT = _script("obs_groups", _GROUPS)
+
+#: Groups asked per ``obs_groups`` call (an ``SSCAN`` COUNT hint).
+GROUP_PAGE = 200
+#: How many groups a snapshot keeps (the busiest, by lane depth + in flight).
+TOP_GROUPS = 10
+
+
+@dataclass(frozen=True)
+class GroupLoad:
+    """One group's load: its lane's depth and its jobs in flight."""
+
+    name: str
+    pending: int
+    active: int
+
+
+@dataclass(frozen=True)
+class QueueSnapshot:
+    """One queue's state at a scrape.
+
+    Attributes:
+        queue: the queue name.
+        pending: ready jobs, lanes included.
+        active, scheduled, dead: the sizes of those sets.
+        completed, failed: the throughput totals (``metrics:*`` hashes).
+        paused: the claim gate is closed.
+        groups: the number of live groups.
+        oldest_pending_age_s: age of the oldest pending candidate (see the module
+            docstring), ``0.0`` when nothing is pending.
+        top_groups: the busiest groups, busiest first.
+        server_calls: how many server calls the snapshot took.
+    """
+
+    queue: str
+    pending: int
+    active: int
+    scheduled: int
+    dead: int
+    completed: int
+    failed: int
+    paused: bool
+    groups: int
+    oldest_pending_age_s: float
+    top_groups: list[GroupLoad] = field(default_factory=list)
+    server_calls: int = 1
+
+
+def _age_s(oldest: str, now_ms: int) -> float:
+    if not oldest:
+        return 0.0
+    try:
+        minted = ids.minted_at_ms(oldest)
+    except Exception:  # a foreign member: no age rather than a failed scrape
+        return 0.0
+    return max(0.0, (now_ms - minted) / 1000.0)
+
+
+def _older(a: str, b: str) -> str:
+    if not a:
+        return b
+    if not b:
+        return a
+    return min(a, b)
+
+
+def snapshots(
+    ctxs: Sequence[Context], *, top_groups: int = TOP_GROUPS, page: int = GROUP_PAGE
+) -> Plan[list[QueueSnapshot]]:
+    """The snapshots of many queues: one pipelined round trip of ``obs_queue`` calls,
+    then, per queue that has groups, its ``obs_groups`` pages.
+
+    Args:
+        ctxs: the queues' contexts.
+        top_groups: how many of each queue's busiest groups to keep (0 = none).
+        page: the ``SSCAN`` COUNT hint of one groups call.
+    """
+    if not ctxs:
+        return []
+    replies = yield Batch(tuple(Eval(QUEUE_SCRIPT, (c.keys.base,)) for c in ctxs))
+    out: list[QueueSnapshot] = []
+    for ctx, r in zip(ctxs, replies):
+        if isinstance(r, Exception):
+            raise r
+        oldest, now_ms = as_str(r[8]), int(r[9])
+        pending, calls = int(r[0]), 1
+        top: list[GroupLoad] = []
+        if int(r[7]) > 0:
+            seen: dict[str, GroupLoad] = {}
+            cursor = "0"
+            while True:
+                g = yield Eval(GROUPS_SCRIPT, (ctx.keys.base,), (cursor, str(page)))
+                calls += 1
+                cursor = as_str(g[0])
+                for i in range(1, len(g), 4):
+                    name = as_str(g[i])
+                    if name in seen:  # SSCAN may return a member twice
+                        continue
+                    seen[name] = GroupLoad(name, int(g[i + 1]), int(g[i + 2]))
+                    oldest = _older(oldest, as_str(g[i + 3]))
+                if cursor == "0":
+                    break
+            pending += sum(x.pending for x in seen.values())
+            top = heapq.nlargest(
+                top_groups, seen.values(), key=lambda x: (x.pending + x.active, x.name)
+            )
+        out.append(
+            QueueSnapshot(
+                queue=ctx.keys.name,
+                pending=pending,
+                active=int(r[1]),
+                scheduled=int(r[2]),
+                dead=int(r[3]),
+                completed=int(r[4]),
+                failed=int(r[5]),
+                paused=bool(int(r[6])),
+                groups=int(r[7]),
+                oldest_pending_age_s=_age_s(oldest, now_ms),
+                top_groups=top,
+                server_calls=calls,
+            )
+        )
+    return out

@@ -1,0 +1,157 @@
+"""What a worker reports per job: a timed handler, a log record, a consumer span.
+
+:class:`JobObserver` wraps each handler once, when the worker is made. Per job the
+wrapper reads the clock twice, checks two log levels and, when metrics are on,
+observes one histogram and moves one gauge; with tracing on it also reads the job
+row's ``trace`` field (one ``HGET``) and runs the handler inside a consumer span.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from . import hooks
+
+log = logging.getLogger("echomq.worker")
+
+Handler = Callable[[Any], Any]
+
+
+def job_extra(queue: str, job: Any) -> dict[str, Any]:
+    """The ``extra`` fields of a record about ``job``: queue, job id, attempt, token.
+
+    ``attempt`` and ``token`` are the same number in echomq: each claim increments the
+    row's ``attempts`` and hands it to the worker as the fencing token.
+    """
+    return {"queue": queue, "job_id": job.id, "attempt": job.attempt, "token": job.attempt}
+
+
+def _outcome(job: Any, exc: BaseException | None) -> str:
+    if exc is None:
+        return "completed"
+    reason = getattr(job, "cancel_reason", None)
+    if reason == "timeout":
+        return "failed"
+    if reason is not None or isinstance(exc, asyncio.CancelledError):
+        return "cancelled"
+    return "failed"
+
+
+async def _trace_field(job: Any) -> str | None:
+    """The row's ``trace`` field (the producer's W3C context), ``None`` when absent."""
+    aq = job._aq  # the worker's AsyncQueue (JobContext keeps it)
+    try:
+        raw = await aq.client.hget(aq.keys.job(job.id), "trace")
+    except Exception as exc:  # no link rather than a failed job
+        log.debug("job %s: trace context unread: %r", job.id, exc)
+        return None
+    if raw is None:
+        return None
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+def _trace_field_sync(job: Any) -> str | None:
+    """:func:`_trace_field` from a handler thread, on the worker's loop."""
+    fut = asyncio.run_coroutine_threadsafe(_trace_field(job), job._loop)
+    return fut.result()
+
+
+class JobObserver:
+    """Observes one queue's jobs (see :func:`echomq.observability.hooks.worker_observer`)."""
+
+    def __init__(self, queue: str, metrics: Any = None) -> None:
+        self.queue = queue
+        self.metrics = None
+        if metrics is not None and metrics is not False:
+            from .prometheus import worker_metrics
+
+            self.metrics = worker_metrics(metrics).bind(queue)
+
+    def claimed(self, jobs: int, seconds: float) -> None:
+        """Record one claim round trip."""
+        m = self.metrics
+        if m is not None:
+            m.claim.observe(seconds)
+            if jobs:
+                m.claimed.inc(jobs)
+
+    def _start(self, job: Any) -> dict[str, Any] | None:
+        extra = job_extra(self.queue, job) if log.isEnabledFor(logging.DEBUG) else None
+        if extra is not None:
+            log.debug("job %s started", job.id, extra=extra)
+        if self.metrics is not None:
+            self.metrics.in_hand.inc()
+        return extra
+
+    def _end(self, job: Any, t0: float, exc: BaseException | None, span: Any) -> None:
+        took = time.perf_counter() - t0
+        outcome = _outcome(job, exc)
+        m = self.metrics
+        if m is not None:
+            m.in_hand.dec()
+            m.duration[outcome].observe(took)
+        if span is not None:
+            span.end(outcome, exc)
+        level = logging.DEBUG if outcome != "failed" else logging.WARNING
+        if log.isEnabledFor(level):
+            extra = job_extra(self.queue, job)
+            extra["outcome"] = outcome
+            extra["duration_ms"] = round(took * 1000, 3)
+            if outcome == "failed":
+                log.warning("job %s failed: %r", job.id, exc, extra=extra, exc_info=exc)
+            else:
+                log.debug("job %s %s", job.id, outcome, extra=extra)
+
+    def wrap(self, fn: Handler, is_async: bool) -> Handler:
+        """``fn`` observed; async stays async (the worker awaits it on its loop), a
+        plain handler stays plain (it runs in the worker's thread pool)."""
+        queue = self.queue
+        if is_async:
+
+            async def arun(job: Any) -> Any:
+                t0 = time.perf_counter()
+                self._start(job)
+                span: Any = None
+                token: Any = None
+                exc: BaseException | None = None
+                try:
+                    tracer = hooks.state.tracer
+                    if tracer is not None:
+                        span = tracer.job_span(queue, job, await _trace_field(job))
+                        token = span.attach()
+                    return await fn(job)
+                except BaseException as e:
+                    exc = e
+                    raise
+                finally:
+                    if token is not None:
+                        span.detach(token)
+                    self._end(job, t0, exc, span)
+
+            return arun
+
+        def run(job: Any) -> Any:
+            t0 = time.perf_counter()
+            self._start(job)
+            span: Any = None
+            token: Any = None
+            exc: BaseException | None = None
+            try:
+                tracer = hooks.state.tracer
+                if tracer is not None:
+                    span = tracer.job_span(queue, job, _trace_field_sync(job))
+                    token = span.attach()
+                return fn(job)
+            except BaseException as e:
+                exc = e
+                raise
+            finally:
+                if token is not None:
+                    span.detach(token)
+                self._end(job, t0, exc, span)
+
+        return run
