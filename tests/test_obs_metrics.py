@@ -1,0 +1,150 @@
+"""Prometheus: the exposition of queues in a known state, parsed by prometheus_client's
+own parser, and the scrape's server work (each call bounded, lanes included)."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import redis
+
+pytest.importorskip("prometheus_client")
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from echomq import Queue, ids
+from echomq.observability.prometheus import QueueCollector, serve_queues
+from echomq.observability.scrape import snapshots
+from echomq.queue import AsyncQueue
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def parse(text: str) -> Samples:
+    out: Samples = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    return samples[(name, tuple(sorted(labels.items())))]
+
+
+def known_state(q: Queue) -> None:
+    """Two completed, one dead; then 3 flat pending, a lane 'big' of 4 (1 claimed), a
+    lane 'small' of 1, one delayed; then paused."""
+    for i in range(2):
+        q.enqueue({"done": i})
+    q.enqueue({"dies": 1}, max_attempts=1)
+    for _ in range(2):
+        c = q.claim()
+        assert c is not None and "done" in c.payload
+        q.complete(c.id, c.token)
+    c = q.claim()
+    assert c is not None and c.payload == {"dies": 1}
+    assert q.retry(c.id, c.token, "boom") == "dead"
+    for i in range(3):
+        q.enqueue({"n": i})
+    for i in range(4):
+        q.enqueue({"g": i}, group="big")
+    q.enqueue({"g": 9}, group="small")
+    q.enqueue({"later": 1}, delay_ms=600_000)
+    while True:  # claims alternate flat / grouped: hand flat ones back
+        c = q.claim()
+        assert c is not None
+        if c.group == "big":
+            break
+        q.release(c.id, c.token)
+    q.pause()
+
+
+def test_exposition_matches_a_queue_in_a_known_state(
+    make_queue: Callable[..., Queue], qname: str
+) -> None:
+    q = make_queue(qname)
+    known_state(q)
+    counts = q.counts()
+    other = make_queue(qname + "-empty")
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(QueueCollector(q.client, [q.name, other.name], top_groups=1))
+    s = parse(generate_latest(registry).decode())
+
+    for state in ("pending", "active", "scheduled", "dead"):
+        assert value(s, "echomq_queue_jobs", queue=q.name, state=state) == counts[state]
+    assert value(s, "echomq_queue_jobs", queue=q.name, state="pending") == 3 + 3 + 1
+    assert value(s, "echomq_queue_jobs", queue=q.name, state="active") == 1
+    assert value(s, "echomq_queue_jobs", queue=q.name, state="scheduled") == 1
+    assert value(s, "echomq_queue_jobs", queue=q.name, state="dead") == 1
+    assert value(s, "echomq_queue_paused", queue=q.name) == 1
+    assert value(s, "echomq_jobs_completed_total", queue=q.name) == 2
+    assert value(s, "echomq_jobs_failed_total", queue=q.name) == 1
+    assert value(s, "echomq_queue_groups", queue=q.name) == 2
+    # top 1 group: 'big' (3 waiting + 1 in flight); 'small' is left out
+    assert value(s, "echomq_group_jobs", queue=q.name, group="big", state="pending") == 3
+    assert value(s, "echomq_group_jobs", queue=q.name, group="big", state="active") == 1
+    assert not any(k[0] == "echomq_group_jobs" and ("group", "small") in k[1] for k in s)
+    age = value(s, "echomq_queue_oldest_pending_age_seconds", queue=q.name)
+    assert 0 <= age < 60
+    # the empty queue: all zero, not paused
+    for state in ("pending", "active", "scheduled", "dead"):
+        assert value(s, "echomq_queue_jobs", queue=other.name, state=state) == 0
+    assert value(s, "echomq_queue_paused", queue=other.name) == 0
+    assert value(s, "echomq_queue_oldest_pending_age_seconds", queue=other.name) == 0
+
+
+def test_oldest_age_comes_from_the_ids_of_first_and_last_priority_bands(q: Queue) -> None:
+    now = int(time.time() * 1000)
+
+    def aged(ms_ago: int) -> str:
+        return ids.encode((now - ms_ago - ids.EPOCH_MS) << (ids.NODE_BITS + ids.SEQ_BITS))
+
+    q.enqueue({"x": 1}, job_id=aged(5_000), priority=0)  # the head band
+    q.enqueue({"x": 2}, job_id=aged(90_000), priority=7)  # the last band: starving
+    q.enqueue({"x": 3}, job_id=aged(1_000), priority=7)
+    q.enqueue({"x": 4}, job_id=aged(200_000), group="lane", priority=3)  # a lane head
+    (snap,) = q.runner.drive(snapshots([q.ctx]))
+    assert 199 < snap.oldest_pending_age_s < 230
+    assert snap.pending == 4 and snap.groups == 1 and snap.server_calls == 2
+    q.remove_job(aged(200_000))
+    (snap,) = q.runner.drive(snapshots([q.ctx]))
+    assert 89 < snap.oldest_pending_age_s < 120
+
+
+def test_a_scrape_reads_groups_a_page_per_call(q: Queue, r: redis.Redis) -> None:
+    for g in range(30):
+        q.enqueue_many([{"i": i} for i in range(g + 1)], group=f"g{g:02d}")
+    (snap,) = q.runner.drive(snapshots([q.ctx], top_groups=3, page=5))
+    assert snap.pending == sum(range(1, 31))
+    assert [g.name for g in snap.top_groups] == ["g29", "g28", "g27"]
+    assert [g.pending for g in snap.top_groups] == [30, 29, 28]
+    assert snap.server_calls >= 1 + 30 // 10  # several pages, never one walk of them all
+
+
+async def test_the_async_render_serves_the_same_text(aq: AsyncQueue) -> None:
+    from echomq.observability.prometheus import render_async
+
+    await aq.enqueue({"a": 1})
+    await aq.enqueue({"a": 2}, group="g")
+    s = parse((await render_async(aq.runner, [aq.name])).decode())
+    assert value(s, "echomq_queue_jobs", queue=aq.name, state="pending") == 2
+    assert value(s, "echomq_group_jobs", queue=aq.name, group="g", state="pending") == 1
+
+
+def test_the_exporter_serves_http(q: Queue) -> None:
+    q.enqueue({"a": 1})
+    server, thread, _ = serve_queues(q.client, lambda: [q.name], 0)
+    try:
+        port = server.server_address[1]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+            body: Any = resp.read().decode()
+        s = parse(body)
+        assert value(s, "echomq_queue_jobs", queue=q.name, state="pending") == 1
+    finally:
+        server.shutdown()
+        thread.join(5)
