@@ -22,6 +22,7 @@ from . import repeat as repeating
 from .context import DEFAULT_MAX_ATTEMPTS, Context, JsonSerializer, Serializer
 from .events import AsyncEventStream, EventStream
 from .keyspace import Keyspace
+from .observability import hooks
 from .scripts import Plan
 from .transport import AsyncRunner, SyncRunner
 
@@ -80,6 +81,7 @@ class _Verb(Generic[P, T]):
             call = scall
         functools.update_wrapper(call, plan)
         call.__signature__ = _bound_signature(plan)  # type: ignore[union-attr]
+        call = hooks.wrap_verb(self.name, obj.name, call, isinstance(runner, AsyncRunner))
         obj.__dict__[self.name] = call  # later lookups skip the descriptor
         return call
 

@@ -16,6 +16,7 @@ from .backoff import Backoff
 from .context import Context, as_str, opt_str
 from .errors import JobGone, StaleToken
 from .keyspace import check_name
+from .observability import hooks
 from .scripts import Batch, Cmd, Eval, Plan, script
 
 #: Jobs per enqueue script call; enqueue_many pipelines the chunks in one round trip.
@@ -145,6 +146,7 @@ def enqueue(
         backoff=backoff,
     )
     text = checks.payload(ctx.serializer, payload)
+    opts = hooks.trace_opts(opts)
     enq = script("enqueue")
     if job_id is None and dedup_id is None:
         # a minted id cannot be a duplicate: the short form, whose reply is a count
@@ -190,6 +192,7 @@ def enqueue_many(
         backoff=None,
     )
     texts = checks.payloads(ctx.serializer, payloads)
+    opts = hooks.trace_opts(opts)
     if not texts:
         return []
     minted = ids.new_ids(len(texts))

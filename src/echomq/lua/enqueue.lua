@@ -4,7 +4,8 @@
 -- ARGV[3 .. 2+n*w]  per job: id, payload; with w = 4 also dedup ('' = none) and
 --          check ('1' when the caller chose the id: an existing row is a duplicate)
 -- ARGV[3+n*w ..]  options shared by every job, in this order; '' or omitted = absent:
---          priority, name, group, max_attempts, delay_ms, run_at_ms, backoff
+--          priority, name, group, max_attempts, delay_ms, run_at_ms, backoff,
+--          trace (the producer's W3C trace context, written to the row's `trace`)
 -- Reply:   w = 4: an array of n ids, the new job's id or, for a duplicate id / held
 --          dedup key, the id of the job that already holds it (nothing written for it).
 --          w = 2 (minted ids, no dedup): n, the number of jobs written.
@@ -31,6 +32,7 @@ if #ARGV < o - 1 then
 end
 local prio, name, g, maxa = ARGV[o], ARGV[o + 1], ARGV[o + 2], ARGV[o + 3]
 local delay, runat, backoff = ARGV[o + 4], ARGV[o + 5], ARGV[o + 6]
+local trace = ARGV[o + 7]
 if prio == '' then prio = nil end
 if name == '' then name = nil end
 if g == '' then g = nil end
@@ -38,6 +40,7 @@ if maxa == '' then maxa = nil end
 if delay == '' then delay = nil end
 if runat == '' then runat = nil end
 if backoff == '' then backoff = nil end
+if trace == '' then trace = nil end
 
 for _, opt in ipairs({{prio, 'priority'}, {maxa, 'max_attempts'}, {delay, 'delay_ms'},
     {runat, 'run_at_ms'}}) do
@@ -60,6 +63,7 @@ if g then f[#f + 1] = 'group'; f[#f + 1] = g end
 if prio then f[#f + 1] = 'priority'; f[#f + 1] = prio end
 if maxa then f[#f + 1] = 'max_attempts'; f[#f + 1] = maxa end
 if backoff then f[#f + 1] = 'backoff'; f[#f + 1] = backoff end
+if trace then f[#f + 1] = 'trace'; f[#f + 1] = trace end
 local nf = #f
 
 local dest, score

@@ -14,6 +14,7 @@ per hooked call when neither extra is installed or switched on.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -148,14 +149,17 @@ def wrap_verb(
     the producer verbs too while tracing is off when the verb is first bound (so an
     untraced enqueue costs nothing): switch tracing on before making queues.
     """
+    bound = call
     if verb in OPERATOR_VERBS:
         call = _logged(verb, queue, call, is_async)
     elif verb not in JOB_WRITE_VERBS and (verb not in PRODUCER_VERBS or state.tracer is None):
         return call
     tracer = state.tracer
-    if tracer is None:
-        return call
-    return tracer.verb_call(verb, queue, call, is_async)
+    if tracer is not None:
+        call = tracer.verb_call(verb, queue, call, is_async)
+    if call is not bound:
+        functools.update_wrapper(call, bound)  # the verb's name, doc and signature
+    return call
 
 
 # ---- the worker ---------------------------------------------------------------------
@@ -164,8 +168,9 @@ def wrap_verb(
 class WorkerObserver(Protocol):
     """What a worker reports to (see :func:`worker_observer`)."""
 
-    def wrap(self, fn: Callable[[Any], Any], is_async: bool) -> Callable[[Any], Any]:
-        """The handler ``fn`` timed, logged and (tracing on) run in a consumer span."""
+    def wrap_handler(self, handler: Any) -> Any:
+        """A worker's handler (or mapping of them), each timed, logged and (tracing
+        on) run in a consumer span."""
         ...
 
     def claimed(self, jobs: int, seconds: float) -> None:

@@ -9,9 +9,10 @@ row's ``trace`` field (one ``HGET``) and runs the handler inside a consumer span
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import hooks
@@ -60,6 +61,11 @@ def _trace_field_sync(job: Any) -> str | None:
     return fut.result()
 
 
+def _is_async(fn: Any) -> bool:
+    call = getattr(fn, "__call__", None)  # noqa: B004 - an object's async __call__
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
+
+
 class JobObserver:
     """Observes one queue's jobs (see :func:`echomq.observability.hooks.worker_observer`)."""
 
@@ -105,6 +111,17 @@ class JobObserver:
                 log.warning("job %s failed: %r", job.id, exc, extra=extra, exc_info=exc)
             else:
                 log.debug("job %s %s", job.id, outcome, extra=extra)
+
+    def wrap_handler(self, handler: Any) -> Any:
+        """A worker's ``handler`` (one callable, or a mapping of job name to one) with
+        every callable wrapped by :meth:`wrap`; anything else is left for the worker
+        to refuse."""
+        if isinstance(handler, Mapping):
+            return {k: self._maybe_wrap(fn) for k, fn in handler.items()}
+        return self._maybe_wrap(handler)
+
+    def _maybe_wrap(self, fn: Any) -> Any:
+        return self.wrap(fn, _is_async(fn)) if callable(fn) else fn
 
     def wrap(self, fn: Handler, is_async: bool) -> Handler:
         """``fn`` observed; async stays async (the worker awaits it on its loop), a

@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..keyspace import check_name
+from ..observability import hooks
 from ..queue import AsyncQueue, Queue
 from .config import WorkerConfig
 from .connections import async_queue_for, blocking_client
@@ -49,6 +50,8 @@ class Worker:
         concurrency: shortcut for ``config.concurrency`` (default 10).
         lease_ms: shortcut for ``config.lease_ms`` (default 30000).
         config: every other setting (:class:`WorkerConfig`).
+        metrics: a ``prometheus_client.CollectorRegistry`` to put the worker's metrics
+            in (``True`` = the default registry); see ``docs/observability.md``.
 
     Raises:
         InvalidName, InvalidArgument: a bad queue name, handler or setting.
@@ -63,6 +66,7 @@ class Worker:
         concurrency: int | None = None,
         lease_ms: int | None = None,
         config: WorkerConfig | None = None,
+        metrics: Any = None,
     ) -> None:
         cfg = config or WorkerConfig()
         shortcuts = {"concurrency": concurrency, "lease_ms": lease_ms}
@@ -73,7 +77,9 @@ class Worker:
         else:
             self.queue_name = queue_or_name.name
         self._source, self._url = queue_or_name, url
-        self._engine = Engine(self.config, Routes(handler), self.queue_name)
+        observer = hooks.worker_observer(self.queue_name, metrics)
+        routes = Routes(observer.wrap_handler(handler))
+        self._engine = Engine(self.config, routes, self.queue_name, observer)
         #: Set once the worker is connected and serving (for hosts and tests).
         self.ready = threading.Event()
         self._finished = threading.Event()

@@ -24,6 +24,7 @@ import inspect
 import logging
 import random
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,7 @@ import redis
 
 from .. import repeat, spine
 from ..errors import EchoMQError, JobGone, StaleToken
+from ..observability.hooks import WorkerObserver
 from ..queue import AsyncQueue
 from ..scripts import command
 from ..spine import Claimed
@@ -62,8 +64,11 @@ class Engine:
     """One run of a worker. The flags are written from any thread; everything else
     lives on the loop that calls :meth:`run`."""
 
-    def __init__(self, config: WorkerConfig, routes: Routes, name: str) -> None:
+    def __init__(
+        self, config: WorkerConfig, routes: Routes, name: str, observer: WorkerObserver
+    ) -> None:
         self.config, self.routes, self.name = config, routes, name
+        self.observer = observer
         self.stats = WorkerStats()
         self.stop_requested = self.force = False
         self._more = True  # whether the backlog may hold more than the last claim took
@@ -127,7 +132,10 @@ class Engine:
                     if self._completing or want:
                         done = self._completing
                         plan = plans.complete_and_claim(aq.ctx, done, want, cfg.lease_ms, cfg.lock)
+                        t0 = time.perf_counter()
                         got = await aq.runner.drive(plan)
+                        if want:
+                            self.observer.claimed(len(got.claimed), time.perf_counter() - t0)
                         self._count_completions(done, got.stale)
                         self._claimed(aq, got.claimed, want, pool)
                         self._outage.ok()
