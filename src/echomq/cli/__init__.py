@@ -7,6 +7,7 @@ One subcommand per verb, the same verbs as :class:`echomq.Queue`; ``--url`` (or
 
 from __future__ import annotations
 
+from ..observability import cli as obs_cmds
 from . import group_cmds, job_cmds, ops_cmds, queue_cmds, repeat_cmds, runtime_cmds
 from .app import Env, cli, main
 
@@ -16,6 +17,7 @@ __all__ = [
     "group_cmds",
     "job_cmds",
     "main",
+    "obs_cmds",
     "ops_cmds",
     "queue_cmds",
     "repeat_cmds",

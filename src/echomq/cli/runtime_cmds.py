@@ -21,6 +21,7 @@ import click
 from ..embedded import EmbeddedServer, server_answers
 from ..errors import ServerUnavailable
 from ..events import Event
+from ..observability import cli as obs_cmds
 from . import exits
 from .app import CommandFailed, Env, cli, pass_env
 
@@ -126,15 +127,26 @@ def load_handler(spec: str) -> Callable[..., Any]:
 @click.option("--queue", "queue_name", required=True, help="The queue to work.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=10, show_default=True)
 @click.option("--lease-ms", type=click.IntRange(min=1), default=30000, show_default=True)
+@obs_cmds.worker_options
 @pass_env
-def worker(env: Env, handler_spec: str, queue_name: str, concurrency: int, lease_ms: int) -> None:
+def worker(
+    env: Env, handler_spec: str, queue_name: str, concurrency: int, lease_ms: int, **obs: Any
+) -> None:
     """Run a worker on QUEUE with the handler MODULE:FUNCTION until SIGINT/SIGTERM."""
     from ..worker import Worker
 
     env.queue(queue_name)  # gate the name before anything else
     handler = load_handler(handler_spec)
     _require_server(env)
-    w = Worker(queue_name, handler, url=env.server_url, concurrency=concurrency, lease_ms=lease_ms)
+    metrics = obs_cmds.worker_observability(**obs)
+    w = Worker(
+        queue_name,
+        handler,
+        url=env.server_url,
+        concurrency=concurrency,
+        lease_ms=lease_ms,
+        metrics=metrics,
+    )
     env.note(f"worker on {queue_name} at {env.server_url}, concurrency {concurrency}")
     stats = dataclasses.asdict(w.run())
     env.note("worker stopped: " + ", ".join(f"{v} {k}" for k, v in stats.items() if v))

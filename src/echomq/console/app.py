@@ -57,6 +57,7 @@ from ..errors import (
     Refused,
     ServerUnavailable,
 )
+from ..observability.console import metrics_endpoint
 from ..views import SEARCH_BUDGET, to_json
 from .handlers import (
     GROUP_VERBS,
@@ -503,6 +504,7 @@ def _routes(console: Console, safety: Safety) -> list[Route | Mount]:
         Route("/api/login", login, methods=["POST"]),
         Route("/api/logout", logout, methods=["POST"]),
         Route("/api/health", reading(health)),
+        Route("/metrics", metrics_endpoint(console, safety.check_read, error_reply)),
         Route("/api/queues", reading(queues)),
         Route("/api/events", events),
         Route(q, reading(queue)),
