@@ -1,0 +1,262 @@
+"""Observability figures: the server time of a scrape, and a worker's per-job overhead
+with metrics on.
+
+1. **Scrape.** ``--queues`` queues holding ``--jobs`` jobs in all (flat with two priority
+   bands, a tenth of the queues grouped over ``--groups`` groups each, a tenth delayed,
+   a few leased) on a private server with ``slowlog-log-slower-than 0``; the collector
+   reads them ``--scrapes`` times. Every server call is then in SLOWLOG with its
+   duration: the figure is the slowest single call (the target is < 10 ms), with the
+   calls per scrape and the wall time of one scrape.
+2. **Worker overhead.** One ``Worker`` process (no-op async handler, concurrency 10)
+   serves a backlog of ``--worker-jobs`` jobs enqueued on a paused queue; the clock
+   starts at ``resume`` and stops when ``metrics:completed`` reaches the total. Three
+   modes, interleaved over ``--repeat`` rounds: ``bare`` (the observer replaced by a
+   no-op: no wrapper at all), ``off`` (the default: the job wrapper, logs at WARNING),
+   ``metrics`` (``Worker(..., metrics=registry)``). Overhead = median(metrics) /
+   median(off) - 1.
+
+Run: ``python bench/observability.py`` (always a private server: it changes the
+SLOWLOG settings); ``--quick`` for a short run.
+"""
+
+from __future__ import annotations
+
+import sys
+
+_BENCH_DIR = sys.path.pop(0)  # bench/operator.py shadows the stdlib module
+import argparse  # noqa: E402
+import random  # noqa: E402
+import signal  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import redis  # noqa: E402
+
+sys.path.insert(0, _BENCH_DIR)
+from _common import median, report  # noqa: E402
+from echomq import JobContext, Queue, Worker  # noqa: E402
+from echomq.embedded import EmbeddedServer  # noqa: E402
+
+HERE = Path(__file__).resolve()
+CHUNK = 20_000
+
+
+# ---- 1. the scrape ---------------------------------------------------------------
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def build(url: str, queues: int, jobs: int, groups: int) -> list[str]:
+    names = [f"obs-bench-{i:03d}" for i in range(queues)]
+    per = jobs // queues
+    rng = random.Random(7)
+    for i, name in enumerate(names):
+        q = Queue(name, url=url)
+        left = per
+        while left:
+            n = min(CHUNK, left)
+            payloads = [{"n": k} for k in range(n)]
+            if i % 10 == 0:  # grouped over `groups` tenants
+                per_group = max(1, n // groups)
+                for g in range(0, n, per_group):
+                    q.enqueue_many(payloads[g : g + per_group], group=f"t{rng.randrange(groups)}")
+            elif i % 10 == 1:
+                q.enqueue_many(payloads, delay_ms=3_600_000)
+            else:
+                q.enqueue_many(payloads[: n // 2])
+                q.enqueue_many(payloads[n // 2 :], priority=5)
+            left -= n
+        q.claim_many(20, lease_ms=3_600_000)
+        q.close()
+        print(f"\rbuilt {i + 1}/{queues} queues", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    return names
+
+
+def scrape_figures(args: argparse.Namespace) -> None:
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from echomq.observability.prometheus import QueueCollector
+    from echomq.observability.scrape import GROUPS_SCRIPT, QUEUE_SCRIPT
+
+    with EmbeddedServer() as srv:
+        r = redis.Redis.from_url(srv.url, decode_responses=True)
+        t0 = time.perf_counter()
+        names = build(srv.url, args.queues, args.jobs, args.groups)
+        built_s = time.perf_counter() - t0
+        keys = r.dbsize()
+        client = redis.Redis.from_url(srv.url)
+        registry = CollectorRegistry(auto_describe=False)
+        collector = QueueCollector(client, names)
+        registry.register(collector)
+        generate_latest(registry)  # loads the scripts
+        r.config_set("slowlog-max-len", 1_000_000)
+        r.config_set("slowlog-log-slower-than", 0)
+        r.slowlog_reset()
+        walls = []
+        for _ in range(args.scrapes):
+            t = time.perf_counter()
+            text = generate_latest(registry)
+            walls.append(time.perf_counter() - t)
+        r.config_set("slowlog-log-slower-than", 10_000)
+        log = r.slowlog_get(1_000_000)
+        # Redis 7 also logs the commands a script runs, from the client "?:0": those
+        # are inside their EVALSHA's duration; only the calls a client made count
+        calls = [
+            e
+            for e in log
+            if _text(e["client_address"]) != "?:0"
+            and not _text(e["command"]).upper().startswith(("SLOWLOG", "CONFIG"))
+        ]
+        durations = sorted(e["duration"] for e in calls)
+        names = {QUEUE_SCRIPT.sha: "EVALSHA obs_queue", GROUPS_SCRIPT.sha: "EVALSHA obs_groups"}
+        by_call: dict[str, list[int]] = {}
+        for e in calls:
+            words = _text(e["command"]).split()
+            label = names.get(words[1], words[0]) if len(words) > 1 else words[0]
+            by_call.setdefault(label, []).append(e["duration"])
+        version = r.info("server").get("redis_version")
+        r.close()
+        client.close()
+    print(
+        f"\nscrape: {args.queues} queues, {args.jobs:,} jobs ({keys:,} keys), "
+        f"built in {built_s:.0f} s; {args.scrapes} scrapes, "
+        f"{len(text):,} bytes of exposition each; redis-server {version}"
+    )
+    report(
+        [
+            ["figure", "value"],
+            ["server calls per scrape", len(calls) / args.scrapes],
+            ["slowest single call (ms)", durations[-1] / 1000],
+            ["p99 call (ms)", durations[int(len(durations) * 0.99) - 1] / 1000],
+            ["median call (ms)", statistics.median(durations) / 1000],
+            ["server time per scrape (ms)", sum(durations) / args.scrapes / 1000],
+            ["scrape wall time, median (ms)", median(walls) * 1000],
+        ]
+    )
+    for cmd, ds in sorted(by_call.items()):
+        ds.sort()
+        print(
+            f"  {cmd}: {len(ds) / args.scrapes:.0f} per scrape, median "
+            f"{statistics.median(ds) / 1000:.3f} ms, slowest {ds[-1] / 1000:.3f} ms"
+        )
+    verdict = "under" if durations[-1] < 10_000 else "OVER"
+    print(f"slowest call {durations[-1] / 1000:.3f} ms: {verdict} the 10 ms target")
+
+
+# ---- 2. worker overhead ------------------------------------------------------------
+
+
+def worker_role(args: argparse.Namespace) -> None:
+    """A Worker with a no-op handler in the given mode; prints ``ready``."""
+    from echomq.observability import hooks
+
+    async def noop(job: JobContext) -> None:
+        return None
+
+    metrics: Any = None
+    if args.mode == "bare":
+
+        class Bare:
+            def wrap_handler(self, handler: Any) -> Any:
+                return handler
+
+            def claimed(self, jobs: int, seconds: float) -> None:
+                return None
+
+        hooks.worker_observer = lambda queue, metrics=None: Bare()  # type: ignore[assignment,misc]
+    elif args.mode == "metrics":
+        from prometheus_client import CollectorRegistry
+
+        metrics = CollectorRegistry()
+    worker = Worker(args.queue, noop, url=args.url, concurrency=10, metrics=metrics)
+    threading.Thread(target=lambda: (worker.ready.wait(), print("ready", flush=True))).start()
+    worker.run()
+
+
+def one_run(url: str, mode: str, jobs: int, name: str) -> float:
+    q = Queue(name, url=url)
+    q.pause()
+    for i in range(0, jobs, CHUNK):
+        q.enqueue_many([{"i": k} for k in range(i, min(jobs, i + CHUNK))])
+    cmd = [sys.executable, str(HERE), "--role", "worker", "--mode", mode, "--url", url]
+    proc = subprocess.Popen([*cmd, "--queue", name], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    key = q.keys.metrics_completed
+    t0 = time.perf_counter()
+    q.resume()
+    while int(q.client.hget(key, "count") or 0) < jobs:
+        time.sleep(0.002)
+    took = time.perf_counter() - t0
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(30)
+    q.pause()
+    while not q.obliterate(force=True, budget=10_000):
+        pass
+    q.close()
+    return took
+
+
+def worker_figures(args: argparse.Namespace) -> None:
+    modes = ["bare", "off", "metrics"]
+    runs: dict[str, list[float]] = {m: [] for m in modes}
+    with EmbeddedServer() as srv:
+        for rnd in range(args.repeat):
+            order = modes[rnd % 3 :] + modes[: rnd % 3]  # rotate: drift hits every mode
+            for mode in order:
+                runs[mode].append(one_run(srv.url, mode, args.worker_jobs, f"obs-w-{rnd}-{mode}"))
+                print(f"\rround {rnd + 1}/{args.repeat}", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    print(f"\nworker: {args.worker_jobs:,} no-op jobs, concurrency 10, {args.repeat} rounds")
+    rows: list[list[object]] = [["mode", "median s", "us per job", "jobs/s", "all runs (s)"]]
+    for m in modes:
+        med = median(runs[m])
+        rows.append(
+            [
+                m,
+                med,
+                med / args.worker_jobs * 1e6,
+                args.worker_jobs / med,
+                " ".join(f"{x:.2f}" for x in runs[m]),
+            ]
+        )
+    report(rows)
+    off, on, bare = median(runs["off"]), median(runs["metrics"]), median(runs["bare"])
+    print(f"metrics on vs off: {100 * (on / off - 1):+.1f}% per job (target < 5%)")
+    print(f"default wrapper vs none: {100 * (off / bare - 1):+.1f}% per job")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--role", default="main", choices=["main", "worker"])
+    p.add_argument("--mode", default="off")
+    p.add_argument("--url", default="")
+    p.add_argument("--queue", default="")
+    p.add_argument("--queues", type=int, default=100)
+    p.add_argument("--jobs", type=int, default=1_000_000)
+    p.add_argument("--groups", type=int, default=1000)
+    p.add_argument("--scrapes", type=int, default=10)
+    p.add_argument("--worker-jobs", type=int, default=20_000)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--only", choices=["scrape", "worker"])
+    p.add_argument("--quick", action="store_true", help="100k jobs, 5k worker jobs, 3 rounds")
+    args = p.parse_args()
+    if args.role == "worker":
+        worker_role(args)
+        return
+    if args.quick:
+        args.jobs, args.worker_jobs, args.repeat, args.scrapes = 100_000, 5_000, 3, 3
+    if args.only != "worker":
+        scrape_figures(args)
+    if args.only != "scrape":
+        worker_figures(args)
+
+
+if __name__ == "__main__":
+    main()
