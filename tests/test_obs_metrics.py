@@ -148,3 +148,26 @@ def test_the_exporter_serves_http(q: Queue) -> None:
     finally:
         server.shutdown()
         thread.join(5)
+
+
+def test_the_grafana_dashboard_queries_only_metrics_echomq_exports(q: Queue) -> None:
+    import json
+    import re
+    from pathlib import Path
+
+    from echomq.observability.prometheus import WorkerMetrics
+
+    q.enqueue({"a": 1}, group="g")
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(QueueCollector(q.client, [q.name]))
+    m = WorkerMetrics(registry).bind(q.name)
+    m.duration["completed"].observe(0.1)
+    m.claim.observe(0.001)
+    m.claimed.inc()
+    exported = {s.name for f in registry.collect() for s in f.samples}
+    path = Path(__file__).resolve().parents[1] / "docs" / "grafana" / "echomq-dashboard.json"
+    dash = json.loads(path.read_text(encoding="utf-8"))
+    exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
+    used = {n for e in exprs for n in re.findall(r"echomq_[a-z_]+", e)}
+    assert used and used <= exported, used - exported
+    assert used >= {"echomq_queue_jobs", "echomq_job_duration_seconds_bucket"}
