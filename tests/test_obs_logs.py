@@ -166,3 +166,23 @@ def test_the_console_serves_metrics(server: EmbeddedServer, q: Queue) -> None:
     assert samples[("echomq_queue_jobs", (("queue", q.name), ("state", "pending")))] == 1
     key = ("echomq_group_jobs", (("group", "tenant"), ("queue", q.name), ("state", "pending")))
     assert samples[key] == 1
+
+
+def test_the_console_metrics_sit_behind_its_read_login(
+    server: EmbeddedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("prometheus_client")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+
+    from echomq.console import create_app
+
+    monkeypatch.delenv("EMQ_CONSOLE_TOKEN", raising=False)
+    app = create_app(server.url, token="s3cret")
+    with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+        assert client.get("/metrics").status_code == 401
+        wrong = client.get("/metrics", headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401
+        ok = client.get("/metrics", headers={"Authorization": "Bearer s3cret"})
+        assert ok.status_code == 200 and ok.headers["content-type"].startswith("text/plain")
