@@ -48,6 +48,23 @@ CHUNK = 20_000
 # ---- 1. the scrape ---------------------------------------------------------------
 
 
+def _raise_priority(srv: EmbeddedServer) -> None:
+    """Renice the private server (root only): on cores shared with other work, a call
+    the scheduler pauses shows the pause as its duration."""
+    import os
+
+    if srv.proc is not None:
+        try:
+            os.setpriority(os.PRIO_PROCESS, srv.proc.pid, -10)
+        except OSError:
+            print("(could not renice the server)", file=sys.stderr)
+
+
+def _server_cpu(r: redis.Redis) -> float:
+    info = r.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -86,6 +103,7 @@ def scrape_figures(args: argparse.Namespace) -> None:
     from echomq.observability.scrape import GROUPS_SCRIPT, QUEUE_SCRIPT
 
     with EmbeddedServer() as srv:
+        _raise_priority(srv)
         r = redis.Redis.from_url(srv.url, decode_responses=True)
         t0 = time.perf_counter()
         names = build(srv.url, args.queues, args.jobs, args.groups)
@@ -99,11 +117,13 @@ def scrape_figures(args: argparse.Namespace) -> None:
         r.config_set("slowlog-max-len", 1_000_000)
         r.config_set("slowlog-log-slower-than", 0)
         r.slowlog_reset()
+        cpu0 = _server_cpu(r)
         walls = []
         for _ in range(args.scrapes):
             t = time.perf_counter()
             text = generate_latest(registry)
             walls.append(time.perf_counter() - t)
+        cpu_s = (_server_cpu(r) - cpu0) / args.scrapes
         r.config_set("slowlog-log-slower-than", 10_000)
         log = r.slowlog_get(1_000_000)
         # Redis 7 also logs the commands a script runs, from the client "?:0": those
@@ -136,7 +156,9 @@ def scrape_figures(args: argparse.Namespace) -> None:
             ["slowest single call (ms)", durations[-1] / 1000],
             ["p99 call (ms)", durations[int(len(durations) * 0.99) - 1] / 1000],
             ["median call (ms)", statistics.median(durations) / 1000],
+            ["p99.9 call (ms)", durations[int(len(durations) * 0.999) - 1] / 1000],
             ["server time per scrape (ms)", sum(durations) / args.scrapes / 1000],
+            ["server CPU per scrape (ms)", cpu_s * 1000],
             ["scrape wall time, median (ms)", median(walls) * 1000],
         ]
     )

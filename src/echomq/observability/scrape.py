@@ -108,7 +108,7 @@ QUEUE_SCRIPT = _script("obs_queue", _QUEUE)
 GROUPS_SCRIPT = _script("obs_groups", _GROUPS)
 
 #: Groups asked per ``obs_groups`` call (an ``SSCAN`` COUNT hint).
-GROUP_PAGE = 200
+GROUP_PAGE = 100
 #: How many groups a snapshot keeps (the busiest, by lane depth + in flight).
 TOP_GROUPS = 10
 
