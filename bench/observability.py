@@ -14,6 +14,8 @@ with metrics on.
    no-op: no wrapper at all), ``off`` (the default: the job wrapper, logs at WARNING),
    ``metrics`` (``Worker(..., metrics=registry)``). Overhead = median(metrics) /
    median(off) - 1.
+3. **Hooks.** What an enqueue pays for the trace hook while tracing is off (timeit of
+   the hook beside one enqueue's round trip).
 
 Run: ``python bench/observability.py`` (always a private server: it changes the
 SLOWLOG settings); ``--quick`` for a short run.
@@ -254,6 +256,45 @@ def worker_figures(args: argparse.Namespace) -> None:
     print(f"default wrapper vs none: {100 * (off / bare - 1):+.1f}% per job")
 
 
+# ---- 3. the hooks' cost with the extras absent ---------------------------------------
+
+
+def hook_figures(args: argparse.Namespace) -> None:
+    """What the core pays for the hooks when tracing is off: the enqueue hook per call
+    (timeit), beside one enqueue's round trip on the same server."""
+    import timeit
+
+    from echomq.observability import hooks
+
+    assert hooks.state.tracer is None
+    n = 1_000_000
+    opts: list[str] = []
+    hook_ns = min(timeit.repeat(lambda: hooks.trace_opts(opts), number=n, repeat=5)) / n * 1e9
+    base_ns = min(timeit.repeat(lambda: opts, number=n, repeat=5)) / n * 1e9
+    with EmbeddedServer() as srv:
+        q = Queue("obs-hooks", url=srv.url)
+        for _ in range(2000):
+            q.enqueue({"w": 1})
+        times = []
+        for _ in range(5):
+            t = time.perf_counter()
+            for _ in range(5000):
+                q.enqueue({"a": 1})
+            times.append((time.perf_counter() - t) / 5000)
+        q.close()
+    enq_us = min(times) * 1e6
+    extra_ns = hook_ns - base_ns
+    print("\nhooks with tracing off (the extras need not be installed):")
+    report(
+        [
+            ["figure", "value"],
+            ["trace hook per enqueue (ns)", extra_ns],
+            ["one enqueue round trip, best of 5x5000 (us)", enq_us],
+            ["hook share of an enqueue (%)", 100 * extra_ns / (enq_us * 1000)],
+        ]
+    )
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--role", default="main", choices=["main", "worker"])
@@ -266,7 +307,7 @@ def main() -> None:
     p.add_argument("--scrapes", type=int, default=10)
     p.add_argument("--worker-jobs", type=int, default=20_000)
     p.add_argument("--repeat", type=int, default=5)
-    p.add_argument("--only", choices=["scrape", "worker"])
+    p.add_argument("--only", choices=["scrape", "worker", "hooks"])
     p.add_argument("--quick", action="store_true", help="100k jobs, 5k worker jobs, 3 rounds")
     args = p.parse_args()
     if args.role == "worker":
@@ -274,10 +315,12 @@ def main() -> None:
         return
     if args.quick:
         args.jobs, args.worker_jobs, args.repeat, args.scrapes = 100_000, 5_000, 3, 3
-    if args.only != "worker":
+    if args.only in (None, "scrape"):
         scrape_figures(args)
-    if args.only != "scrape":
+    if args.only in (None, "worker"):
         worker_figures(args)
+    if args.only in (None, "hooks"):
+        hook_figures(args)
 
 
 if __name__ == "__main__":
