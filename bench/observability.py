@@ -143,6 +143,13 @@ def scrape_figures(args: argparse.Namespace) -> None:
             words = _text(e["command"]).split()
             label = names.get(words[1], words[0]) if len(words) > 1 else words[0]
             by_call.setdefault(label, []).append(e["duration"])
+        # each distinct call (same script, queue, cursor) ran once per scrape: its best
+        # run is its own cost, its worst also holds whatever paused the server meanwhile
+        best: dict[str, int] = {}
+        for e in calls:
+            key = _text(e["command"])
+            best[key] = min(best.get(key, 1 << 62), e["duration"])
+        worst_best = max(best.values())
         version = r.info("server").get("redis_version")
         r.close()
         client.close()
@@ -159,6 +166,7 @@ def scrape_figures(args: argparse.Namespace) -> None:
             ["p99 call (ms)", durations[int(len(durations) * 0.99) - 1] / 1000],
             ["median call (ms)", statistics.median(durations) / 1000],
             ["p99.9 call (ms)", durations[int(len(durations) * 0.999) - 1] / 1000],
+            ["slowest call, best of its runs (ms)", worst_best / 1000],
             ["server time per scrape (ms)", sum(durations) / args.scrapes / 1000],
             ["server CPU per scrape (ms)", cpu_s * 1000],
             ["scrape wall time, median (ms)", median(walls) * 1000],
@@ -170,8 +178,9 @@ def scrape_figures(args: argparse.Namespace) -> None:
             f"  {cmd}: {len(ds) / args.scrapes:.0f} per scrape, median "
             f"{statistics.median(ds) / 1000:.3f} ms, slowest {ds[-1] / 1000:.3f} ms"
         )
-    verdict = "under" if durations[-1] < 10_000 else "OVER"
-    print(f"slowest call {durations[-1] / 1000:.3f} ms: {verdict} the 10 ms target")
+    for label, us in (("slowest call", durations[-1]), ("slowest best-of-runs", worst_best)):
+        verdict = "under" if us < 10_000 else "OVER"
+        print(f"{label} {us / 1000:.3f} ms: {verdict} the 10 ms target")
 
 
 # ---- 2. worker overhead ------------------------------------------------------------
