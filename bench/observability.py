@@ -28,6 +28,7 @@ import sys
 
 _BENCH_DIR = sys.path.pop(0)  # bench/operator.py shadows the stdlib module
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import os  # noqa: E402
 import random  # noqa: E402
 import signal  # noqa: E402
@@ -283,6 +284,59 @@ def worker_figures(args: argparse.Namespace) -> None:
         )
 
 
+def wrapper_figures(args: argparse.Namespace) -> None:
+    """The per-job cost of the job wrapper, in process, best of repeats (a minimum is
+    what the code costs; interference only ever adds): the handler alone, wrapped with
+    metrics off, wrapped with metrics on; the claim hook per claim call."""
+    import timeit
+
+    from prometheus_client import CollectorRegistry
+
+    from echomq.observability.worker import JobObserver
+
+    class Job:
+        id, attempt, name, group, cancel_reason = "JOB0000000000A", 1, None, None, None
+
+    async def noop(job: Any) -> None:
+        return None
+
+    def sync_noop(job: Any) -> None:
+        return None
+
+    job = Job()
+    off = JobObserver("q")
+    on = JobObserver("q", CollectorRegistry())
+
+    def drive(fn: Any) -> None:
+        coro = fn(job)
+        with contextlib.suppress(StopIteration):
+            coro.send(None)
+
+    n = 200_000
+
+    def best(stmt: Any) -> float:
+        return min(timeit.repeat(stmt, number=n, repeat=7)) / n * 1e9
+
+    cases = {
+        "async handler alone": best(lambda: drive(noop)),
+        "async, wrapped, metrics off": best(lambda: drive(off.wrap(noop, True))),
+        "async, wrapped, metrics on": best(lambda: drive(on.wrap(noop, True))),
+        "sync handler alone": best(lambda: sync_noop(job)),
+        "sync, wrapped, metrics off": best(lambda: off.wrap(sync_noop, False)(job)),
+        "sync, wrapped, metrics on": best(lambda: on.wrap(sync_noop, False)(job)),
+        "claim hook, metrics on (per call)": best(lambda: on.claimed(10, 0.001)),
+    }
+    # the wrapper is built once per worker, not per job: take its making out again
+    make = best(lambda: on.wrap(noop, True))
+    print("\njob wrapper, in process, best of 7 x 200k (ns per job):")
+    rows: list[list[object]] = [["case", "ns"]]
+    rows += [[k, v] for k, v in cases.items()]
+    rows.append(["(making a wrapper, subtracted below)", make])
+    report(rows)
+    added = cases["async, wrapped, metrics on"] - cases["async, wrapped, metrics off"]
+    print(f"metrics on adds {added:.0f} ns per job (+ the claim hook per claim call)")
+
+
 # ---- 3. the hooks' cost with the extras absent ---------------------------------------
 
 
@@ -334,7 +388,7 @@ def main() -> None:
     p.add_argument("--scrapes", type=int, default=10)
     p.add_argument("--worker-jobs", type=int, default=20_000)
     p.add_argument("--repeat", type=int, default=5)
-    p.add_argument("--only", choices=["scrape", "worker", "hooks"])
+    p.add_argument("--only", choices=["scrape", "worker", "wrapper", "hooks"])
     p.add_argument("--quick", action="store_true", help="100k jobs, 5k worker jobs, 3 rounds")
     args = p.parse_args()
     if args.role == "worker":
@@ -346,6 +400,8 @@ def main() -> None:
         scrape_figures(args)
     if args.only in (None, "worker"):
         worker_figures(args)
+    if args.only in (None, "wrapper"):
+        wrapper_figures(args)
     if args.only in (None, "hooks"):
         hook_figures(args)
 

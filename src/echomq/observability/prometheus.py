@@ -203,7 +203,10 @@ class BoundWorkerMetrics:
 
     def __init__(self, m: WorkerMetrics, queue: str) -> None:
         self.duration = {o: m.duration.labels(queue, o) for o in OUTCOMES}
-        self.in_hand = m.in_hand.labels(queue)
+        #: the jobs whose handler runs now: a set's add/discard need no lock of ours,
+        #: and the gauge reads its size only when scraped
+        self.running: set[tuple[str, int]] = set()
+        m.in_hand.labels(queue).set_function(lambda: len(self.running))
         self.claim = m.claim.labels(queue)
         self.claimed = m.claimed.labels(queue)
 

@@ -90,7 +90,7 @@ class JobObserver:
         if extra is not None:
             log.debug("job %s started", job.id, extra=extra)
         if self.metrics is not None:
-            self.metrics.in_hand.inc()
+            self.metrics.running.add((job.id, job.attempt))
         return extra
 
     def _end(self, job: Any, t0: float, exc: BaseException | None, span: Any) -> None:
@@ -98,7 +98,7 @@ class JobObserver:
         outcome = _outcome(job, exc)
         m = self.metrics
         if m is not None:
-            m.in_hand.dec()
+            m.running.discard((job.id, job.attempt))
             m.duration[outcome].observe(took)
         if span is not None:
             span.end(outcome, exc)
