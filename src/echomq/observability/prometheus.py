@@ -47,7 +47,7 @@ from prometheus_client.registry import Collector
 
 from ..context import Context
 from ..keyspace import Keyspace, check_name
-from ..scripts import AsyncRunner, SyncRunner
+from ..transport import AsyncRunner, SyncRunner
 from .scrape import GROUP_PAGE, TOP_GROUPS, QueueSnapshot, snapshots
 
 #: The exposition's content type (text format 0.0.4).
