@@ -278,6 +278,35 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
         "n": h(st.integers(1, 200)),
     },
     "throughput": {"minutes": h(st.integers(1, 1440))},
+    # bulk verbs by filter
+    **{
+        verb: {
+            **(
+                {"state": h(st.sampled_from(checks.STATES), optional=False)}
+                if verb == "remove_jobs"
+                else {}
+            ),
+            "name": h(names),
+            "group": h(groups),
+            "error": h(names),
+            "since_ms": h(run_ats),
+            "until_ms": h(run_ats),
+            "dry_run": h(flags),
+            "cursor": h(st.sampled_from(["0", "3", "-||0", "0|g1|0"])),
+            "scan": h(st.integers(1, 5000)),
+            "max_calls": h(counters),
+            "progress": h(st.just(print)),
+        }
+        for verb in ("reprocess_jobs", "remove_jobs", "promote_jobs")
+    },
+    "promote_job": {"job_id": h(job_ids, optional=False)},
+    "clean": {
+        "older_than_ms": h(waits, optional=False),
+        "state": h(st.sampled_from(["dead", "pending"])),
+        "dry_run": h(flags),
+        "budget": h(st.integers(1, 5000)),
+        "progress": h(st.just(print)),
+    },
 }
 
 

@@ -479,6 +479,27 @@ async def test_repeatables(twin: Twin, r: redis.Redis) -> None:
     assert t.key_names() == {"repeat", "repeat:every", "audit"}
 
 
+@scenario("reprocess_jobs", "remove_jobs", "promote_jobs", "promote_job", "clean")
+async def test_bulk_verbs_by_filter(twin: Twin, r: redis.Redis) -> None:
+    t = twin
+    for n in range(4):
+        await t("enqueue", n, job_id=J(n + 1), max_attempts=1, name="a" if n % 2 else "b")
+        c = await t("claim")
+        await t("retry", J(n + 1), field(c, "token"), "boom" if n < 3 else "other")
+    await t("enqueue", "s1", job_id=J(10), delay_ms=60_000)
+    await t("enqueue", "s2", job_id=J(11), delay_ms=60_000, group="g")
+    assert field(await t("reprocess_jobs", error="boom", dry_run=True), "matched") == 3
+    res = await t("reprocess_jobs", name="a", error="boom", scan=1)
+    assert (field(res, "matched"), field(res, "calls")) == (1, 5)  # the 5th sees the end
+    assert field(await t("remove_jobs", "pending", name="a"), "matched") == 1
+    await t("promote_job", J(10))
+    await t.outcome("promote_job", J(10))
+    assert field(await t("promote_jobs", group="g"), "matched") == 1
+    assert field(await t("clean", 0, dry_run=True), "matched") == 3
+    assert field(await t("clean", 0, budget=2), "matched") == 3
+    assert {"pending", "g:g:pending", "audit"} <= t.key_names()
+
+
 @scenario("audit")
 async def test_the_audit_journal(twin: Twin, r: redis.Redis) -> None:
     t = twin

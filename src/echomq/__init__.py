@@ -1,6 +1,7 @@
 """echomq: a job queue for Python on Valkey/Redis with a fenced operator plane."""
 
 from .backoff import Backoff
+from .bulk import BulkResult, JobFilter
 from .context import JsonSerializer, Serializer
 from .errors import (
     EchoMQError,
@@ -12,6 +13,7 @@ from .errors import (
     JobLocked,
     JobNotDead,
     JobNotPending,
+    JobNotScheduled,
     QueueHasActiveJobs,
     QueueNotPaused,
     Refused,
@@ -38,6 +40,7 @@ __all__ = [
     "AsyncQueue",
     "AuditEntry",
     "Backoff",
+    "BulkResult",
     "Claimed",
     "EchoMQError",
     "Event",
@@ -49,10 +52,12 @@ __all__ = [
     "InvalidPayload",
     "JobCancelled",
     "JobContext",
+    "JobFilter",
     "JobGone",
     "JobLocked",
     "JobNotDead",
     "JobNotPending",
+    "JobNotScheduled",
     "JsonSerializer",
     "Queue",
     "QueueHasActiveJobs",

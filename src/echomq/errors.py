@@ -20,6 +20,7 @@ and carries a stable ``.reason`` string::
         ├── JobLocked          locked      a worker holds the job's lock
         ├── JobNotDead         not_dead    reprocess of a job that is not dead
         ├── JobNotPending      not_pending reassign of a job that is not pending
+        ├── JobNotScheduled    not_scheduled promote_job of a job that is not scheduled
         ├── QueueNotPaused     not_paused  obliterate of a queue that is not paused
         ├── QueueHasActiveJobs active      obliterate (unforced) with jobs in flight
         └── StaleToken         stale       the fencing token is not the current one
@@ -152,6 +153,12 @@ class JobNotPending(Refused):
     reason = "not_pending"
 
 
+class JobNotScheduled(Refused):
+    """``promote_job`` was asked of a job that is not in the schedule."""
+
+    reason = "not_scheduled"
+
+
 class QueueNotPaused(Refused):
     """Obliterate was asked of a queue that is not paused."""
 
@@ -177,6 +184,7 @@ REPLY_CODES: dict[str, type[EchoMQError]] = {
     "EMQSTALE": StaleToken,
     "EMQSTATE not dead": JobNotDead,
     "EMQSTATE not pending": JobNotPending,
+    "EMQSTATE not scheduled": JobNotScheduled,
     "EMQSTATE not paused": QueueNotPaused,
     "EMQSTATE active": QueueHasActiveJobs,
     "EMQKIND": ScriptError,
@@ -191,6 +199,7 @@ REASONS: tuple[str, ...] = (
     "locked",
     "not_dead",
     "not_pending",
+    "not_scheduled",
     "not_paused",
     "active",
     "stale",

@@ -17,7 +17,7 @@ import redis
 import redis.asyncio
 from typing_extensions import ParamSpec, Self
 
-from . import admin, jobs, journal, lanes, reads, spine, views
+from . import admin, bulk, jobs, journal, lanes, reads, spine, views
 from . import repeat as repeating
 from .context import DEFAULT_MAX_ATTEMPTS, Context, JsonSerializer, Serializer
 from .events import AsyncEventStream, EventStream
@@ -151,6 +151,12 @@ class _Verbs:
     unlock_job = _Verb(jobs.unlock_job)
     # the audit journal
     audit = _Verb(journal.audit)
+    # bulk verbs by filter
+    reprocess_jobs = _Verb(bulk.reprocess_jobs)
+    remove_jobs = _Verb(bulk.remove_jobs)
+    promote_jobs = _Verb(bulk.promote_jobs)
+    promote_job = _Verb(bulk.promote_job)
+    clean = _Verb(bulk.clean)
     # lanes
     pause_group = _Verb(lanes.pause_group)
     resume_group = _Verb(lanes.resume_group)

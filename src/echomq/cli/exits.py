@@ -32,6 +32,7 @@ REFUSED: dict[str, int] = {
     "not_paused": 14,
     "active": 15,
     "stale": 16,
+    "not_scheduled": 17,
 }
 _REASON_MEANING = {
     "gone": "no such job",
@@ -41,6 +42,7 @@ _REASON_MEANING = {
     "not_paused": "the queue is not paused (obliterate)",
     "active": "jobs are in flight; --force deletes them too (obliterate)",
     "stale": "the fencing token is not the current one",
+    "not_scheduled": "the job is not scheduled (job promote)",
 }
 #: A refusal whose reason this table does not know (a newer server script).
 REFUSED_OTHER = 19

@@ -1,16 +1,23 @@
-"""Operator-plane commands of issue 13: the audit journal (``emq audit``)."""
+"""Operator-plane commands of issue 13: the audit journal (``emq audit``), the bulk
+verbs by filter (``emq bulk reprocess|remove|promote|clean``) and ``emq job promote``."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable
 from dataclasses import asdict
+from typing import Any
 
 import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
+from ..bulk import DEFAULT_SCAN, MAX_SCAN, BulkResult
+from ..errors import JobLocked
 from ..journal import DEFAULT_AUDIT_ENTRIES
-from .app import Env, cli, pass_env
+from .app import Env, cli, confirm, pass_env
+from .job_cmds import job
 
 
 def _when(ms: int) -> str:
@@ -45,3 +52,159 @@ def audit(env: Env, queue: str, count: int) -> None:
         env.out.print(table)
 
     env.emit({"queue": queue, "entries": [asdict(e) for e in entries]}, show)
+
+
+# ---------------------------------------------------------------- bulk verbs by filter
+
+
+def _filter_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The filter every bulk command takes, and --dry-run/--yes/--scan."""
+    for opt in reversed(
+        [
+            click.option("--name", help="Only jobs with this name."),
+            click.option("--group", help="Only jobs of this group."),
+            click.option("--error", "error", help="Only jobs whose last error contains this."),
+            click.option(
+                "--since-ms", type=int, help="Only jobs created at or after (ms since epoch)."
+            ),
+            click.option("--until-ms", type=int, help="Only jobs created at or before (ms)."),
+            click.option("--dry-run", is_flag=True, help="Count the matching jobs; change none."),
+            click.option(
+                "--scan",
+                type=click.IntRange(1, MAX_SCAN),
+                default=DEFAULT_SCAN,
+                show_default=True,
+                help="Jobs examined per server call.",
+            ),
+            click.option("--cursor", help="Resume a run from the cursor it printed."),
+            click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation."),
+        ]
+    ):
+        f = opt(f)
+    return f
+
+
+def _filter_kw(kw: dict[str, Any]) -> dict[str, Any]:
+    keys = ("name", "group", "error", "since_ms", "until_ms")
+    return {k: kw[k] for k in keys if kw.get(k) is not None}
+
+
+def _describe(kw: dict[str, Any]) -> str:
+    parts = [f"{k}={v!r}" for k, v in _filter_kw(kw).items()]
+    return " matching " + ", ".join(parts) if parts else ""
+
+
+def _result_doc(queue: str, res: BulkResult) -> dict[str, Any]:
+    return {"queue": queue, **asdict(res), "done": res.done}
+
+
+def _run_bulk(
+    env: Env,
+    queue: str,
+    what: str,
+    run: Callable[..., BulkResult],
+    kw: dict[str, Any],
+) -> None:
+    """Dry run, confirm with the count, then run with a progress bar on stderr."""
+    flt = _filter_kw(kw)
+    cursor = kw.get("cursor")
+    if kw["dry_run"]:
+        res = run(dry_run=True, scan=kw["scan"], cursor=cursor, **flt)
+        env.emit(
+            _result_doc(queue, res),
+            f"dry run: {res.matched} jobs would be {what} ({res.examined} examined); "
+            "nothing changed",
+        )
+        return
+    count = run(dry_run=True, scan=kw["scan"], cursor=cursor, **flt).matched
+    confirm(env, kw["yes"], lambda: f"{what} {count} jobs of {queue}{_describe(kw)}?")
+    progress = Progress(
+        TextColumn(f"{what} {{task.description}}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=env.err,
+        disable=env.json,
+    )
+    with progress:
+        task = progress.add_task(queue, total=max(count, 1))
+
+        def report(r: BulkResult) -> None:
+            progress.update(task, completed=min(r.matched, max(count, 1)))
+
+        res = run(scan=kw["scan"], cursor=cursor, progress=report, **flt)
+        progress.update(task, completed=max(count, 1))
+    text = f"{what} {res.matched} jobs of {queue} in {res.calls} calls"
+    if res.locked:
+        text += f"; {res.locked} held by a worker were skipped"
+    env.emit(_result_doc(queue, res), text)
+
+
+@cli.group()
+def bulk() -> None:
+    """Act on every job matching a filter, in bounded server calls (each journaled)."""
+
+
+@bulk.command("reprocess")
+@click.argument("queue")
+@_filter_options
+@pass_env
+def bulk_reprocess(env: Env, queue: str, **kw: Any) -> None:
+    """Reprocess every dead job of QUEUE matching the filter."""
+    _run_bulk(env, queue, "reprocessed", env.queue(queue).reprocess_jobs, kw)
+
+
+@bulk.command("remove")
+@click.argument("queue")
+@click.argument("state", type=click.Choice(["pending", "scheduled", "dead", "active"]))
+@_filter_options
+@pass_env
+def bulk_remove(env: Env, queue: str, state: str, **kw: Any) -> None:
+    """Remove every job of QUEUE in STATE matching the filter (active is refused: locked)."""
+    q = env.queue(queue)
+    if state == "active":
+        raise JobLocked("active jobs are held by their workers; nothing removed")
+
+    def run(**args: Any) -> BulkResult:
+        return q.remove_jobs(state, **args)
+
+    _run_bulk(env, queue, "removed", run, kw)
+
+
+@bulk.command("promote")
+@click.argument("queue")
+@_filter_options
+@pass_env
+def bulk_promote(env: Env, queue: str, **kw: Any) -> None:
+    """Promote every scheduled job of QUEUE matching the filter: it runs now."""
+    _run_bulk(env, queue, "promoted", env.queue(queue).promote_jobs, kw)
+
+
+@bulk.command("clean")
+@click.argument("queue")
+@click.option(
+    "--older-than-ms", type=click.IntRange(min=0), required=True, help="Age past which a job goes."
+)
+@click.option("--dry-run", is_flag=True, help="Count the jobs that qualify; change none.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@pass_env
+def bulk_clean(env: Env, queue: str, older_than_ms: int, dry_run: bool, yes: bool) -> None:
+    """Delete the dead jobs of QUEUE that died more than --older-than-ms ago."""
+    q = env.queue(queue)
+    count = q.clean(older_than_ms, dry_run=True).matched
+    if dry_run:
+        res = BulkResult("clean", matched=count, calls=1, dry_run=True)
+        env.emit(_result_doc(queue, res), f"dry run: {count} dead jobs would be deleted")
+        return
+    confirm(env, yes, lambda: f"delete {count} dead jobs of {queue} older than {older_than_ms} ms?")
+    res = q.clean(older_than_ms)
+    env.emit(_result_doc(queue, res), f"deleted {res.matched} dead jobs of {queue}")
+
+
+@job.command("promote")
+@click.argument("queue")
+@click.argument("job_id", metavar="ID")
+@pass_env
+def job_promote(env: Env, queue: str, job_id: str) -> None:
+    """Run scheduled job ID of QUEUE now (refused unless it is scheduled)."""
+    env.queue(queue).promote_job(job_id)
+    env.emit({"id": job_id, "promoted": True}, f"promoted {job_id}")

@@ -1,0 +1,33 @@
+-- bulk_clean: one bounded step of "delete the dead jobs that died more than T ago".
+-- KEYS[1]  the queue base emq:{q}:
+-- ARGV[1]  older_than_ms: a job qualifies when it died before now - older_than_ms
+--          (server clock; dead's score is the time of death)
+-- ARGV[2]  scan: the most jobs this step deletes (its bound)
+-- ARGV[3]  '1' for a dry run (answer how many qualify, write nothing), else ''
+-- ARGV[4]  actor (optional; '' = none), written to the audit journal
+-- Reply:   {deleted (or, on a dry run, how many qualify), more (1: call again)}
+-- Refusals: none.
+-- Writes:  (not on a dry run) the oldest qualifying dead jobs: ZREM dead, row, logs and
+--          lock deleted, dedup key released; event 'removed' per job; one audit entry
+--          (verb clean) when any job went.
+local B = KEYS[1]
+--! include common
+--! include audit
+local dead = B .. 'dead'
+local cut = now_ms() - tonumber(ARGV[1])
+if ARGV[3] == '1' then
+  return {redis.call('ZCOUNT', dead, '-inf', '(' .. cut), 0}
+end
+local scan = tonumber(ARGV[2])
+local ids = redis.call('ZRANGE', dead, '-inf', '(' .. cut, 'BYSCORE', 'LIMIT', 0, scan)
+for _, id in ipairs(ids) do
+  delete_row(id, B .. 'job:' .. id)
+  emit(ev('removed', id))
+end
+zrem_all(dead, ids)
+local more = #ids >= scan and 1 or 0
+if #ids > 0 then
+  audit('clean', cjson.encode({state = 'dead', older_than_ms = tonumber(ARGV[1])}),
+    more == 1 and 'more' or 'done', #ids, ARGV[4])
+end
+return {#ids, more}

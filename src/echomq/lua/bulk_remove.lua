@@ -1,0 +1,57 @@
+-- bulk_remove: one bounded step of "remove every job of a state matching a filter".
+-- KEYS[1]  the queue base emq:{q}:
+-- ARGV[1]  the state: pending | scheduled | dead (active is refused: its jobs are held)
+-- ARGV[2]  for pending, the lane's group ('' = the flat pending set); else ''
+-- ARGV[3]  offset: the rank this step starts from in the set's order (the cursor)
+-- ARGV[4]  scan: the most members this step examines (its bound)
+-- ARGV[5]  '1' for a dry run (count, write nothing), else ''
+-- ARGV[6..10]  the filter: name, group, error substring, lowest id, highest id
+-- ARGV[11] actor (optional; '' = none), written to the audit journal
+-- Reply:   {matched (removed, or would be), examined, next offset, done, locked (matching
+--          jobs skipped because a worker holds them: a `lock` field or a :lock key)}
+-- Refusals: EMQLOCK for state active (every active job is held by a worker); EMQSTATE
+--          for another unknown state. Both before any write.
+-- Writes:  (not on a dry run) for each unlocked match, as remove_job: ZREM from the set,
+--          the row, logs and lock deleted, its dedup key released; a lane that lost jobs
+--          has its place on the ring re-synced; event 'removed' per job; one audit entry
+--          (verb remove_jobs) when any job went.
+local B = KEYS[1]
+--! include common
+--! include audit
+--! include bulk
+local sets = {pending = 'pending', scheduled = 'schedule', dead = 'dead'}
+if ARGV[1] == 'active' then
+  return redis.error_reply('EMQLOCK active jobs are held by their workers')
+end
+if not sets[ARGV[1]] then return redis.error_reply('EMQSTATE unknown state ' .. ARGV[1]) end
+local lane = ARGV[1] == 'pending' and ARGV[2] ~= '' and ARGV[2] or nil
+local key = lane and lane_key(lane) or (B .. sets[ARGV[1]])
+local off, scan, dry = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5] == '1'
+local f = bulk_filter(6)
+local ids = redis.call('ZRANGE', key, off, off + scan - 1)
+local n, locked, gone = 0, 0, {}
+for _, id in ipairs(ids) do
+  local jk = B .. 'job:' .. id
+  if bulk_match(id, jk, f) then
+    if redis.call('HEXISTS', jk, 'lock') == 1 or redis.call('EXISTS', jk .. ':lock') == 1 then
+      locked = locked + 1
+    else
+      n = n + 1
+      gone[#gone + 1] = id
+    end
+  end
+end
+if not dry then
+  for _, id in ipairs(gone) do
+    delete_row(id, B .. 'job:' .. id)
+    emit(ev('removed', id))
+  end
+  zrem_all(key, gone)
+  if lane and n > 0 then ring_sync(lane) end
+end
+local done = #ids < scan and 1 or 0
+if not dry and n > 0 then
+  audit('remove_jobs', filter_json(f, {state = ARGV[1], lane = lane}),
+    done == 1 and 'done' or 'more', n, ARGV[11])
+end
+return {n, #ids, dry and off + #ids or off + #ids - n, done, locked}

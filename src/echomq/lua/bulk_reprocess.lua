@@ -1,0 +1,54 @@
+-- bulk_reprocess: one bounded step of "reprocess every dead job matching a filter".
+-- KEYS[1]  the queue base emq:{q}:
+-- ARGV[1]  offset: the rank in dead (oldest death first) this step starts from (the cursor)
+-- ARGV[2]  scan: the most dead members this step examines (its bound)
+-- ARGV[3]  '1' for a dry run (count, write nothing), else ''
+-- ARGV[4..8]  the filter: name, group, error substring, lowest id, highest id ('' = any)
+-- ARGV[9]  actor (optional; '' = none), written to the audit journal
+-- Reply:   {matched (reprocessed, or would be on a dry run), examined, next offset,
+--          done (1 when the walk reached the end of dead)}
+-- Refusals: none.
+-- Writes:  (not on a dry run) for each match, as reprocess_job: ZREM dead, HDEL
+--          last_error, state pending (counters kept), a flat job to pending at score 0, a
+--          grouped one to its lane at score 0 (`groups`, the ring when its lane can be
+--          served); event 'reprocessed' per job; one wake token per job (capped); one
+--          audit entry (verb reprocess_jobs) when any job moved.
+local B = KEYS[1]
+--! include common
+--! include audit
+--! include bulk
+local off, scan, dry = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
+local f = bulk_filter(4)
+local dead = B .. 'dead'
+local ids = redis.call('ZRANGE', dead, off, off + scan - 1)
+local n, lanes = 0, {}
+for _, id in ipairs(ids) do
+  local jk = B .. 'job:' .. id
+  local ok, g = bulk_match(id, jk, f)
+  if ok then
+    n = n + 1
+    if not dry then
+      redis.call('ZREM', dead, id)
+      redis.call('HDEL', jk, 'last_error')
+      redis.call('HSET', jk, 'state', 'pending')
+      if g then
+        redis.call('ZADD', lane_key(g), 0, id)
+        lanes[g] = true
+      else
+        redis.call('ZADD', B .. 'pending', 0, id)
+      end
+      emit(ev('reprocessed', id))
+    end
+  end
+end
+local done = #ids < scan and 1 or 0
+if not dry and n > 0 then
+  for g in pairs(lanes) do
+    redis.call('SADD', B .. 'groups', g)
+    -- quiet: the wake tokens below cover these jobs
+    ring_sync(g, true)
+  end
+  push_wake(n)
+  audit('reprocess_jobs', filter_json(f), done == 1 and 'done' or 'more', n, ARGV[9])
+end
+return {n, #ids, dry and off + #ids or off + #ids - n, done}

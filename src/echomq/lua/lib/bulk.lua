@@ -1,0 +1,38 @@
+-- lib/bulk: the filter and the bounded walk shared by the bulk verbs (spliced in by the
+-- loader; the script defines `B`). A bulk step examines at most `scan` members of one
+-- sorted set from rank `offset` on, in the set's order; the members it acts on leave
+-- the set, the others stay, so the next step starts at offset + examined - acted (the
+-- cursor). A dry run acts on none and answers how many it would have.
+
+-- The filter, read from ARGV[i .. i+4]: job name, group, a substring of the last error,
+-- the lowest and the highest job id (a time range: ids sort in mint order); '' = any.
+local function bulk_filter(i)
+  local f = {name = ARGV[i], group = ARGV[i + 1], err = ARGV[i + 2], lo = ARGV[i + 3],
+    hi = ARGV[i + 4]}
+  f.row = f.name ~= '' or f.group ~= '' or f.err ~= ''
+  return f
+end
+
+-- the filter as the audit journal records it
+local function filter_json(f, extra)
+  local t = extra or {}
+  if f.name ~= '' then t.name = f.name end
+  if f.group ~= '' then t.group = f.group end
+  if f.err ~= '' then t.error = f.err end
+  if f.lo ~= '' then t.id_from = f.lo end
+  if f.hi ~= '' then t.id_to = f.hi end
+  return cjson.encode(t)
+end
+
+-- whether job `id` (row jk) passes the filter; the row's group is returned too (the
+-- caller needs it to act). A member whose row is gone never matches.
+local function bulk_match(id, jk, f)
+  if f.lo ~= '' and id < f.lo then return false end
+  if f.hi ~= '' and id > f.hi then return false end
+  local r = redis.call('HMGET', jk, 'name', 'group', 'last_error', 'state')
+  if not r[4] then return false end
+  if f.name ~= '' and r[1] ~= f.name then return false end
+  if f.group ~= '' and r[2] ~= f.group then return false end
+  if f.err ~= '' and not (r[3] and string.find(r[3], f.err, 1, true)) then return false end
+  return true, r[2]
+end
