@@ -117,6 +117,13 @@ RESEND: dict[str, bool] = {
     "reassign": False,
     "check_stalled": False,
     "cancel_repeat": False,
+    # bulk steps: a repeat would walk from a cursor the first call already moved past,
+    # and count (or delete) again; promote_job would answer "not scheduled"
+    "bulk_reprocess": False,
+    "bulk_remove": False,
+    "bulk_promote": False,
+    "bulk_clean": False,
+    "promote_job": False,
 }
 
 
