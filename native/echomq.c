@@ -1,0 +1,783 @@
+/* echomq's server module: native twins of the transition scripts.
+ *
+ * Each EMQ.<VERB> command takes the same KEYS and ARGV as the Lua script of that verb
+ * (`EMQ.<VERB> numkeys key... arg...`, the sha replaced by the command name) and runs the
+ * same sequence of commands through RedisModule_Call, so its replies, refusals, events
+ * and writes are the script's. Every call carries the '!' flag: the commands it ran are
+ * what the server propagates (wrapped in MULTI/EXEC), never the EMQ.* command itself,
+ * so a replica or AOF without this module holds the same data, server times included.
+ *
+ * The differences from the scripts, by design:
+ * - EMQ.CLAIM reads the queue's `paused` field itself (the pause read folded in): a
+ *   paused queue answers an empty array in one round trip.
+ * - EMQ.REPROCESS checks dead membership with a read (ZSCORE) before its first write.
+ *
+ * See docs/native.md. The API is declared by hand in redismodule_min.h.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "redismodule_min.h"
+
+#define WAKE_CAP 64
+
+typedef RedisModuleCallReply Rep;
+
+/* a byte string: a pointer and a length (not NUL-terminated in general) */
+typedef struct {
+    const char *p;
+    size_t n;
+} Str;
+
+/* one command's view of its queue: the context and the queue base emq:{q}: */
+typedef struct {
+    RedisModuleCtx *ctx;
+    Str b;
+} Q;
+
+static const Str NONE = {NULL, 0};
+
+static Str S(const char *c) {
+    Str s = {c, strlen(c)};
+    return s;
+}
+
+static Str arg(RedisModuleString *s) {
+    Str r;
+    r.p = RedisModule_StringPtrLen(s, &r.n);
+    return r;
+}
+
+static int eq(Str a, Str b) { return a.p && b.p && a.n == b.n && memcmp(a.p, b.p, a.n) == 0; }
+
+static int eqc(Str a, const char *c) { return eq(a, S(c)); }
+
+/* a .. b .. c, in memory freed when the command returns */
+static Str cat3(Q *q, Str a, Str b, Str c) {
+    size_t n = a.n + b.n + c.n;
+    char *p = RedisModule_PoolAlloc(q->ctx, n + 1);
+    if (a.n) memcpy(p, a.p, a.n);
+    if (b.n) memcpy(p + a.n, b.p, b.n);
+    if (c.n) memcpy(p + a.n + b.n, c.p, c.n);
+    p[n] = '\0';
+    Str r = {p, n};
+    return r;
+}
+
+/* B .. suffix */
+static Str K(Q *q, const char *suffix) { return cat3(q, q->b, S(suffix), NONE); }
+
+static Str job_key(Q *q, Str id) { return cat3(q, q->b, S("job:"), id); }
+
+static Str lane_key(Q *q, Str g) {
+    Str head = cat3(q, q->b, S("g:"), g);
+    return cat3(q, head, S(":pending"), NONE);
+}
+
+/* a number as the scripts hand it to a command: Lua's number -> "%.17g" */
+static Str num(Q *q, double v) {
+    char *p = RedisModule_PoolAlloc(q->ctx, 32);
+    int n = snprintf(p, 32, "%.17g", v);
+    Str r = {p, (size_t)n};
+    return r;
+}
+
+/* a number as Lua's tostring / `..` write it: "%.14g" */
+static Str num14(Q *q, double v) {
+    char *p = RedisModule_PoolAlloc(q->ctx, 32);
+    int n = snprintf(p, 32, "%.14g", v);
+    Str r = {p, (size_t)n};
+    return r;
+}
+
+/* Lua's tonumber on a string: 1 and *out when it is a number */
+static int tonum(Str s, double *out) {
+    char buf[64];
+    if (!s.p || s.n == 0 || s.n >= sizeof(buf)) return 0;
+    memcpy(buf, s.p, s.n);
+    buf[s.n] = '\0';
+    char *end;
+    double v = strtod(buf, &end);
+    if (end == buf) return 0;
+    while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r') end++;
+    if (*end != '\0') return 0;
+    *out = v;
+    return 1;
+}
+
+/* ---- replies of RedisModule_Call ---- */
+
+static int is_nil(Rep *r) { return r == NULL || RedisModule_CallReplyType(r) == REDISMODULE_REPLY_NULL; }
+
+static long long rint_(Rep *r) {
+    return r && RedisModule_CallReplyType(r) == REDISMODULE_REPLY_INTEGER
+               ? RedisModule_CallReplyInteger(r)
+               : 0;
+}
+
+/* a bulk reply's bytes; NONE (p == NULL) for a nil */
+static Str rstr(Rep *r) {
+    Str s = NONE;
+    if (r && RedisModule_CallReplyType(r) == REDISMODULE_REPLY_STRING)
+        s.p = RedisModule_CallReplyStringPtr(r, &s.n);
+    return s;
+}
+
+static Rep *elem(Rep *r, size_t i) {
+    if (!r || RedisModule_CallReplyType(r) != REDISMODULE_REPLY_ARRAY) return NULL;
+    if (i >= RedisModule_CallReplyLength(r)) return NULL;
+    return RedisModule_CallReplyArrayElement(r, i);
+}
+
+/* ---- the helpers of lib/common.lua, call for call ---- */
+
+static long long now_ms(void) { return RedisModule_Milliseconds(); }
+
+static void emit(Q *q, Str json) {
+    Str ch = K(q, "events");
+    RedisModule_Call(q->ctx, "PUBLISH", "!bb", ch.p, ch.n, json.p, json.n);
+}
+
+static Str ev(Q *q, const char *name, Str id) {
+    Str head = cat3(q, S("{\"event\":\""), S(name), S("\",\"job\":\""));
+    return cat3(q, head, id, S("\"}"));
+}
+
+static void push_wake(Q *q, long long n) {
+    Str wk = K(q, "wake");
+    long long room = WAKE_CAP - rint_(RedisModule_Call(q->ctx, "LLEN", "!b", wk.p, wk.n));
+    if (n > room) n = room;
+    if (n > 0) {
+        RedisModuleString *one = RedisModule_CreateString(q->ctx, "1", 1);
+        RedisModuleString *v[WAKE_CAP];
+        for (long long i = 0; i < n; i++) v[i] = one;
+        RedisModule_Call(q->ctx, "RPUSH", "!bv", wk.p, wk.n, v, (size_t)n);
+    }
+}
+
+static int serveable(Q *q, Str g) {
+    Str lane = lane_key(q, g), gp = K(q, "gpaused"), gl = K(q, "glimit");
+    RedisModuleCtx *c = q->ctx;
+    if (rint_(RedisModule_Call(c, "ZCARD", "!b", lane.p, lane.n)) == 0) return 0;
+    if (rint_(RedisModule_Call(c, "SISMEMBER", "!bb", gp.p, gp.n, g.p, g.n)) == 1) return 0;
+    Str lim = rstr(RedisModule_Call(c, "HGET", "!bb", gl.p, gl.n, g.p, g.n));
+    if (lim.p) {
+        Str ga = K(q, "gactive");
+        Str a = rstr(RedisModule_Call(c, "HGET", "!bb", ga.p, ga.n, g.p, g.n));
+        double act = 0, l = 0;
+        if (a.p) tonum(a, &act);
+        tonum(lim, &l);
+        if (act >= l) return 0;
+    }
+    return 1;
+}
+
+static void prune_group(Q *q, Str g) {
+    RedisModuleCtx *c = q->ctx;
+    Str lane = lane_key(q, g), ga = K(q, "gactive"), gl = K(q, "glimit"), gw = K(q, "gweight"),
+        gp = K(q, "gpaused"), gs = K(q, "groups");
+    if (rint_(RedisModule_Call(c, "EXISTS", "!b", lane.p, lane.n)) == 0 &&
+        is_nil(RedisModule_Call(c, "HGET", "!bb", ga.p, ga.n, g.p, g.n)) &&
+        rint_(RedisModule_Call(c, "HEXISTS", "!bb", gl.p, gl.n, g.p, g.n)) == 0 &&
+        rint_(RedisModule_Call(c, "HEXISTS", "!bb", gw.p, gw.n, g.p, g.n)) == 0 &&
+        rint_(RedisModule_Call(c, "SISMEMBER", "!bb", gp.p, gp.n, g.p, g.n)) == 0)
+        RedisModule_Call(c, "SREM", "!bb", gs.p, gs.n, g.p, g.n);
+}
+
+static void ring_sync(Q *q, Str g, int quiet) {
+    RedisModuleCtx *c = q->ctx;
+    Str ring = K(q, "ring");
+    int on = !is_nil(RedisModule_Call(c, "LPOS", "!bb", ring.p, ring.n, g.p, g.n));
+    if (serveable(q, g)) {
+        if (!on) {
+            RedisModule_Call(c, "RPUSH", "!bb", ring.p, ring.n, g.p, g.n);
+            if (!quiet) push_wake(q, 1);
+        }
+    } else {
+        if (on) {
+            Str gt = K(q, "gturn");
+            RedisModule_Call(c, "LREM", "!bcb", ring.p, ring.n, "0", g.p, g.n);
+            RedisModule_Call(c, "HDEL", "!bb", gt.p, gt.n, g.p, g.n);
+        }
+        prune_group(q, g);
+    }
+}
+
+static void give_back(Q *q, Str g, int quiet) {
+    RedisModuleCtx *c = q->ctx;
+    Str ga = K(q, "gactive");
+    long long left = rint_(RedisModule_Call(c, "HINCRBY", "!bbc", ga.p, ga.n, g.p, g.n, "-1"));
+    if (left <= 0) {
+        RedisModule_Call(c, "HDEL", "!bb", ga.p, ga.n, g.p, g.n);
+        prune_group(q, g);
+    }
+    if (left < 0) {
+        ring_sync(q, g, 0);
+        return;
+    }
+    if (!serveable(q, g)) return;
+    Str gl = K(q, "glimit");
+    Str lim = rstr(RedisModule_Call(c, "HGET", "!bb", gl.p, gl.n, g.p, g.n));
+    double l = 0;
+    if (lim.p && tonum(lim, &l) && (double)(left + 1) >= l) {
+        Str ring = K(q, "ring");
+        RedisModule_Call(c, "RPUSH", "!bb", ring.p, ring.n, g.p, g.n);
+        if (!quiet) push_wake(q, 1);
+    }
+}
+
+static void lane_grew(Q *q, Str g, long long before, int quiet) {
+    if (before == 0 && serveable(q, g)) {
+        Str ring = K(q, "ring");
+        RedisModule_Call(q->ctx, "RPUSH", "!bb", ring.p, ring.n, g.p, g.n);
+        if (!quiet) push_wake(q, 1);
+    }
+}
+
+/* delete a row with its logs and lock; release its dedup key if it still names it */
+static void delete_row(Q *q, Str id, Str jk, Str dedup) {
+    RedisModuleCtx *c = q->ctx;
+    if (dedup.p) {
+        Str dk = cat3(q, q->b, S("de:"), dedup);
+        Str holder = rstr(RedisModule_Call(c, "GET", "!b", dk.p, dk.n));
+        if (eq(holder, id)) RedisModule_Call(c, "DEL", "!b", dk.p, dk.n);
+    }
+    Str logs = cat3(q, jk, S(":logs"), NONE), lock = cat3(q, jk, S(":lock"), NONE);
+    RedisModule_Call(c, "DEL", "!bbb", jk.p, jk.n, logs.p, logs.n, lock.p, lock.n);
+}
+
+static void count_metric(Q *q, const char *which, long long n, long long now) {
+    RedisModuleCtx *c = q->ctx;
+    Str mk = cat3(q, q->b, S("metrics:"), S(which));
+    Str ns = num14(q, (double)n);
+    RedisModule_Call(c, "HINCRBY", "!bcb", mk.p, mk.n, "count", ns.p, ns.n);
+    double minute = floor((double)now / 60000.0);
+    Str m = num14(q, minute);
+    if (rint_(RedisModule_Call(c, "HINCRBY", "!bbb", mk.p, mk.n, m.p, m.n, ns.p, ns.n)) == n) {
+        Str old = num14(q, minute - 1440);
+        RedisModule_Call(c, "HDEL", "!bb", mk.p, mk.n, old.p, old.n);
+    }
+}
+
+/* ---- JSON text as lua-cjson writes it ---- */
+
+static Str json_str(Q *q, Str s) {
+    char *p = RedisModule_PoolAlloc(q->ctx, s.n * 6 + 3);
+    size_t o = 0;
+    p[o++] = '"';
+    for (size_t i = 0; i < s.n; i++) {
+        unsigned char ch = (unsigned char)s.p[i];
+        const char *esc = NULL;
+        switch (ch) {
+        case '"': esc = "\\\""; break;
+        case '\\': esc = "\\\\"; break;
+        case '/': esc = "\\/"; break;
+        case '\b': esc = "\\b"; break;
+        case '\t': esc = "\\t"; break;
+        case '\n': esc = "\\n"; break;
+        case '\f': esc = "\\f"; break;
+        case '\r': esc = "\\r"; break;
+        default: break;
+        }
+        if (esc) {
+            size_t l = strlen(esc);
+            memcpy(p + o, esc, l);
+            o += l;
+        } else if (ch < 0x20 || ch == 0x7f) {
+            o += (size_t)snprintf(p + o, 7, "\\u%04x", ch);
+        } else {
+            p[o++] = (char)ch;
+        }
+    }
+    p[o++] = '"';
+    Str r = {p, o};
+    return r;
+}
+
+/* ---- command framing: EMQ.<VERB> numkeys key... arg... ---- */
+
+typedef struct {
+    RedisModuleString **keys;
+    int nkeys;
+    RedisModuleString **args;
+    int nargs;
+} Line;
+
+/* split argv; 0 and an error reply sent when numkeys is not in [min, max] */
+static int line_of(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int min, int max,
+                   Line *l) {
+    if (argc < 2) {
+        RedisModule_WrongArity(ctx);
+        return 0;
+    }
+    double nk;
+    if (!tonum(arg(argv[1]), &nk) || nk < min || nk > max || nk != floor(nk) ||
+        nk > argc - 2) {
+        RedisModule_ReplyWithError(ctx, "ERR wrong number of keys for this echomq command");
+        return 0;
+    }
+    l->nkeys = (int)nk;
+    l->keys = argv + 2;
+    l->args = argv + 2 + l->nkeys;
+    l->nargs = argc - 2 - l->nkeys;
+    return 1;
+}
+
+static Str A(Line *l, int i) { return i < l->nargs ? arg(l->args[i]) : NONE; }
+
+static int bad_args(RedisModuleCtx *ctx) {
+    return RedisModule_ReplyWithError(ctx, "ERR wrong arguments for this echomq command");
+}
+
+/* ---- EMQ.REPROCESS 4 row dead pending base id ---- */
+
+static int cmd_reprocess(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    RedisModule_AutoMemory(ctx);
+    Line l;
+    if (!line_of(ctx, argv, argc, 4, 4, &l)) return REDISMODULE_OK;
+    if (l.nargs < 1) return bad_args(ctx);
+    Q q = {ctx, arg(l.keys[3])};
+    Str jk = arg(l.keys[0]), dead = arg(l.keys[1]), pending = arg(l.keys[2]), id = A(&l, 0);
+    if (rint_(RedisModule_Call(ctx, "EXISTS", "!b", jk.p, jk.n)) == 0)
+        return RedisModule_ReplyWithLongLong(ctx, -1);
+    /* the check is a read: nothing is written for a job that is not dead */
+    if (is_nil(RedisModule_Call(ctx, "ZSCORE", "!bb", dead.p, dead.n, id.p, id.n)))
+        return RedisModule_ReplyWithError(ctx, "EMQSTATE not dead");
+    RedisModule_Call(ctx, "ZREM", "!bb", dead.p, dead.n, id.p, id.n);
+    RedisModule_Call(ctx, "HDEL", "!bc", jk.p, jk.n, "last_error");
+    RedisModule_Call(ctx, "HSET", "!bcc", jk.p, jk.n, "state", "pending");
+    Str g = rstr(RedisModule_Call(ctx, "HGET", "!bc", jk.p, jk.n, "group"));
+    if (g.p) {
+        Str lane = lane_key(&q, g), gs = K(&q, "groups");
+        RedisModule_Call(ctx, "ZADD", "!bcb", lane.p, lane.n, "0", id.p, id.n);
+        RedisModule_Call(ctx, "SADD", "!bb", gs.p, gs.n, g.p, g.n);
+        ring_sync(&q, g, 1);
+    } else {
+        RedisModule_Call(ctx, "ZADD", "!bcb", pending.p, pending.n, "0", id.p, id.n);
+    }
+    push_wake(&q, 1);
+    emit(&q, ev(&q, "reprocessed", id));
+    return RedisModule_ReplyWithLongLong(ctx, 1);
+}
+
+/* ---- EMQ.CLAIM 1 base lease count side lockttl ---- */
+
+typedef struct {
+    Q *q;
+    Str ring;
+    int flat_dry, ring_dry;
+} Claim;
+
+static Str pop_flat(Claim *c) {
+    if (c->flat_dry) return NONE;
+    Str pk = K(c->q, "pending");
+    Rep *r = RedisModule_Call(c->q->ctx, "ZPOPMIN", "!b", pk.p, pk.n);
+    Str id = rstr(elem(r, 0));
+    if (!id.p) c->flat_dry = 1;
+    return id;
+}
+
+static Str pop_lane(Claim *c, Str *gout) {
+    Q *q = c->q;
+    RedisModuleCtx *ctx = q->ctx;
+    if (c->ring_dry) return NONE;
+    Str ring = c->ring, gt = K(q, "gturn");
+    long long len = rint_(RedisModule_Call(ctx, "LLEN", "!b", ring.p, ring.n));
+    for (long long i = 0; i < len; i++) {
+        Str g = rstr(RedisModule_Call(ctx, "LINDEX", "!bc", ring.p, ring.n, "0"));
+        if (!g.p) break;
+        if (!serveable(q, g)) {
+            RedisModule_Call(ctx, "LPOP", "!b", ring.p, ring.n);
+            RedisModule_Call(ctx, "HDEL", "!bb", gt.p, gt.n, g.p, g.n);
+            continue;
+        }
+        Str lane = lane_key(q, g), ga = K(q, "gactive");
+        Str id = rstr(elem(RedisModule_Call(ctx, "ZPOPMIN", "!b", lane.p, lane.n), 0));
+        RedisModule_Call(ctx, "HINCRBY", "!bbc", ga.p, ga.n, g.p, g.n, "1");
+        if (!serveable(q, g)) {
+            RedisModule_Call(ctx, "LPOP", "!b", ring.p, ring.n);
+            RedisModule_Call(ctx, "HDEL", "!bb", gt.p, gt.n, g.p, g.n);
+        } else {
+            Str gw = K(q, "gweight");
+            Str ws = rstr(RedisModule_Call(ctx, "HGET", "!bb", gw.p, gw.n, g.p, g.n));
+            double w = 1;
+            if (ws.p) tonum(ws, &w);
+            if (w <= 1 ||
+                (double)rint_(RedisModule_Call(ctx, "HINCRBY", "!bbc", gt.p, gt.n, g.p, g.n, "1")) >=
+                    w) {
+                if (w > 1) RedisModule_Call(ctx, "HDEL", "!bb", gt.p, gt.n, g.p, g.n);
+                RedisModule_Call(ctx, "LMOVE", "!bbcc", ring.p, ring.n, ring.p, ring.n, "LEFT",
+                                 "RIGHT");
+            }
+        }
+        *gout = g;
+        return id;
+    }
+    c->ring_dry = 1;
+    return NONE;
+}
+
+static int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    RedisModule_AutoMemory(ctx);
+    Line l;
+    if (!line_of(ctx, argv, argc, 1, 1, &l)) return REDISMODULE_OK;
+    if (l.nargs < 4) return bad_args(ctx);
+    Q q = {ctx, arg(l.keys[0])};
+    double lease, count, lockttl;
+    if (!tonum(A(&l, 0), &lease) || !tonum(A(&l, 1), &count) || !tonum(A(&l, 3), &lockttl))
+        return bad_args(ctx);
+    int flat = eqc(A(&l, 2), "f");
+    /* the pause read, folded in: a paused queue answers empty, nothing touched */
+    Str meta = K(&q, "meta");
+    if (rint_(RedisModule_Call(ctx, "HEXISTS", "!bc", meta.p, meta.n, "paused")) == 1)
+        return RedisModule_ReplyWithArray(ctx, 0);
+    long long now = now_ms();
+    Str deadline = num(&q, (double)now + lease);
+    Str active = K(&q, "active");
+    Claim c = {&q, K(&q, "ring"), 0, 0};
+    long out = 0;
+    RedisModule_ReplyWithArray(ctx, REDISMODULE_POSTPONED_LEN);
+    while ((double)out < count * 5) {
+        Str id, g = NONE;
+        if (flat) {
+            id = pop_flat(&c);
+            if (!id.p) id = pop_lane(&c, &g);
+        } else {
+            id = pop_lane(&c, &g);
+            if (!id.p) id = pop_flat(&c);
+        }
+        if (!id.p) break;
+        Str jk = job_key(&q, id);
+        Rep *f = RedisModule_Call(ctx, "HMGET", "!bccc", jk.p, jk.n, "attempts", "payload", "name");
+        double a = 0;
+        Str as = rstr(elem(f, 0));
+        if (as.p && !tonum(as, &a)) a = 0;
+        long long tok = (long long)a + 1;
+        Str toks = num(&q, (double)tok);
+        RedisModule_Call(ctx, "HSET", "!bcbcc", jk.p, jk.n, "attempts", toks.p, toks.n, "state",
+                         "active");
+        RedisModule_Call(ctx, "ZADD", "!bbb", active.p, active.n, deadline.p, deadline.n, id.p,
+                         id.n);
+        if (lockttl > 0) {
+            Str lk = cat3(&q, jk, S(":lock"), NONE), ttl = num(&q, lockttl);
+            RedisModule_Call(ctx, "SET", "!bbcb", lk.p, lk.n, toks.p, toks.n, "PX", ttl.p, ttl.n);
+        }
+        Str payload = rstr(elem(f, 1)), name = rstr(elem(f, 2));
+        RedisModule_ReplyWithStringBuffer(ctx, id.p, id.n);
+        RedisModule_ReplyWithStringBuffer(ctx, payload.p ? payload.p : "", payload.n);
+        RedisModule_ReplyWithLongLong(ctx, tok);
+        RedisModule_ReplyWithStringBuffer(ctx, name.p ? name.p : "", name.n);
+        RedisModule_ReplyWithStringBuffer(ctx, g.p ? g.p : "", g.n);
+        out += 5;
+        Str t14 = num14(&q, (double)tok);
+        Str head = cat3(&q, S("{\"event\":\"active\",\"job\":\""), id, S("\",\"attempt\":"));
+        emit(&q, cat3(&q, head, t14, S("}")));
+        flat = !flat;
+    }
+    RedisModule_ReplySetArrayLength(ctx, out);
+    return REDISMODULE_OK;
+}
+
+/* ---- the token fence: HMGET state attempts <extra...> ---- */
+
+/* 1 and the reply when fenced; 0 when a refusal has been sent */
+static int fenced(Q *q, Str jk, Str token, const char *x1, const char *x2, Rep **out) {
+    Rep *f = RedisModule_Call(q->ctx, "HMGET", "!bcccc", jk.p, jk.n, "state", "attempts", x1, x2);
+    Str state = rstr(elem(f, 0)), attempts = rstr(elem(f, 1));
+    if (!state.p) {
+        RedisModule_ReplyWithLongLong(q->ctx, -1);
+        return 0;
+    }
+    if (!eqc(state, "active") || !eq(attempts, token)) {
+        Str head = cat3(q, S("EMQSTALE token "), token, S(" is not current"));
+        RedisModule_ReplyWithError(q->ctx, head.p);
+        return 0;
+    }
+    *out = f;
+    return 1;
+}
+
+/* one-job verbs: KEYS[1] = base, and the row KEYS[2] when declared (else derived) */
+static Str row_of(Q *q, Line *l, Str id) {
+    return l->nkeys >= 2 ? arg(l->keys[1]) : job_key(q, id);
+}
+
+/* ---- EMQ.COMPLETE 1|2 base [row] id token ---- */
+
+static int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    RedisModule_AutoMemory(ctx);
+    Line l;
+    if (!line_of(ctx, argv, argc, 1, 2, &l)) return REDISMODULE_OK;
+    if (l.nargs < 2) return bad_args(ctx);
+    Q q = {ctx, arg(l.keys[0])};
+    Str id = A(&l, 0), token = A(&l, 1), jk = row_of(&q, &l, id);
+    Rep *f;
+    if (!fenced(&q, jk, token, "group", "dedup", &f)) return REDISMODULE_OK;
+    Str active = K(&q, "active");
+    RedisModule_Call(ctx, "ZREM", "!bb", active.p, active.n, id.p, id.n);
+    Str g = rstr(elem(f, 2));
+    if (g.p) give_back(&q, g, 0);
+    delete_row(&q, id, jk, rstr(elem(f, 3)));
+    count_metric(&q, "completed", 1, now_ms());
+    emit(&q, ev(&q, "completed", id));
+    return RedisModule_ReplyWithLongLong(ctx, 1);
+}
+
+/* ---- EMQ.RETRY 1|2 base [row] id token error delay_ms max_override default_max ---- */
+
+static int cmd_retry(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    RedisModule_AutoMemory(ctx);
+    Line l;
+    if (!line_of(ctx, argv, argc, 1, 2, &l)) return REDISMODULE_OK;
+    if (l.nargs < 4) return bad_args(ctx);
+    Q q = {ctx, arg(l.keys[0])};
+    Str id = A(&l, 0), token = A(&l, 1), err = A(&l, 2), jk = row_of(&q, &l, id);
+    Rep *f;
+    if (!fenced(&q, jk, token, "group", "max_attempts", &f)) return REDISMODULE_OK;
+    double maxa;
+    if (!tonum(A(&l, 4), &maxa) && !tonum(rstr(elem(f, 3)), &maxa) && !tonum(A(&l, 5), &maxa))
+        return bad_args(ctx);
+    long long now = now_ms();
+    long long failures = rint_(RedisModule_Call(ctx, "HINCRBY", "!bcc", jk.p, jk.n, "failures", "1"));
+    Str active = K(&q, "active"), lock = cat3(&q, jk, S(":lock"), NONE);
+    RedisModule_Call(ctx, "ZREM", "!bb", active.p, active.n, id.p, id.n);
+    RedisModule_Call(ctx, "DEL", "!b", lock.p, lock.n);
+    Str g = rstr(elem(f, 2));
+    if (g.p) give_back(&q, g, 0);
+    Str fs = num14(&q, (double)failures);
+    Str job = json_str(&q, id), error = json_str(&q, err);
+    if ((double)failures >= maxa) {
+        Str dead = K(&q, "dead"), ns = num(&q, (double)now);
+        RedisModule_Call(ctx, "HSET", "!bcccb", jk.p, jk.n, "state", "dead", "last_error", err.p,
+                         err.n);
+        RedisModule_Call(ctx, "ZADD", "!bbb", dead.p, dead.n, ns.p, ns.n, id.p, id.n);
+        count_metric(&q, "failed", 1, now);
+        /* lua-cjson's key order for this table (its hash order, fixed for these keys) */
+        Str j = cat3(&q, S("{\"error\":"), error, S(",\"failures\":"));
+        j = cat3(&q, j, fs, S(",\"event\":\"dead\",\"job\":"));
+        j = cat3(&q, j, job, S("}"));
+        emit(&q, j);
+        return RedisModule_ReplyWithStringBuffer(ctx, "dead", 4);
+    }
+    double delay = 0;
+    if (!tonum(A(&l, 3), &delay)) delay = 0;
+    double due = (double)now + delay;
+    Str sched = K(&q, "schedule"), ds = num(&q, due);
+    RedisModule_Call(ctx, "HSET", "!bcccb", jk.p, jk.n, "state", "scheduled", "last_error", err.p,
+                     err.n);
+    RedisModule_Call(ctx, "ZADD", "!bbb", sched.p, sched.n, ds.p, ds.n, id.p, id.n);
+    Str j = cat3(&q, S("{\"error\":"), error, S(",\"due\":"));
+    j = cat3(&q, j, num14(&q, due), S(",\"failures\":"));
+    j = cat3(&q, j, fs, S(",\"event\":\"retrying\",\"job\":"));
+    j = cat3(&q, j, job, S("}"));
+    emit(&q, j);
+    return RedisModule_ReplyWithStringBuffer(ctx, "scheduled", 9);
+}
+
+/* ---- EMQ.EXTEND 1 base lease lockttl id token [id token ...] ---- */
+
+static int cmd_extend(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    RedisModule_AutoMemory(ctx);
+    Line l;
+    if (!line_of(ctx, argv, argc, 1, 1, &l)) return REDISMODULE_OK;
+    if (l.nargs < 2) return bad_args(ctx);
+    Q q = {ctx, arg(l.keys[0])};
+    double lease, lockttl;
+    if (!tonum(A(&l, 0), &lease) || !tonum(A(&l, 1), &lockttl)) return bad_args(ctx);
+    Str deadline = num(&q, (double)now_ms() + lease), ttl = num(&q, lockttl);
+    Str active = K(&q, "active");
+    long out = 0;
+    RedisModule_ReplyWithArray(ctx, REDISMODULE_POSTPONED_LEN);
+    for (int i = 2; i < l.nargs; i += 2) {
+        Str id = A(&l, i), token = A(&l, i + 1);
+        Str jk = job_key(&q, id);
+        Rep *f = RedisModule_Call(ctx, "HMGET", "!bcc", jk.p, jk.n, "state", "attempts");
+        Str state = rstr(elem(f, 0)), attempts = rstr(elem(f, 1));
+        if (!state.p) {
+            RedisModule_ReplyWithStringBuffer(ctx, id.p, id.n);
+            RedisModule_ReplyWithStringBuffer(ctx, "gone", 4);
+            out += 2;
+        } else if (!eqc(state, "active") || !eq(attempts, token)) {
+            RedisModule_ReplyWithStringBuffer(ctx, id.p, id.n);
+            RedisModule_ReplyWithStringBuffer(ctx, "stale", 5);
+            out += 2;
+        } else {
+            RedisModule_Call(ctx, "ZADD", "!bcbb", active.p, active.n, "XX", deadline.p,
+                             deadline.n, id.p, id.n);
+            if (lockttl > 0) {
+                Str lk = cat3(&q, jk, S(":lock"), NONE);
+                RedisModule_Call(ctx, "PEXPIRE", "!bb", lk.p, lk.n, ttl.p, ttl.n);
+            }
+        }
+    }
+    RedisModule_ReplySetArrayLength(ctx, out);
+    return REDISMODULE_OK;
+}
+
+/* ---- EMQ.ENQUEUE 1 base n w <per job...> <options...> ---- */
+
+static RedisModuleString *mk(RedisModuleCtx *ctx, Str s) {
+    return RedisModule_CreateString(ctx, s.p, s.n);
+}
+
+static Str opt(Line *l, int i) {
+    Str s = A(l, i);
+    return (s.p && s.n > 0) ? s : NONE;
+}
+
+static int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    RedisModule_AutoMemory(ctx);
+    Line l;
+    if (!line_of(ctx, argv, argc, 1, 1, &l)) return REDISMODULE_OK;
+    Q q = {ctx, arg(l.keys[0])};
+    double nd, wd;
+    if (!tonum(A(&l, 0), &nd) || !tonum(A(&l, 1), &wd) || nd < 0 || (wd != 2 && wd != 4))
+        return bad_args(ctx);
+    int n = (int)nd, w = (int)wd;
+    if (2 + n * w > l.nargs) return bad_args(ctx);
+    int o = 2 + n * w;
+    Str prio = opt(&l, o), name = opt(&l, o + 1), g = opt(&l, o + 2), maxa = opt(&l, o + 3),
+        delay = opt(&l, o + 4), runat = opt(&l, o + 5), backoff = opt(&l, o + 6);
+    int has_due = 0;
+    double due = 0, dv = 0;
+    if (runat.p) {
+        has_due = 1;
+        if (!tonum(runat, &due)) return bad_args(ctx);
+    } else if (delay.p && tonum(delay, &dv) && dv > 0) {
+        has_due = 1;
+        due = (double)now_ms() + dv;
+    }
+    /* the row's fields, the same for every job but the payload (slot 5) and dedup */
+    RedisModuleString *f[20];
+    int nf = 0;
+    f[nf++] = mk(ctx, S("state"));
+    f[nf++] = mk(ctx, S(has_due ? "scheduled" : "pending"));
+    f[nf++] = mk(ctx, S("attempts"));
+    f[nf++] = mk(ctx, S("0"));
+    f[nf++] = mk(ctx, S("payload"));
+    f[nf++] = NULL;
+    if (name.p) { f[nf++] = mk(ctx, S("name")); f[nf++] = mk(ctx, name); }
+    if (g.p) { f[nf++] = mk(ctx, S("group")); f[nf++] = mk(ctx, g); }
+    if (prio.p) { f[nf++] = mk(ctx, S("priority")); f[nf++] = mk(ctx, prio); }
+    if (maxa.p) { f[nf++] = mk(ctx, S("max_attempts")); f[nf++] = mk(ctx, maxa); }
+    if (backoff.p) { f[nf++] = mk(ctx, S("backoff")); f[nf++] = mk(ctx, backoff); }
+    RedisModuleString *dedup_field = mk(ctx, S("dedup"));
+    Str dest, score;
+    if (has_due) {
+        dest = K(&q, "schedule");
+        score = num(&q, due);
+    } else if (g.p) {
+        dest = lane_key(&q, g);
+        score = prio.p ? prio : S("0");
+    } else {
+        dest = K(&q, "pending");
+        score = prio.p ? prio : S("0");
+    }
+    RedisModuleString *scores = mk(ctx, score);
+    RedisModuleString **zs = RedisModule_PoolAlloc(ctx, sizeof(*zs) * (size_t)(2 * n + 1));
+    int nz = 0;
+    if (w == 4) RedisModule_ReplyWithArray(ctx, n);
+    for (int i = 0; i < n; i++) {
+        int a = 2 + i * w;
+        Str id = A(&l, a), jk = job_key(&q, id);
+        Str holder = NONE, dedup = NONE;
+        if (w == 4) {
+            if (eqc(A(&l, a + 3), "1") &&
+                rint_(RedisModule_Call(ctx, "EXISTS", "!b", jk.p, jk.n)) == 1)
+                holder = id;
+            dedup = opt(&l, a + 2);
+            if (!holder.p && dedup.p) {
+                Str dk = cat3(&q, q.b, S("de:"), dedup);
+                holder = rstr(
+                    RedisModule_Call(ctx, "SET", "!bbcc", dk.p, dk.n, id.p, id.n, "NX", "GET"));
+            }
+            Str who = holder.p ? holder : id;
+            RedisModule_ReplyWithStringBuffer(ctx, who.p, who.n);
+        }
+        if (!holder.p) {
+            f[5] = l.args[a + 1];
+            int cnt = nf;
+            if (dedup.p) {
+                f[nf] = dedup_field;
+                f[nf + 1] = mk(ctx, dedup);
+                cnt = nf + 2;
+            }
+            RedisModule_Call(ctx, "HSET", "!bv", jk.p, jk.n, f, (size_t)cnt);
+            zs[nz++] = scores;
+            zs[nz++] = l.args[a];
+            emit(&q, ev(&q, "enqueued", id));
+        }
+    }
+    long long lane_before = 0;
+    if (g.p && !has_due && nz > 0)
+        lane_before = rint_(RedisModule_Call(ctx, "ZCARD", "!b", dest.p, dest.n));
+    if (nz > 0) RedisModule_Call(ctx, "ZADD", "!bv", dest.p, dest.n, zs, (size_t)nz);
+    long long written = nz / 2;
+    if (written > 0 && !has_due) {
+        if (g.p) {
+            Str gs = K(&q, "groups");
+            RedisModule_Call(ctx, "SADD", "!bb", gs.p, gs.n, g.p, g.n);
+            lane_grew(&q, g, lane_before, 1);
+        }
+        push_wake(&q, written);
+    }
+    if (w == 4) return REDISMODULE_OK;
+    return RedisModule_ReplyWithLongLong(ctx, written);
+}
+
+/* ---- registration ---- */
+
+static const RedisModuleCommandInfoVersion INFO_VERSION = {
+    1, sizeof(RedisModuleCommandHistoryEntry), sizeof(RedisModuleCommandKeySpec),
+    sizeof(RedisModuleCommandArg)};
+
+/* `numkeys key...` right after the command name, as EVALSHA has them after the sha */
+static RedisModuleCommandKeySpec KEYSPECS[] = {
+    {"the queue's keys, numkeys of them; more keys of the queue derive from the base",
+     REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_ACCESS | REDISMODULE_CMD_KEY_UPDATE,
+     REDISMODULE_KSPEC_BS_INDEX,
+     {.index = {1}},
+     REDISMODULE_KSPEC_FK_KEYNUM,
+     {.keynum = {0, 1, 1}}},
+    {0}};
+
+typedef struct {
+    const char *name;
+    RedisModuleCmdFunc fn;
+    const char *flags;
+    const char *summary;
+} Verb;
+
+static const Verb VERBS[] = {
+    {"emq.reprocess", cmd_reprocess, "write", "echomq: move a dead job back to the backlog"},
+    {"emq.claim", cmd_claim, "write deny-oom", "echomq: lease ready jobs (pause read folded in)"},
+    {"emq.complete", cmd_complete, "write", "echomq: settle an active job as done"},
+    {"emq.retry", cmd_retry, "write", "echomq: record a failure; schedule or dead-letter"},
+    {"emq.extend", cmd_extend, "write", "echomq: move lease deadlines forward"},
+    {"emq.enqueue", cmd_enqueue, "write deny-oom", "echomq: write job rows into their backlog"},
+};
+
+__attribute__((visibility("default"))) int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    (void)argv;
+    (void)argc;
+    if (RedisModule_Init(ctx, "echomq", 1, REDISMODULE_APIVER_1) == REDISMODULE_ERR)
+        return REDISMODULE_ERR;
+    for (size_t i = 0; i < sizeof(VERBS) / sizeof(VERBS[0]); i++) {
+        const Verb *v = &VERBS[i];
+        if (RedisModule_CreateCommand(ctx, v->name, v->fn, v->flags, 0, 0, 0) == REDISMODULE_ERR)
+            return REDISMODULE_ERR;
+        RedisModuleCommand *cmd = RedisModule_GetCommand(ctx, v->name);
+        RedisModuleCommandInfo info;
+        memset(&info, 0, sizeof(info));
+        info.version = &INFO_VERSION;
+        info.summary = v->summary;
+        info.since = "1.0.0";
+        info.arity = -3;
+        info.key_specs = KEYSPECS;
+        if (!cmd || RedisModule_SetCommandInfo(cmd, &info) == REDISMODULE_ERR)
+            return REDISMODULE_ERR;
+    }
+    return REDISMODULE_OK;
+}
