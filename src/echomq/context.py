@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from .checks import show
 from .errors import InvalidArgument
 from .keyspace import Keyspace
+from .native import Executor
 
 
 class Serializer(Protocol):
@@ -57,6 +58,8 @@ class Context:
             neither flat nor grouped work can starve the other.
         actor: who drives the queue, written by every operator verb into the audit
             journal (``emq:{q}:audit``); ``Queue(actor=...)`` sets it.
+        executor: scripts or native commands; shared with the queue's runner, which
+            resolves it on its first call (a native claim reads the pause itself).
     """
 
     keys: Keyspace
@@ -64,6 +67,7 @@ class Context:
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     flat_first: bool = True
     actor: str = ""
+    executor: Executor = field(default_factory=Executor)
 
 
 def as_str(value: Any) -> str:

@@ -1,7 +1,10 @@
 """A private ``valkey-server`` or ``redis-server`` for tests, the demo and the CLI.
 
 It listens on a free loopback port (or a unix socket), keeps nothing on disk
-(``--save "" --appendonly no``) and is stopped by its own pid.
+(``--save "" --appendonly no``) and is stopped by its own pid. When echomq's server
+module is built (``native/echomq.so``, see docs/native.md) the server loads it with
+``--loadmodule`` and says so in the log; when it is not, a warning says the scripts
+serve.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 
 from typing_extensions import Self
 
+from . import native
 from .errors import ServerUnavailable
 
 BINARIES = ("valkey-server", "redis-server")
@@ -54,6 +58,11 @@ class EmbeddedServer:
         unix_socket: listen on this unix socket path instead of TCP.
         binary: the server executable (found on PATH when omitted).
         extra_args: more server arguments.
+        module: load echomq's native module: ``None`` (default) when it is built,
+            ``True`` to require it (built now if need be), ``False`` never, or a path.
+
+    Attributes:
+        module_path: the module the server loaded, or None (the scripts serve).
 
     Use as a context manager, or call :meth:`start` and :meth:`stop`.
     """
@@ -65,11 +74,14 @@ class EmbeddedServer:
         unix_socket: str | None = None,
         binary: str | None = None,
         extra_args: tuple[str, ...] = (),
+        module: bool | str | None = None,
     ) -> None:
         self.binary = binary or find_server_binary()
         self.unix_socket = unix_socket
         self.port = 0 if unix_socket else (port or free_port())
         self.extra_args = extra_args
+        self.module = module
+        self.module_path: str | None = None
         self.proc: subprocess.Popen[bytes] | None = None
         self._dir: str | None = None
 
@@ -105,6 +117,9 @@ class EmbeddedServer:
         ]  # fmt: skip
         if self.unix_socket:
             args += ["--unixsocket", self.unix_socket, "--unixsocketperm", "700"]
+        self.module_path = self._module()
+        if self.module_path:
+            args += ["--loadmodule", self.module_path]
         args += list(self.extra_args)
         self.proc = subprocess.Popen(
             args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
@@ -120,6 +135,25 @@ class EmbeddedServer:
             time.sleep(0.02)
         self.stop()
         raise ServerUnavailable(f"{self.binary} did not answer within {timeout}s")
+
+    def _module(self) -> str | None:
+        """The module to load, if any; says which, or warns that the scripts serve."""
+        if self.module is False:
+            return None
+        if isinstance(self.module, str):
+            return self.module
+        found = native.build(quiet=True) if self.module else native.module_path()
+        if found is None:
+            if self.module:
+                raise ServerUnavailable("the echomq native module did not build (make -C native)")
+            if native.source_dir().is_dir():
+                native.log.warning(
+                    "echomq: the native module is not built (make -C native); the embedded "
+                    "server runs without it and the scripts serve"
+                )
+            return None
+        native.log.info("echomq: the embedded server loads the native module %s", found)
+        return str(found)
 
     def _answers(self) -> bool:
         try:

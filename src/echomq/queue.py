@@ -22,6 +22,7 @@ from . import repeat as repeating
 from .context import DEFAULT_MAX_ATTEMPTS, Context, JsonSerializer, Serializer
 from .events import AsyncEventStream, EventStream
 from .keyspace import Keyspace
+from .native import Executor
 from .observability import hooks
 from .scripts import Plan
 from .transport import AsyncRunner, SyncRunner
@@ -98,9 +99,11 @@ class _Verbs:
         serializer: Serializer | None,
         max_attempts: int,
         actor: str | None = None,
+        executor: str | None = None,
     ) -> None:
         self.name = name
-        self.ctx = Context(Keyspace(name), serializer or JsonSerializer(), max_attempts)
+        codec = serializer or JsonSerializer()
+        self.ctx = Context(Keyspace(name), codec, max_attempts, executor=Executor(executor))
         self.ctx.actor = journal.default_actor() if actor is None else str(actor)
 
     @property
@@ -192,9 +195,13 @@ class Queue(_Verbs):
         max_attempts: failures before a job is dead when the job does not say.
         actor: who this queue's operator verbs name in the audit journal (default
             ``user@host:pid``).
+        executor: ``"auto"`` (default; or ``EMQ_EXECUTOR``): the server module's native
+            commands when the server has loaded it, else the scripts; ``"scripts"``;
+            ``"native"`` (the module required). See docs/native.md.
 
     Raises:
         InvalidName: the queue name is malformed (before any connection is made).
+        InvalidArgument: an unknown executor.
     """
 
     runner: SyncRunner
@@ -208,11 +215,12 @@ class Queue(_Verbs):
         serializer: Serializer | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         actor: str | None = None,
+        executor: str | None = None,
     ) -> None:
-        super().__init__(name, serializer, max_attempts, actor)
+        super().__init__(name, serializer, max_attempts, actor, executor)
         self._owns_client = client is None
         self.client: Any = client or redis.Redis.from_url(url or DEFAULT_URL)
-        self.runner = SyncRunner(self.client)
+        self.runner = SyncRunner(self.client, self.ctx.executor)
 
     def events(self) -> EventStream:
         """The queue's lifecycle events: ``with q.events() as stream: for ev in stream``."""
@@ -242,9 +250,13 @@ class AsyncQueue(_Verbs):
         max_attempts: failures before a job is dead when the job does not say.
         actor: who this queue's operator verbs name in the audit journal (default
             ``user@host:pid``).
+        executor: ``"auto"`` (default; or ``EMQ_EXECUTOR``): the server module's native
+            commands when the server has loaded it, else the scripts; ``"scripts"``;
+            ``"native"`` (the module required). See docs/native.md.
 
     Raises:
         InvalidName: the queue name is malformed (before any connection is made).
+        InvalidArgument: an unknown executor.
     """
 
     runner: AsyncRunner
@@ -258,11 +270,12 @@ class AsyncQueue(_Verbs):
         serializer: Serializer | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         actor: str | None = None,
+        executor: str | None = None,
     ) -> None:
-        super().__init__(name, serializer, max_attempts, actor)
+        super().__init__(name, serializer, max_attempts, actor, executor)
         self._owns_client = client is None
         self.client: Any = client or redis.asyncio.Redis.from_url(url or DEFAULT_URL)
-        self.runner = AsyncRunner(self.client)
+        self.runner = AsyncRunner(self.client, self.ctx.executor)
 
     def events(self) -> AsyncEventStream:
         """The queue's events: ``async with aq.events() as stream: async for ev in stream``."""

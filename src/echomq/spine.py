@@ -286,7 +286,10 @@ def claim_behind_gate(
 
 def _claim_batch(ctx: Context, count: int, lease_ms: int, lock_ms: int) -> Plan[list[Claimed]]:
     # The separate gate: the pause is read in its own round trip, before the claim
-    # script, which itself carries no pause logic.
+    # script, which itself carries no pause logic. The native claim (EMQ.CLAIM) reads
+    # the same field itself, so it goes alone: one round trip.
+    if ctx.executor.gate_folded:
+        return decode_claimed(ctx, (yield claim_op(ctx, count, lease_ms, lock_ms)))
     gate = yield claim_gate(ctx)
     return (yield from claim_behind_gate(ctx, gate, count, lease_ms, lock_ms))
 

@@ -56,6 +56,7 @@ from . import errors
 from .errors import InvalidJobId
 from .ids import validate
 from .keyspace import KEYSPACE_VERSION, VERSION_KEY
+from .native import Executor
 from .scripts import Arg, Batch, Cmd, Eval, Op, Plan, command, is_noscript, map_error
 
 T = TypeVar("T")
@@ -188,7 +189,18 @@ def _reply(exc_or_reply: Any) -> Any:
     return exc_or_reply
 
 
-def exchange(op: Op) -> Exchange:
+def native_command(op: Eval | Cmd, executor: Executor | None) -> tuple[Arg, ...]:
+    """The command ``op`` sends: a script with a native twin goes as
+    ``EMQ.<VERB> numkeys keys... args...`` once ``executor`` resolved to native
+    (:mod:`echomq.native`), anything else as :func:`~echomq.scripts.command` builds it."""
+    if executor is not None and isinstance(op, Eval):
+        twin = executor.twin(op.script.name)
+        if twin is not None:
+            return (twin, len(op.keys), *op.keys, *op.args)
+    return command(op)
+
+
+def exchange(op: Op, executor: Executor | None = None) -> Exchange:
     """Run one operation (a batch: each of its operations) with the at-most-once
     rule and the ``NOSCRIPT`` reload; return its reply (a batch: the list of replies,
     each error as the mapped exception instance).
@@ -206,7 +218,7 @@ def exchange(op: Op) -> Exchange:
     while todo:
         fast = all(resendable(ops[i]) for i in todo)
         try:
-            replies = yield Request([command(ops[i]) for i in todo], fast)
+            replies = yield Request([native_command(ops[i], executor) for i in todo], fast)
             failure: NoReply | None = None
         except NotSent as exc:
             if resent:
@@ -266,9 +278,10 @@ def _as_text(value: Any) -> str | None:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def fence() -> Exchange:
+def fence(executor: Executor | None = None) -> Exchange:
     """Read ``{emq}:version`` and compare it; write it (``SET NX``) only when absent,
-    so a full server, which refuses the write, still lets every client in.
+    so a full server, which refuses the write, still lets every client in. Then, when
+    ``executor`` is not resolved yet, ask ``MODULE LIST`` whether native commands serve.
 
     Raises:
         VersionMismatch: the server speaks another keyspace version.
@@ -282,6 +295,12 @@ def fence() -> Exchange:
         raise errors.VersionMismatch(
             f"server keyspace version {got!r}, this client speaks {KEYSPACE_VERSION!r}"
         )
+    if executor is not None and executor.native is None:
+        try:
+            listing: Any = yield from exchange(Cmd(("MODULE", "LIST")))
+        except errors.ScriptError as exc:  # a server or proxy that refuses MODULE LIST
+            listing = exc
+        executor.resolve(listing)
 
 
 class Outage:
@@ -652,20 +671,29 @@ class AsyncTransport:
 class SyncRunner:
     """Drives plans on a sync client through a :class:`SyncTransport`."""
 
-    def __init__(self, client: Any, *, fast: bool | None = None) -> None:
+    def __init__(
+        self, client: Any, executor: Executor | None = None, *, fast: bool | None = None
+    ) -> None:
         self.client = client
         self.transport = SyncTransport(client, fast=fast)
+        #: scripts or native commands (shared with the queue's context); resolved by
+        #: the fence, once per runner
+        self.executor = executor or Executor("scripts")
         self._fenced = False
 
     def fence(self) -> None:
         """Check ``{emq}:version`` once per runner (see :func:`fence`)."""
         if not self._fenced:
-            self.transport.run(fence())
+            self.transport.run(fence(self.executor))
             self._fenced = True
+
+    def command(self, op: Eval | Cmd) -> tuple[Arg, ...]:
+        """The command this runner sends for ``op`` (its native twin when resolved)."""
+        return native_command(op, self.executor)
 
     def execute(self, op: Op) -> Any:
         """Run one operation and return its reply (errors mapped, see :func:`exchange`)."""
-        return self.transport.run(exchange(op))
+        return self.transport.run(exchange(op, self.executor))
 
     def drive(self, plan: Plan[T]) -> T:
         """Run ``plan`` to completion and return its result.
@@ -695,20 +723,29 @@ class SyncRunner:
 class AsyncRunner:
     """Drives plans on an asyncio client through an :class:`AsyncTransport`."""
 
-    def __init__(self, client: Any, *, fast: bool | None = None) -> None:
+    def __init__(
+        self, client: Any, executor: Executor | None = None, *, fast: bool | None = None
+    ) -> None:
         self.client = client
         self.transport = AsyncTransport(client, fast=fast)
+        #: scripts or native commands (shared with the queue's context); resolved by
+        #: the fence, once per runner
+        self.executor = executor or Executor("scripts")
         self._fenced = False
 
     async def fence(self) -> None:
         """Check ``{emq}:version`` once per runner (see :func:`fence`)."""
         if not self._fenced:
-            await self.transport.run(fence())
+            await self.transport.run(fence(self.executor))
             self._fenced = True
+
+    def command(self, op: Eval | Cmd) -> tuple[Arg, ...]:
+        """The command this runner sends for ``op`` (its native twin when resolved)."""
+        return native_command(op, self.executor)
 
     async def execute(self, op: Op) -> Any:
         """Run one operation and return its reply (errors mapped)."""
-        return await self.transport.run(exchange(op))
+        return await self.transport.run(exchange(op, self.executor))
 
     async def drive(self, plan: Plan[T]) -> T:
         """Run ``plan`` to completion and return its result (gates before the fence)."""

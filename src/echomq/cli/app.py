@@ -60,13 +60,15 @@ class Env:
     Attributes:
         url: the URL given by ``--url``/``EMQ_URL``, or ``None`` (the default address).
         json: print machine-readable JSON instead of text.
+        executor: ``--executor``/``EMQ_EXECUTOR`` (auto, scripts, native), or None (auto).
         out: the console for results (stdout).
         err: the console for messages and progress (stderr).
     """
 
-    def __init__(self, url: str | None, as_json: bool) -> None:
+    def __init__(self, url: str | None, as_json: bool, executor: str | None = None) -> None:
         self.url = url
         self.json = as_json
+        self.executor = executor
         self.out = _console(stderr=False)
         self.err = _console(stderr=True)
         self._client: redis.Redis | None = None
@@ -91,7 +93,7 @@ class Env:
         Raises:
             InvalidName: the name is malformed (nothing is sent).
         """
-        return Queue(name, client=self.client, actor=self.actor)
+        return Queue(name, client=self.client, actor=self.actor, executor=self.executor)
 
     @property
     def actor(self) -> str:
@@ -223,16 +225,23 @@ class EmqGroup(click.Group):
     help=f"Server URL (env EMQ_URL; default {DEFAULT_URL}).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
+@click.option(
+    "--executor",
+    envvar="EMQ_EXECUTOR",
+    type=click.Choice(["auto", "scripts", "native"]),
+    default=None,
+    help="Scripts or the server module's native commands (env EMQ_EXECUTOR; default auto).",
+)
 @click.version_option(__version__, prog_name="emq")
 @click.pass_context
-def cli(ctx: click.Context, url: str | None, as_json: bool) -> None:
+def cli(ctx: click.Context, url: str | None, as_json: bool, executor: str | None) -> None:
     """emq: operate echomq queues on Valkey/Redis.
 
     Destructive verbs (drain, obliterate, job remove, group drain) ask for
     confirmation on a terminal and need --yes otherwise. A refusal prints
     `refused: <reason>` and exits with the reason's status (see docs/cli.md).
     """
-    ctx.obj = Env(url or None, as_json)
+    ctx.obj = Env(url or None, as_json, executor)
     if url:
         checks.url(url, "--url")  # a typed usage error (exit 2), not a traceback later
 

@@ -146,6 +146,7 @@ def worker(
         concurrency=concurrency,
         lease_ms=lease_ms,
         metrics=metrics,
+        executor=env.executor,
     )
     env.note(f"worker on {queue_name} at {env.server_url}, concurrency {concurrency}")
     stats = dataclasses.asdict(w.run())

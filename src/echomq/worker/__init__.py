@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..keyspace import check_name
+from ..native import choose
 from ..observability import hooks
 from ..queue import AsyncQueue, Queue
 from .config import WorkerConfig
@@ -52,6 +53,9 @@ class Worker:
         config: every other setting (:class:`WorkerConfig`).
         metrics: a ``prometheus_client.CollectorRegistry`` to put the worker's metrics
             in (``True`` = the default registry); see ``docs/observability.md``.
+        executor: ``auto``/``scripts``/``native`` for the queue the worker makes from a
+            name (default ``EMQ_EXECUTOR`` or ``auto``) or from a sync ``Queue``
+            (default: that queue's); an ``AsyncQueue`` keeps its own.
 
     Raises:
         InvalidName, InvalidArgument: a bad queue name, handler or setting.
@@ -67,6 +71,7 @@ class Worker:
         lease_ms: int | None = None,
         config: WorkerConfig | None = None,
         metrics: Any = None,
+        executor: str | None = None,
     ) -> None:
         cfg = config or WorkerConfig()
         shortcuts = {"concurrency": concurrency, "lease_ms": lease_ms}
@@ -77,6 +82,7 @@ class Worker:
         else:
             self.queue_name = queue_or_name.name
         self._source, self._url = queue_or_name, url
+        self._executor = None if executor is None else choose(executor)
         observer = hooks.worker_observer(self.queue_name, metrics)
         routes = Routes(observer.wrap_handler(handler))
         self._engine = Engine(self.config, routes, self.queue_name, observer)
@@ -119,7 +125,7 @@ class Worker:
         self._started = True
         self._loop = asyncio.get_running_loop()
         self._thread = threading.get_ident()
-        aq, owned = async_queue_for(self._source, self._url)
+        aq, owned = async_queue_for(self._source, self._url, self._executor)
         blocker = blocking_client(aq)
         pool = ThreadPoolExecutor(self.config.pool_size, thread_name_prefix="emq-handler")
         try:

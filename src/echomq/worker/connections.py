@@ -35,7 +35,9 @@ _ASYNC_CLASS = {
 }
 
 
-def async_queue_for(source: str | Queue | AsyncQueue, url: str | None) -> tuple[AsyncQueue, bool]:
+def async_queue_for(
+    source: str | Queue | AsyncQueue, url: str | None, executor: str | None = None
+) -> tuple[AsyncQueue, bool]:
     """The async queue a worker runs on, and whether the worker made (and so closes)
     its client.
 
@@ -45,7 +47,7 @@ def async_queue_for(source: str | Queue | AsyncQueue, url: str | None) -> tuple[
     if isinstance(source, AsyncQueue):
         return source, False
     if isinstance(source, str):
-        return AsyncQueue(source, url=url or DEFAULT_URL), True
+        return AsyncQueue(source, url=url or DEFAULT_URL, executor=executor), True
     # a sync Queue: the same server, serializer and default max_attempts, async
     ctx = source.ctx
     if url is not None:
@@ -53,7 +55,11 @@ def async_queue_for(source: str | Queue | AsyncQueue, url: str | None) -> tuple[
     else:
         client = _mirror(source.client)
     aq = AsyncQueue(
-        source.name, client=client, serializer=ctx.serializer, max_attempts=ctx.max_attempts
+        source.name,
+        client=client,
+        serializer=ctx.serializer,
+        max_attempts=ctx.max_attempts,
+        executor=executor or ctx.executor.choice,
     )
     return aq, True
 

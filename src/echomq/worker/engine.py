@@ -35,7 +35,6 @@ from .. import repeat, spine
 from ..errors import EchoMQError, JobGone, StaleToken
 from ..observability.hooks import WorkerObserver
 from ..queue import AsyncQueue
-from ..scripts import command
 from ..spine import Claimed
 from . import plans
 from .config import WorkerConfig
@@ -205,7 +204,7 @@ class Engine:
             self._more = True
             return
         op = spine.claim_op(aq.ctx, want, cfg.lease_ms, cfg.lock)
-        woke = await waker.wait(cfg.beat / 1000, command(op))
+        woke = await waker.wait(cfg.beat / 1000, aq.runner.command(op))
         try:
             if woke.claim_sent or not self.stop_requested:
                 plan = plans.claim_after_wait(aq.ctx, woke, want, cfg.lease_ms, cfg.lock)

@@ -100,6 +100,12 @@ def complete_and_claim(
         gate = yield spine.claim_gate(ctx)
         claimed = yield from spine.claim_behind_gate(ctx, gate, count, lease_ms, lock_ms)
         return Round([], [], claimed)
+    if ctx.executor.gate_folded:  # the native claim reads the pause itself: one trip
+        replies = yield Batch((*completions, spine.claim_op(ctx, count, lease_ms, lock_ms)))
+        gone, stale = spine.fenced_outcomes(done, replies[:-1])
+        if isinstance(replies[-1], Exception):
+            raise replies[-1]
+        return Round(gone, stale, spine.decode_claimed(ctx, replies[-1]))
     replies = yield Batch((*completions, spine.claim_gate(ctx)))
     gone, stale = spine.fenced_outcomes(done, replies[:-1])
     claimed = yield from spine.claim_behind_gate(ctx, replies[-1], count, lease_ms, lock_ms)

@@ -1,0 +1,161 @@
+"""The native executor: echomq's server module and the choice between it and the scripts.
+
+The module (``native/echomq.c``, built into ``native/echomq.so``) adds commands
+``EMQ.<VERB>`` that take the same keys and arguments as the script of that verb and
+make the same replies, refusals, events and writes. A runner whose :class:`Executor`
+resolved to native sends an :class:`~echomq.scripts.Eval` of a script that has a twin
+(:data:`TWINS`) as ``EMQ.<VERB> numkeys keys... args...`` in place of ``EVALSHA``.
+
+The choice, per queue: ``executor="auto"`` (the default, or ``EMQ_EXECUTOR``) uses the
+commands when the server lists the module in ``MODULE LIST`` (asked once per runner,
+on its first call) and the scripts otherwise; ``"scripts"`` never uses them;
+``"native"`` requires them and refuses a server without the module.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from .errors import EchoMQError, InvalidArgument
+
+log = logging.getLogger("echomq.native")
+
+EXECUTORS = ("auto", "scripts", "native")
+#: The module's name in ``MODULE LIST``.
+MODULE_NAME = "echomq"
+#: Scripts that have a native twin, and the twin's command.
+TWINS: dict[str, str] = {
+    "reprocess": "EMQ.REPROCESS",
+    "reprocess_job": "EMQ.REPROCESS",
+    "claim": "EMQ.CLAIM",
+    "complete": "EMQ.COMPLETE",
+    "retry": "EMQ.RETRY",
+    "extend": "EMQ.EXTEND",
+    "extend_lock": "EMQ.EXTEND",
+    "enqueue": "EMQ.ENQUEUE",
+}
+#: The commands a twin reads the pause itself for (the claim plan skips its gate read).
+GATED = frozenset({"EMQ.CLAIM"})
+
+
+class NativeUnavailable(EchoMQError):
+    """``executor="native"`` on a server that has not loaded the echomq module."""
+
+
+def choose(executor: str | None) -> str:
+    """The executor asked for: the argument, else ``EMQ_EXECUTOR``, else ``auto``.
+
+    Raises:
+        InvalidArgument: not one of ``auto``, ``scripts``, ``native``.
+    """
+    choice = executor if executor is not None else os.environ.get("EMQ_EXECUTOR") or "auto"
+    if choice not in EXECUTORS:
+        raise InvalidArgument(f"executor must be one of {', '.join(EXECUTORS)}, got {choice!r}")
+    return choice
+
+
+def lists_module(reply: Any) -> bool:
+    """Whether a ``MODULE LIST`` reply (RESP2 or RESP3, bytes or text) names echomq."""
+    for entry in reply or ():
+        if isinstance(entry, dict):
+            fields = entry
+        else:
+            items = list(entry)
+            fields = dict(zip(items[::2], items[1::2]))
+        for key, value in fields.items():
+            k = key.decode() if isinstance(key, bytes) else str(key)
+            v = value.decode() if isinstance(value, bytes) else str(value)
+            if k == "name" and v == MODULE_NAME:
+                return True
+    return False
+
+
+class Executor:
+    """One queue's executor: the choice and, once its runner asked the server, whether
+    native commands are used. The queue's plans and its runner share it.
+
+    Attributes:
+        choice: ``auto``, ``scripts`` or ``native``.
+        native: ``None`` until resolved, then whether ``EMQ.*`` commands are sent.
+    """
+
+    def __init__(self, choice: str | None = "scripts") -> None:
+        self.choice = choose(choice)
+        self.native: bool | None = False if self.choice == "scripts" else None
+
+    def resolve(self, listing: Any) -> bool:
+        """Decide once, from a ``MODULE LIST`` reply (or the error it raised).
+
+        Raises:
+            NativeUnavailable: ``native`` was asked for and the server has no module.
+        """
+        if self.native is not None:
+            return self.native
+        if isinstance(listing, BaseException):  # a server or proxy refusing MODULE LIST
+            if self.choice == "native":
+                raise NativeUnavailable(f"cannot list the server's modules: {listing}")
+            found = False
+        else:
+            found = lists_module(listing)
+        if self.choice == "native" and not found:
+            raise NativeUnavailable(
+                "executor='native' but the server has not loaded the echomq module "
+                "(build it with `make -C native`, load it with --loadmodule; see docs/native.md)"
+            )
+        self.native = found
+        return found
+
+    def twin(self, script_name: str) -> str | None:
+        """The command to send for ``script_name``, or None to send the script."""
+        return TWINS.get(script_name) if self.native else None
+
+    @property
+    def gate_folded(self) -> bool:
+        """Whether the claim twin reads the pause itself (the plan skips its read)."""
+        return bool(self.native)
+
+
+def source_dir() -> Path:
+    """The ``native/`` directory of this checkout (the module's source and build)."""
+    return Path(__file__).resolve().parents[2] / "native"
+
+
+def module_path() -> Path | None:
+    """The built module: ``EMQ_MODULE`` when set, else ``native/echomq.so`` if built."""
+    env = os.environ.get("EMQ_MODULE")
+    if env:
+        return Path(env) if Path(env).is_file() else None
+    so = source_dir() / "echomq.so"
+    return so if so.is_file() else None
+
+
+def build(*, quiet: bool = False) -> Path | None:
+    """Build the module with ``make -C native`` (a no-op when up to date).
+
+    Returns:
+        The shared object, or None when it did not build; a failure is logged as a
+        warning (the scripts serve then), never passed over silently.
+    """
+    src = source_dir()
+    if not (src / "Makefile").is_file():
+        return module_path()
+    try:
+        done = subprocess.run(
+            ["make", "-s", "-C", str(src)], capture_output=True, text=True, timeout=120
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.warning("echomq: the native module did not build (%s); scripts serve", exc)
+        return None
+    if done.returncode != 0:
+        log.warning(
+            "echomq: the native module did not build; scripts serve\n%s", done.stderr.strip()
+        )
+        return None
+    so = src / "echomq.so"
+    if not quiet:
+        log.info("echomq: native module built at %s", so)
+    return so if so.is_file() else None
