@@ -2,13 +2,22 @@
 
 The server is a real ``redis-server``/``valkey-server`` started by
 :class:`echomq.embedded.EmbeddedServer` on a free loopback port, with nothing kept on
-disk, and stopped at the end. No test touches a server it did not start.
+disk, and stopped at the end. No test touches a server it did not start. The native
+module is built first and the server loads it when it built (the report header says
+which); a module that did not build fails nothing here but every native-executor test
+is skipped, with the build's warning.
+
+``executor``: the queues the fixtures make use ``scripts`` unless a test module is
+marked ``pytest.mark.both_executors``: its tests then run once per executor
+(``scripts`` and ``native``), so the spine, lanes and operator-plane suites prove the
+native twins equal to the scripts. ``EMQ_TEST_EXECUTOR`` changes the default.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import warnings
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -16,16 +25,54 @@ import pytest
 import redis
 import redis.asyncio
 
-from echomq import AsyncQueue, Queue
+from echomq import AsyncQueue, Queue, native
 from echomq.embedded import EmbeddedServer
 
 _names = itertools.count()
+_built = native.build(quiet=True)
+# A queue a test builds itself (not through the fixtures) gets this executor; the
+# native executor is tested where it is asked for (EMQ_EXECUTOR=auto runs them all on it).
+os.environ.setdefault("EMQ_EXECUTOR", "scripts")
+EXECUTORS = ("scripts", "native")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "both_executors: run the module's queue tests under scripts and native"
+    )
+    if _built is None:
+        warnings.warn(
+            "echomq: the native module did not build; native-executor tests are skipped",
+            stacklevel=1,
+        )
+
+
+def pytest_report_header() -> str:
+    if _built is None:
+        return "echomq native module: NOT BUILT (native-executor tests skip)"
+    return f"echomq native module: {_built} (loaded by the test server)"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "executor" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
+        "both_executors"
+    ):
+        metafunc.parametrize("executor", EXECUTORS, indirect=True)
 
 
 @pytest.fixture(scope="session")
 def server() -> Iterator[EmbeddedServer]:
-    with EmbeddedServer() as srv:
+    with EmbeddedServer(module=_built is not None and str(_built)) as srv:
         yield srv
+
+
+@pytest.fixture()
+def executor(request: pytest.FixtureRequest, server: EmbeddedServer) -> str:
+    """The executor of the queues the fixtures make (see the module docstring)."""
+    choice: str = getattr(request, "param", None) or os.environ.get("EMQ_TEST_EXECUTOR", "scripts")
+    if choice == "native" and server.module_path is None:
+        pytest.skip("the echomq native module is not built")
+    return choice
 
 
 @pytest.fixture()
@@ -43,11 +90,12 @@ def qname(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture()
-def make_queue(server: EmbeddedServer) -> Iterator[Callable[..., Queue]]:
+def make_queue(server: EmbeddedServer, executor: str) -> Iterator[Callable[..., Queue]]:
     """Factory: ``make_queue(name, **kw)`` -> a Queue on the private server."""
     made: list[Queue] = []
 
     def make(name: str, **kw: Any) -> Queue:
+        kw.setdefault("executor", executor)
         q = Queue(name, url=server.url, **kw)
         made.append(q)
         return q
@@ -63,8 +111,8 @@ def q(make_queue: Callable[..., Queue], qname: str) -> Queue:
 
 
 @pytest.fixture()
-async def aq(server: EmbeddedServer, qname: str) -> AsyncIterator[AsyncQueue]:
-    queue = AsyncQueue(qname, url=server.url)
+async def aq(server: EmbeddedServer, qname: str, executor: str) -> AsyncIterator[AsyncQueue]:
+    queue = AsyncQueue(qname, url=server.url, executor=executor)
     yield queue
     await queue.aclose()
 

@@ -13,6 +13,9 @@ from echomq.embedded import EmbeddedServer
 from echomq.repeat import fire_due
 from operator_support import changed, put_job, ring, row_keys
 
+# run under both executors: the native twins must equal the scripts
+pytestmark = pytest.mark.both_executors
+
 # -- pause / resume -------------------------------------------------------------------
 
 

@@ -32,6 +32,9 @@ from echomq import (
 )
 from operator_support import STATES, changed, put_job, ring
 
+# run under both executors: the native twins must equal the scripts
+pytestmark = pytest.mark.both_executors
+
 GROUPS = [None, "g"]
 
 

@@ -29,6 +29,9 @@ from echomq import (
 from echomq.scripts import Eval, script
 from lanes_law import assert_law, lanes_of
 
+# run under both executors: the native twins must equal the scripts
+pytestmark = pytest.mark.both_executors
+
 
 def claim_all(q: Queue, limit: int = 10_000) -> list[tuple[str, str | None]]:
     """Claim until nothing is served; ``[(id, group)]`` in claim order."""

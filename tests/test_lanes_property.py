@@ -35,6 +35,9 @@ from echomq import JobNotPending, Queue, StaleToken
 from echomq.embedded import EmbeddedServer
 from lanes_law import assert_law
 
+# run under both executors: the native twins must equal the scripts
+pytestmark = pytest.mark.both_executors
+
 # Mostly grouped work, some flat, so lanes fill up and compete with pending. The
 # machine starts with lanes a and b; lane c is only ever reached through the schedule
 # (a job enqueued due later, then promoted), which must record the group too.

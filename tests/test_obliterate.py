@@ -16,6 +16,9 @@ from conftest import dump, queue_keys
 from echomq import AsyncQueue, InvalidArgument, Queue, QueueHasActiveJobs, QueueNotPaused, new_id
 from operator_support import LATER_MS, put_job, row_keys
 
+# run under both executors: the native twins must equal the scripts
+pytestmark = pytest.mark.both_executors
+
 _examples = itertools.count()
 
 

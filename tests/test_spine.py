@@ -29,6 +29,9 @@ from echomq import (
 from echomq.embedded import free_port
 from echomq.spine import ENQUEUE_CHUNK
 
+# run under both executors: the native twins must equal the scripts
+pytestmark = pytest.mark.both_executors
+
 BAD_IDS = [
     "",
     "JOB",

@@ -25,6 +25,9 @@ from echomq import (
 from echomq.embedded import EmbeddedServer, free_port
 from echomq.spine import ENQUEUE_CHUNK
 
+# run under both executors: the native twins must equal the scripts
+pytestmark = pytest.mark.both_executors
+
 
 def server_ms(r: redis.Redis) -> int:
     sec, usec = r.time()

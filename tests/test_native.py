@@ -1,0 +1,272 @@
+"""The native module and executor: the seed's EMQ.REPROCESS line, the claim with the
+pause folded in, key specs, replication of effects, and choosing an executor.
+
+Every test asserts the reply and the keys the call left.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from click.testing import CliRunner
+
+from conftest import _built, dump
+from echomq import AsyncQueue, Queue, Worker
+from echomq.cli import cli
+from echomq.embedded import EmbeddedServer
+from echomq.errors import InvalidArgument, JobGone, JobNotDead
+from echomq.native import NativeUnavailable
+from worker_support import running, wait_until
+
+pytestmark = pytest.mark.skipif(_built is None, reason="the echomq native module is not built")
+
+
+@pytest.fixture(scope="module")
+def bare() -> Iterator[EmbeddedServer]:
+    """A server without the module."""
+    with EmbeddedServer(module=False) as srv:
+        yield srv
+
+
+def calls(r: redis.Redis, name: str) -> int:
+    """How many times the server ran the command ``name`` (INFO commandstats)."""
+    stats = r.info("commandstats")
+    return int(stats.get(f"cmdstat_{name}", {}).get("calls", 0))
+
+
+def dead_job(q: Queue, group: str | None = None) -> str:
+    jid = q.enqueue({"x": 1}, group=group, max_attempts=1)
+    got = q.claim()
+    assert got is not None and got.id == jid
+    assert q.retry(jid, got.token, "boom") == "dead"
+    return jid
+
+
+def reprocess_line(q: Queue, jid: str) -> tuple[Any, ...]:
+    """The seed's native line: EMQ.REPROCESS 4 <row> <dead> <pending> <base> <id>."""
+    k = q.keys
+    return ("EMQ.REPROCESS", 4, k.job(jid), k.dead, k.pending, k.base, jid)
+
+
+def test_module_is_loaded_with_key_specs(server: EmbeddedServer, r: redis.Redis) -> None:
+    assert server.module_path == str(_built)
+    names = [m["name"] for m in r.execute_command("MODULE", "LIST")]
+    assert "echomq" in names
+    keys = r.command_getkeys(*reprocess_line(Queue("kq"), "JOB00000000001"))
+    assert keys == ["emq:{kq}:job:JOB00000000001", "emq:{kq}:dead", "emq:{kq}:pending", "emq:{kq}:"]
+    got = r.command_getkeys("EMQ.CLAIM", 1, "emq:{kq}:", 1000, 1, "f", 0)
+    assert got == ["emq:{kq}:"]
+
+
+def test_reprocess_native_line_moves_a_dead_job(
+    make_queue: Any, qname: str, r: redis.Redis
+) -> None:
+    q = make_queue(qname, executor="scripts")
+    jid = dead_job(q)
+    assert r.execute_command(*reprocess_line(q, jid)) == 1
+    assert r.zscore(q.keys.pending, jid) == 0
+    assert r.zcard(q.keys.dead) == 0
+    row = r.hgetall(q.keys.job(jid))
+    assert row["state"] == "pending" and "last_error" not in row
+    assert row["attempts"] == "1" and row["failures"] == "1"
+    assert r.lrange(q.keys.base + "wake", 0, -1)[-1] == "1"
+
+
+def test_reprocess_native_refusals_write_nothing(
+    make_queue: Any, qname: str, r: redis.Redis
+) -> None:
+    q = make_queue(qname, executor="scripts")
+    live = q.enqueue({"x": 1})
+    before = dump(r, q)
+    with pytest.raises(redis.ResponseError, match=r"^EMQSTATE not dead$"):
+        r.execute_command(*reprocess_line(q, live))
+    assert r.execute_command(*reprocess_line(q, "JOB00000000009")) == -1
+    assert dump(r, q) == before
+
+
+def test_reprocess_native_grouped_row_returns_to_its_lane_and_the_ring(
+    make_queue: Any, qname: str, r: redis.Redis
+) -> None:
+    q = make_queue(qname, executor="native")
+    jid = dead_job(q, group="g1")
+    assert r.lrange(q.keys.base + "ring", 0, -1) == []
+    assert q.reprocess_job(jid) is None
+    assert r.zscore(q.keys.base + "g:g1:pending", jid) == 0
+    assert r.lrange(q.keys.base + "ring", 0, -1) == ["g1"]
+    assert r.sismember(q.keys.base + "groups", "g1")
+    assert r.zcard(q.keys.pending) == 0
+    got = q.claim()
+    assert got is not None and (got.id, got.token, got.group) == (jid, 2, "g1")
+
+
+def test_reprocess_native_typed_refusals(make_queue: Any, qname: str, r: redis.Redis) -> None:
+    q = make_queue(qname, executor="native")
+    live = q.enqueue({"x": 1})
+    before = dump(r, q)
+    with pytest.raises(JobNotDead):
+        q.reprocess_job(live)
+    with pytest.raises(JobGone):
+        q.reprocess_job("JOB00000000009")
+    assert dump(r, q) == before
+
+
+def test_native_claim_on_a_paused_queue_is_one_round_trip(
+    make_queue: Any, qname: str, r: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    q = make_queue(qname, executor="native")
+    jid = q.enqueue({"x": 1})
+    q.pause()
+    sent: list[tuple[Any, ...]] = []
+    real = q.runner._call
+    monkeypatch.setattr(q.runner, "_call", lambda cmd: sent.append(cmd) or real(cmd))
+    before = dump(r, q)
+    assert q.claim() is None
+    assert [c[0] for c in sent] == ["EMQ.CLAIM"]
+    assert dump(r, q) == before
+    q.resume()
+    sent.clear()
+    got = q.claim()
+    assert got is not None and got.id == jid and [c[0] for c in sent] == ["EMQ.CLAIM"]
+    assert r.zscore(q.keys.active, jid) is not None
+
+
+def test_scripts_executor_sends_evalsha(make_queue: Any, qname: str, r: redis.Redis) -> None:
+    q = make_queue(qname, executor="scripts")
+    native_before, eval_before = calls(r, "emq.enqueue"), calls(r, "evalsha")
+    jid = q.enqueue({"x": 1})
+    assert calls(r, "emq.enqueue") == native_before and calls(r, "evalsha") == eval_before + 1
+    assert r.zscore(q.keys.pending, jid) == 0
+
+
+def test_auto_uses_the_module_when_the_server_has_it(
+    server: EmbeddedServer, qname: str, r: redis.Redis
+) -> None:
+    with Queue(qname, url=server.url, executor="auto") as q:
+        before = calls(r, "emq.enqueue")
+        jid = q.enqueue({"x": 1})
+        assert q.ctx.executor.native is True and calls(r, "emq.enqueue") == before + 1
+        assert r.hget(q.keys.job(jid), "state") == "pending"
+
+
+def test_auto_falls_back_to_scripts_without_the_module(bare: EmbeddedServer, qname: str) -> None:
+    rb = redis.Redis.from_url(bare.url, decode_responses=True)
+    with Queue(qname, url=bare.url, executor="auto") as q:
+        jid = q.enqueue({"x": 1})
+        assert q.ctx.executor.native is False
+        got = q.claim()
+        assert got is not None and got.id == jid
+        assert rb.zscore(q.keys.active, jid) is not None
+    rb.close()
+
+
+def test_native_refuses_a_server_without_the_module(bare: EmbeddedServer, qname: str) -> None:
+    rb = redis.Redis.from_url(bare.url, decode_responses=True)
+    with Queue(qname, url=bare.url, executor="native") as q, pytest.raises(NativeUnavailable):
+        q.enqueue({"x": 1})
+    assert list(rb.scan_iter(match=f"emq:{{{qname}}}:*")) == []
+    rb.close()
+
+
+def test_executor_choice_is_checked_and_read_from_the_environment(
+    server: EmbeddedServer, qname: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(InvalidArgument):
+        Queue(qname, url=server.url, executor="fast")
+    monkeypatch.setenv("EMQ_EXECUTOR", "native")
+    with Queue(qname, url=server.url) as q:
+        assert q.ctx.executor.choice == "native"
+    monkeypatch.setenv("EMQ_EXECUTOR", "bogus")
+    with pytest.raises(InvalidArgument):
+        Queue(qname, url=server.url)
+
+
+async def test_async_queue_runs_native(server: EmbeddedServer, qname: str, r: redis.Redis) -> None:
+    async with AsyncQueue(qname, url=server.url, executor="native") as aq:
+        before = calls(r, "emq.claim")
+        jid = await aq.enqueue({"x": 1}, group="g")
+        got = await aq.claim()
+        assert got is not None and (got.id, got.group, got.token) == (jid, "g", 1)
+        assert calls(r, "emq.claim") == before + 1
+        await aq.complete(jid, got.token)
+        assert r.exists(aq.keys.job(jid)) == 0
+        assert r.hget(aq.keys.base + "metrics:completed", "count") == "1"
+
+
+def test_worker_serves_with_native_commands(
+    server: EmbeddedServer, qname: str, r: redis.Redis
+) -> None:
+    q = Queue(qname, url=server.url, executor="native")
+    jids = [q.enqueue({"n": i}, group="g" if i % 2 else None) for i in range(20)]
+    seen: list[int] = []
+    before = calls(r, "emq.claim"), calls(r, "emq.complete")
+    with running(
+        Worker(qname, lambda job: seen.append(job.data["n"]), url=server.url, executor="native")
+    ):
+        wait_until(lambda: len(seen) == 20 and r.zcard(q.keys.active) == 0, timeout=20)
+        late = q.enqueue({"n": 20})  # a wake token reaches the idle worker
+        wait_until(lambda: len(seen) == 21 and r.exists(q.keys.job(late)) == 0, timeout=20)
+    assert sorted(seen) == list(range(21))
+    assert calls(r, "emq.claim") > before[0] and calls(r, "emq.complete") >= before[1] + 21
+    assert all(r.exists(q.keys.job(j)) == 0 for j in jids)
+    assert r.zcard(q.keys.active) == 0 and r.zcard(q.keys.pending) == 0
+    assert r.hget(q.keys.base + "metrics:completed", "count") == "21"
+    q.close()
+
+
+def test_effects_replicate_to_a_replica_without_the_module(qname: str) -> None:
+    with EmbeddedServer() as primary:
+        assert primary.module_path is not None
+        with EmbeddedServer(
+            module=False, extra_args=("--replicaof", "127.0.0.1", str(primary.port))
+        ) as replica:
+            rp = redis.Redis.from_url(primary.url)
+            rr = redis.Redis.from_url(replica.url)
+            deadline = time.monotonic() + 10
+            while rr.info("replication").get("master_link_status") != "up":
+                assert time.monotonic() < deadline, "the replica did not sync"
+                time.sleep(0.05)
+            q = Queue(qname, url=primary.url, executor="native", max_attempts=1)
+            a = q.enqueue({"a": 1}, dedup_id="d")
+            b = q.enqueue({"b": 1}, group="g", delay_ms=0)
+            c = q.enqueue({"c": 1}, delay_ms=60_000)
+            got = q.claim_many(5, lock_ms=5000)
+            assert sorted(j.id for j in got) == sorted([a, b])
+            assert q.extend_locks([(j.id, j.token) for j in got], 90_000, lock_ms=8000) == []
+            assert q.retry(a, 1, "boom") == "dead"
+            q.reprocess_job(a)
+            q.complete(b, 1)
+            assert rp.execute_command("WAIT", 1, 5000) == 1
+            keys = sorted(rp.scan_iter(match=q.keys.pattern()))
+            assert keys and keys == sorted(rr.scan_iter(match=q.keys.pattern()))
+            for k in keys:  # byte for byte, server times included
+                assert rp.dump(k) == rr.dump(k), k
+                assert (rp.pttl(k) > 0) == (rr.pttl(k) > 0), k
+            assert rr.zscore(q.keys.schedule, c) == rp.zscore(q.keys.schedule, c)
+            q.close()
+            rp.close()
+            rr.close()
+
+
+def test_cli_executor_option(server: EmbeddedServer, qname: str, r: redis.Redis) -> None:
+    with Queue(qname, url=server.url, executor="scripts") as q:
+        jid = dead_job(q)
+    before = calls(r, "emq.reprocess")
+    res = CliRunner().invoke(
+        cli, ["--url", server.url, "--executor", "native", "job", "reprocess", qname, jid]
+    )
+    assert res.exit_code == 0, res.output
+    assert calls(r, "emq.reprocess") == before + 1
+    assert r.zscore(f"emq:{{{qname}}}:pending", jid) == 0
+
+
+def test_bad_executor_on_the_cli_is_a_usage_error(
+    server: EmbeddedServer, qname: str, r: redis.Redis
+) -> None:
+    args = ["--url", server.url, "--executor", "fast", "job", "reprocess", qname, "JOB00000000001"]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 2 and "fast" in res.output
+    assert list(r.scan_iter(match=f"emq:{{{qname}}}:*")) == []

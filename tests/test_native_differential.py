@@ -1,0 +1,222 @@
+"""The native twins against the scripts: random sequences of verbs, replies and keys.
+
+Two private servers, both with the module loaded; the same queue name on each. One
+queue runs the scripts, the other the native commands. Hypothesis draws a sequence of
+verbs (enqueue flat/grouped/delayed/deduplicated, enqueue_many, claim, claim_many with
+locks, complete, retry to schedule or dead, extend, reprocess, remove, pause/resume,
+group pause/limit, promote) with the same ids on both sides. After every step the
+replies must be equal (a refusal: the same exception and message) and every key of the
+queue equal on both servers: its type, its value byte for byte in the server's own
+order (hash fields, list items), ttl presence, and the events published. Server times
+are normalised (a 13-digit millisecond value is ``T``; metric minute buckets are ``M``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import _built
+from echomq import Queue, ids
+from echomq import spine as spine_mod
+from echomq.embedded import EmbeddedServer
+
+pytestmark = pytest.mark.skipif(_built is None, reason="the echomq native module is not built")
+
+_TIME = re.compile(rb"(?<!\d)1\d{12}(?:\.\d+)?(?!\d)")
+_MINUTE = re.compile(rb"^\d{8}$")
+_counter = itertools.count()
+
+IDS = [f"JOB{'0' * 10}{c}" for c in "123456"]
+GROUPS = [None, "ga", "gb"]
+
+
+@pytest.fixture(scope="module")
+def twin_servers(server: EmbeddedServer) -> Iterator[tuple[EmbeddedServer, EmbeddedServer]]:
+    with EmbeddedServer(module=str(_built)) as other:
+        yield server, other
+
+
+def norm(value: bytes) -> bytes:
+    return _TIME.sub(b"T", value)
+
+
+def picture(r: redis.Redis, q: Queue) -> dict[bytes, Any]:
+    """Every key of the queue: type, normalised value (server order kept), ttl presence."""
+    out: dict[bytes, Any] = {}
+    for key in sorted(r.scan_iter(match=q.keys.pattern(), count=1000)):
+        kind = r.type(key)
+        value: Any
+        if kind == b"string":
+            value = norm(r.get(key) or b"")
+        elif kind == b"hash":
+            metrics = b":metrics:" in key
+            value = [
+                (b"M" if metrics and _MINUTE.match(f) else f, norm(v))
+                for f, v in r.hgetall(key).items()
+            ]
+        elif kind == b"list":
+            value = r.lrange(key, 0, -1)
+        elif kind == b"set":
+            value = sorted(r.smembers(key))
+        elif kind == b"zset":
+            # member -> score; a time score is T (ties of times may order differently)
+            value = sorted(
+                (m, "T" if s >= 1e12 else repr(s)) for m, s in r.zrange(key, 0, -1, withscores=True)
+            )
+        else:
+            value = r.dump(key)
+        out[key] = (kind, value, r.pttl(key) > 0)
+    return out
+
+
+def outcome(call: Any) -> Any:
+    try:
+        return ("ok", call())
+    except Exception as exc:
+        return ("refused", type(exc).__name__, str(exc))
+
+
+step = st.one_of(
+    st.tuples(
+        st.just("enqueue"),
+        st.sampled_from(IDS),
+        st.sampled_from(GROUPS),
+        st.sampled_from([None, 0, 3]),  # priority
+        st.sampled_from([None, None, 0, 3_600_000]),  # delay_ms
+        st.sampled_from([None, None, "d1"]),  # dedup_id
+        st.sampled_from([None, 1, 2]),  # max_attempts
+    ),
+    st.tuples(st.just("enqueue_many"), st.integers(1, 3), st.sampled_from(GROUPS)),
+    st.tuples(st.just("claim")),
+    st.tuples(st.just("claim_many"), st.integers(1, 4), st.sampled_from([0, 5000])),
+    st.tuples(st.just("complete"), st.sampled_from(IDS), st.booleans()),
+    st.tuples(
+        st.just("retry"),
+        st.sampled_from(IDS),
+        st.booleans(),
+        st.sampled_from(["boom", 'x/"\\\n\x01é']),
+        st.sampled_from([0, 3_600_000]),
+        st.sampled_from([None, 1]),
+    ),
+    st.tuples(st.just("extend"), st.lists(st.sampled_from(IDS), max_size=3), st.booleans()),
+    st.tuples(st.just("reprocess"), st.sampled_from(IDS)),
+    st.tuples(st.just("remove"), st.sampled_from(IDS)),
+    st.tuples(st.just("pause")),
+    st.tuples(st.just("resume")),
+    st.tuples(st.just("pause_group"), st.sampled_from(["ga", "gb"]), st.booleans()),
+    st.tuples(st.just("limit"), st.sampled_from(["ga", "gb"]), st.sampled_from([None, 1, 2])),
+    st.tuples(st.just("promote")),
+)
+
+
+def run(q: Queue, tokens: dict[str, int], op: tuple[Any, ...]) -> Any:
+    verb = op[0]
+    if verb == "enqueue":
+        _, jid, g, prio, delay, dedup, maxa = op
+        kw: dict[str, Any] = {"job_id": jid, "group": g, "dedup_id": dedup}
+        if prio is not None:
+            kw["priority"] = prio
+        if delay is not None:
+            kw["delay_ms"] = delay
+        if maxa is not None:
+            kw["max_attempts"] = maxa
+        return q.enqueue({"id": jid}, **kw)
+    if verb == "enqueue_many":
+        return q.enqueue_many([{"n": i} for i in range(op[1])], group=op[2])
+    if verb in ("claim", "claim_many"):
+        got = [q.claim()] if verb == "claim" else q.claim_many(op[1], lock_ms=op[2])
+        for c in got:
+            if c is not None:
+                tokens[c.id] = c.token
+        return got
+    if verb == "complete":
+        return q.complete(op[1], tokens.get(op[1], 1) + (0 if op[2] else 7))
+    if verb == "retry":
+        _, jid, right, err, delay, maxa = op
+        tok = tokens.get(jid, 1) + (0 if right else 7)
+        return q.retry(jid, tok, err, delay_ms=delay, max_attempts=maxa)
+    if verb == "extend":
+        pairs = [(j, tokens.get(j, 1) + (0 if op[2] else 7)) for j in op[1]]
+        return q.extend_locks(pairs, 60_000, lock_ms=5000)
+    if verb == "reprocess":
+        return q.reprocess_job(op[1])
+    if verb == "remove":
+        return q.remove_job(op[1])
+    if verb == "pause":
+        return q.pause()
+    if verb == "resume":
+        return q.resume()
+    if verb == "pause_group":
+        return q.pause_group(op[1]) if op[2] else q.resume_group(op[1])
+    if verb == "limit":
+        if op[2] is None:
+            return q.clear_group_limit(op[1])
+        return q.set_group_limit(op[1], op[2])
+    assert verb == "promote"
+    return q.promote()
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(ops=st.lists(step, min_size=1, max_size=25))
+def test_native_equals_scripts(
+    twin_servers: tuple[EmbeddedServer, EmbeddedServer],
+    monkeypatch: pytest.MonkeyPatch,
+    ops: list[tuple[Any, ...]],
+) -> None:
+    a_srv, b_srv = twin_servers
+    name = f"diff{next(_counter)}"
+    ra, rb = redis.Redis.from_url(a_srv.url), redis.Redis.from_url(b_srv.url)
+    qa = Queue(name, url=a_srv.url, executor="scripts")
+    qb = Queue(name, url=b_srv.url, executor="native")
+    # minted ids: the same on both sides (a fresh run of ids per step)
+    minted = itertools.count(1)
+    seed = [0]
+
+    def fixed_ids(n: int) -> list[str]:
+        base = seed[0]
+        return [ids.encode(base + k) for k in range(n)]
+
+    monkeypatch.setattr(spine_mod.ids, "new_ids", fixed_ids)
+    pa, pb = ra.pubsub(), rb.pubsub()
+    pa.subscribe(qa.keys.events)
+    pb.subscribe(qb.keys.events)
+    try:
+        assert qa.counts() == qb.counts()  # each runner asks the server for the module
+        assert qb.ctx.executor.native is True and qa.ctx.executor.native is False
+        ta: dict[str, int] = {}
+        tb: dict[str, int] = {}
+        for i, op in enumerate(ops):
+            seed[0] = (next(minted) << 30) + i
+            got_a = outcome(lambda op=op: run(qa, ta, op))
+            got_b = outcome(lambda op=op: run(qb, tb, op))
+            assert got_a == got_b, f"step {i} {op}: replies differ"
+            assert picture(ra, qa) == picture(rb, qb), f"step {i} {op}: keys differ"
+        assert events(pa) == events(pb)
+    finally:
+        pa.close()
+        pb.close()
+        for r, q in ((ra, qa), (rb, qb)):
+            for key in r.scan_iter(match=q.keys.pattern(), count=1000):
+                r.delete(key)
+            q.close()
+            r.close()
+
+
+def events(p: Any) -> list[bytes]:
+    out = []
+    while (m := p.get_message(timeout=0.2)) is not None:
+        if m["type"] == "message":
+            out.append(norm(m["data"]))
+    return out
