@@ -19,7 +19,8 @@ from echomq import AsyncQueue, Queue, Worker
 from echomq.cli import cli
 from echomq.embedded import EmbeddedServer
 from echomq.errors import InvalidArgument, JobGone, JobNotDead
-from echomq.native import NativeUnavailable
+from echomq.native import TWINS, NativeUnavailable
+from echomq.scripts import all_scripts
 from worker_support import running, wait_until
 
 pytestmark = pytest.mark.skipif(_built is None, reason="the echomq native module is not built")
@@ -60,6 +61,18 @@ def test_module_is_loaded_with_key_specs(server: EmbeddedServer, r: redis.Redis)
     assert keys == ["emq:{kq}:job:JOB00000000001", "emq:{kq}:dead", "emq:{kq}:pending", "emq:{kq}:"]
     got = r.command_getkeys("EMQ.CLAIM", 1, "emq:{kq}:", 1000, 1, "f", 0)
     assert got == ["emq:{kq}:"]
+
+
+def test_every_twin_names_a_shipped_script() -> None:
+    assert set(TWINS) <= {s.name for s in all_scripts()}
+    assert set(TWINS.values()) == {
+        "EMQ.REPROCESS",
+        "EMQ.CLAIM",
+        "EMQ.COMPLETE",
+        "EMQ.RETRY",
+        "EMQ.EXTEND",
+        "EMQ.ENQUEUE",
+    }
 
 
 def test_reprocess_native_line_moves_a_dead_job(

@@ -29,12 +29,10 @@ EXECUTORS = ("auto", "scripts", "native")
 MODULE_NAME = "echomq"
 #: Scripts that have a native twin, and the twin's command.
 TWINS: dict[str, str] = {
-    "reprocess": "EMQ.REPROCESS",
     "reprocess_job": "EMQ.REPROCESS",
     "claim": "EMQ.CLAIM",
     "complete": "EMQ.COMPLETE",
     "retry": "EMQ.RETRY",
-    "extend": "EMQ.EXTEND",
     "extend_lock": "EMQ.EXTEND",
     "enqueue": "EMQ.ENQUEUE",
 }
