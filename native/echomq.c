@@ -632,14 +632,25 @@ static int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
     Line l;
     if (!line_of(ctx, argv, argc, 1, 1, &l)) return REDISMODULE_OK;
     Q q = {ctx, arg(l.keys[0])};
+    /* check, then write: every argument that can fail is read before the first write */
     double nd, wd;
-    if (!tonum(A(&l, 0), &nd) || !tonum(A(&l, 1), &wd) || nd < 0 || (wd != 2 && wd != 4))
-        return bad_args(ctx);
+    if (!tonum(A(&l, 0), &nd) || !isfinite(nd) || nd < 0 || !tonum(A(&l, 1), &wd) ||
+        (wd != 2 && wd != 4))
+        return RedisModule_ReplyWithError(ctx, "EMQARG n and w must be numbers (w 2 or 4)");
     int n = (int)nd, w = (int)wd;
     if (2 + n * w > l.nargs) return bad_args(ctx);
     int o = 2 + n * w;
     Str prio = opt(&l, o), name = opt(&l, o + 1), g = opt(&l, o + 2), maxa = opt(&l, o + 3),
         delay = opt(&l, o + 4), runat = opt(&l, o + 5), backoff = opt(&l, o + 6);
+    const Str numeric[] = {prio, maxa, delay, runat};
+    static const char *const refusal[] = {
+        "EMQARG priority is not a finite number", "EMQARG max_attempts is not a finite number",
+        "EMQARG delay_ms is not a finite number", "EMQARG run_at_ms is not a finite number"};
+    for (int k = 0; k < 4; k++) {
+        double x;
+        if (numeric[k].p && !(tonum(numeric[k], &x) && isfinite(x)))
+            return RedisModule_ReplyWithError(ctx, refusal[k]);
+    }
     int has_due = 0;
     double due = 0, dv = 0;
     if (runat.p) {

@@ -20,7 +20,7 @@ from echomq.cli import cli
 from echomq.embedded import EmbeddedServer
 from echomq.errors import InvalidArgument, JobGone, JobNotDead
 from echomq.native import TWINS, NativeUnavailable
-from echomq.scripts import all_scripts
+from echomq.scripts import Eval, all_scripts, script
 from worker_support import running, wait_until
 
 pytestmark = pytest.mark.skipif(_built is None, reason="the echomq native module is not built")
@@ -283,3 +283,38 @@ def test_bad_executor_on_the_cli_is_a_usage_error(
     res = CliRunner().invoke(cli, args)
     assert res.exit_code == 2 and "fast" in res.output
     assert list(r.scan_iter(match=f"emq:{{{qname}}}:*")) == []
+
+
+RAW_ENQUEUE = [
+    ("x", "2"),  # n not a number
+    ("1", "3", "JOB00000000001", "{}"),  # w neither 2 nor 4
+    ("1", "2", "JOB00000000001", "{}", "nan"),  # priority
+    ("1", "2", "JOB00000000001", "{}", "", "", "", "inf"),  # max_attempts
+    ("1", "2", "JOB00000000001", "{}", "", "", "", "", "-inf"),  # delay_ms
+    ("1", "2", "JOB00000000001", "{}", "", "", "", "", "", "abc"),  # run_at_ms
+    ("1", "4", "JOB00000000001", "{}", "", "1", "1.5", "n", "g", "2", "", "", "b"),
+]
+
+
+@pytest.mark.parametrize("args", RAW_ENQUEUE)
+def test_enqueue_wire_arguments_refused_alike(
+    make_queue: Any, qname: str, r: redis.Redis, args: tuple[str, ...]
+) -> None:
+    """The same raw KEYS/ARGV (past the client's checks) give the same reply and keys."""
+    qs = make_queue(qname + "s", executor="scripts")
+    qn = make_queue(qname + "n", executor="native")
+    results = []
+    for q in (qs, qn):
+        op = Eval(script("enqueue"), (q.keys.base,), args)
+        q.runner.fence()
+        try:
+            results.append(("ok", q.runner.execute(op)))
+        except Exception as exc:
+            results.append(("refused", type(exc).__name__, str(exc)))
+    assert results[0] == results[1]
+    assert results[0][0] == ("ok" if args is RAW_ENQUEUE[-1] else "refused"), results[0]
+    rows = [
+        {k.split(":", 2)[2]: r.type(k) for k in r.scan_iter(match=q.keys.pattern())}
+        for q in (qs, qn)
+    ]
+    assert rows[0] == rows[1]
