@@ -296,6 +296,16 @@ static Str json_str(Q *q, Str s) {
     return r;
 }
 
+/* lib/audit.lua: one entry in the capped operator journal emq:{q}:audit */
+static void audit(Q *q, const char *verb, Str args, const char *outcome, long long count,
+                  Str actor) {
+    Str ak = K(q, "audit"), n = num14(q, (double)count);
+    if (!actor.p) actor = S("");
+    RedisModule_Call(q->ctx, "XADD", "!bcccccccbcccbcb", ak.p, ak.n, "MAXLEN", "~", "10000", "*",
+                     "verb", verb, "args", args.p, args.n, "outcome", outcome, "count", n.p, n.n,
+                     "actor", actor.p, actor.n);
+}
+
 /* ---- command framing: EMQ.<VERB> numkeys key... arg... ---- */
 
 typedef struct {
@@ -359,6 +369,8 @@ static int cmd_reprocess(RedisModuleCtx *ctx, RedisModuleString **argv, int argc
     }
     push_wake(&q, 1);
     emit(&q, ev(&q, "reprocessed", id));
+    audit(&q, "reprocess_job", cat3(&q, S("{\"job\":"), json_str(&q, id), S("}")), "ok", 1,
+          A(&l, 1));
     return RedisModule_ReplyWithLongLong(ctx, 1);
 }
 

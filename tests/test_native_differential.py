@@ -71,6 +71,8 @@ def picture(r: redis.Redis, q: Queue) -> dict[bytes, Any]:
             value = sorted(
                 (m, "T" if s >= 1e12 else repr(s)) for m, s in r.zrange(key, 0, -1, withscores=True)
             )
+        elif kind == b"stream":  # the audit journal: entry ids are server times
+            value = [[(f, norm(v)) for f, v in fields.items()] for _, fields in r.xrange(key)]
         else:
             value = r.dump(key)
         out[key] = (kind, value, r.pttl(key) > 0)
