@@ -134,8 +134,8 @@ def test_native_claim_on_a_paused_queue_is_one_round_trip(
     jid = q.enqueue({"x": 1})
     q.pause()
     sent: list[tuple[Any, ...]] = []
-    real = q.runner._call
-    monkeypatch.setattr(q.runner, "_call", lambda cmd: sent.append(cmd) or real(cmd))
+    real = q.runner.transport.send
+    monkeypatch.setattr(q.runner.transport, "send", lambda req: sent.extend(req.cmds) or real(req))
     before = dump(r, q)
     assert q.claim() is None
     assert [c[0] for c in sent] == ["EMQ.CLAIM"]
