@@ -653,7 +653,8 @@ static int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
     if (2 + n * w > l.nargs) return bad_args(ctx);
     int o = 2 + n * w;
     Str prio = opt(&l, o), name = opt(&l, o + 1), g = opt(&l, o + 2), maxa = opt(&l, o + 3),
-        delay = opt(&l, o + 4), runat = opt(&l, o + 5), backoff = opt(&l, o + 6);
+        delay = opt(&l, o + 4), runat = opt(&l, o + 5), backoff = opt(&l, o + 6),
+        trace = opt(&l, o + 7);
     const Str numeric[] = {prio, maxa, delay, runat};
     static const char *const refusal[] = {
         "EMQARG priority is not a finite number", "EMQARG max_attempts is not a finite number",
@@ -673,7 +674,7 @@ static int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
         due = (double)now_ms() + dv;
     }
     /* the row's fields, the same for every job but the payload (slot 5) and dedup */
-    RedisModuleString *f[20];
+    RedisModuleString *f[24];
     int nf = 0;
     f[nf++] = mk(ctx, S("state"));
     f[nf++] = mk(ctx, S(has_due ? "scheduled" : "pending"));
@@ -686,6 +687,7 @@ static int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
     if (prio.p) { f[nf++] = mk(ctx, S("priority")); f[nf++] = mk(ctx, prio); }
     if (maxa.p) { f[nf++] = mk(ctx, S("max_attempts")); f[nf++] = mk(ctx, maxa); }
     if (backoff.p) { f[nf++] = mk(ctx, S("backoff")); f[nf++] = mk(ctx, backoff); }
+    if (trace.p) { f[nf++] = mk(ctx, S("trace")); f[nf++] = mk(ctx, trace); }
     RedisModuleString *dedup_field = mk(ctx, S("dedup"));
     Str dest, score;
     if (has_due) {

@@ -293,6 +293,7 @@ RAW_ENQUEUE = [
     ("1", "2", "JOB00000000001", "{}", "", "", "", "", "-inf"),  # delay_ms
     ("1", "2", "JOB00000000001", "{}", "", "", "", "", "", "abc"),  # run_at_ms
     ("1", "4", "JOB00000000001", "{}", "", "1", "1.5", "n", "g", "2", "", "", "b"),
+    ("2", "2", "JOB00000000001", "{}", "JOB00000000002", "[]", "", "", "", "", "", "", "", "t-1"),
 ]
 
 
@@ -312,9 +313,15 @@ def test_enqueue_wire_arguments_refused_alike(
         except Exception as exc:
             results.append(("refused", type(exc).__name__, str(exc)))
     assert results[0] == results[1]
-    assert results[0][0] == ("ok" if args is RAW_ENQUEUE[-1] else "refused"), results[0]
+    assert results[0][0] == ("ok" if args in RAW_ENQUEUE[-2:] else "refused"), results[0]
+    # the trace option lands in each row (the keys compared below include the rows)
     rows = [
-        {k.split(":", 2)[2]: r.type(k) for k in r.scan_iter(match=q.keys.pattern())}
+        {
+            k.split(":", 2)[2]: r.hgetall(k) if r.type(k) == "hash" else r.type(k)
+            for k in r.scan_iter(match=q.keys.pattern())
+        }
         for q in (qs, qn)
     ]
     assert rows[0] == rows[1]
+    if args is RAW_ENQUEUE[-1]:
+        assert rows[1]["job:JOB00000000002"]["trace"] == "t-1"
