@@ -190,18 +190,23 @@ def test_an_outage_is_two_lines_and_tracebacks_only_at_debug(
             raise ConnectionResetError("reset by peer")
         except ConnectionResetError as exc:
             outage.failed(exc, "serving")
-    now[0] += 2.5
-    outage.ok()
-    outage.ok()  # no outage: nothing more to say
+    outage.failed(OSError("down"), "the beat")
+    now[0] += 1.0
+    for _ in range(5):  # the beat still fails while serving works: no new line
+        outage.ok("serving")
+        outage.failed(OSError("down"), "the beat")
+    now[0] += 1.5
+    outage.ok("the beat")  # every failing part has worked again: recovered
+    outage.ok("serving")  # no outage: nothing more to say
     warnings = [rec for rec in caplog.records if rec.levelno >= logging.WARNING]
     assert [rec.getMessage() for rec in warnings] == [
         "worker q1: serving failed: ConnectionResetError('reset by peer'); "
         "retrying quietly until it recovers",
-        "worker q1: recovered after 2.5 s (50 errors)",
+        "worker q1: recovered after 2.5 s (56 errors)",
     ]
     assert all(rec.exc_info is None for rec in warnings)
     debug = [rec for rec in caplog.records if rec.levelno == logging.DEBUG]
-    assert len(debug) == 50 and all(rec.exc_info is not None for rec in debug)
+    assert len(debug) == 56 and all(rec.exc_info is not None for rec in debug)
     assert not outage.ongoing and outage.errors == 0
 
 

@@ -137,7 +137,7 @@ class Engine:
                             self.observer.claimed(len(got.claimed), time.perf_counter() - t0)
                         self._count_completions(done, got.stale)
                         self._claimed(aq, got.claimed, want, pool)
-                        self._outage.ok()
+                        self._outage.ok("serving")
                         failures = 0
                         continue
                     assert self._nudged is not None
@@ -151,7 +151,7 @@ class Engine:
                     if wake is not None and wake.done():
                         finished, wake = wake, None
                         finished.result()
-                        self._outage.ok()
+                        self._outage.ok("serving")
                     failures = 0
                 except Exception as exc:
                     # a server error, or a payload the serializer cannot read: the
@@ -338,7 +338,7 @@ class Engine:
                 self.stats.errors += 1
                 self._outage.failed(exc, "the beat")
             else:
-                self._outage.ok()
+                self._outage.ok("the beat")
 
     async def _beat(self, aq: AsyncQueue) -> None:
         cfg = self.config

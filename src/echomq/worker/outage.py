@@ -16,6 +16,11 @@ from collections.abc import Callable
 class Outage:
     """Tracks a run of errors (an outage) for one worker and logs it in two lines.
 
+    Each part of the worker (the serve loop, the beat) reports its own calls under a
+    name. The outage begins with the first part that fails and ends once every part
+    that failed has worked again, so one part failing steadily while another works
+    makes one line, not a line per turn.
+
     Args:
         log: where the lines go.
         name: the queue name, to say which worker.
@@ -28,16 +33,18 @@ class Outage:
         self.log, self.name, self.clock = log, name, clock
         self.since: float | None = None  # when the current outage began
         self.errors = 0  # errors in the current outage
+        self.failing: set[str] = set()  # the parts whose last call failed
 
     @property
     def ongoing(self) -> bool:
-        """Whether the last call failed and none has worked since."""
+        """Whether some part's last call failed."""
         return self.since is not None
 
     def failed(self, exc: BaseException, where: str) -> None:
-        """A call failed: the first error of an outage is logged (WARNING, no
-        traceback); later ones, and every traceback, only at DEBUG."""
+        """A call of part ``where`` failed: the first error of an outage is logged
+        (WARNING, no traceback); later ones, and every traceback, only at DEBUG."""
         self.errors += 1
+        self.failing.add(where)
         if self.since is None:
             self.since = self.clock()
             self.log.warning(
@@ -48,10 +55,14 @@ class Outage:
             )
         self.log.debug("worker %s: %s failed", self.name, where, exc_info=exc)
 
-    def ok(self) -> None:
-        """A call worked: ends an outage, logging how long it lasted (WARNING, so it
-        shows wherever the first line did)."""
+    def ok(self, where: str) -> None:
+        """A call of part ``where`` worked. Once every failing part has, the outage
+        ends with a line saying how long it lasted (WARNING, so it shows wherever the
+        first line did)."""
         if self.since is None:
+            return
+        self.failing.discard(where)
+        if self.failing:
             return
         took = self.clock() - self.since
         self.log.warning(
