@@ -650,7 +650,11 @@ static int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
         (wd != 2 && wd != 4))
         return RedisModule_ReplyWithError(ctx, "EMQARG n and w must be numbers (w 2 or 4)");
     int n = (int)nd, w = (int)wd;
-    if (2 + n * w > l.nargs) return bad_args(ctx);
+    if ((double)l.nargs < 2 + nd * wd) {
+        Str m = cat3(&q, S("EMQARG "), num14(&q, nd), S(" jobs need "));
+        m = cat3(&q, m, num14(&q, 2 + nd * wd), S(" arguments"));
+        return RedisModule_ReplyWithError(ctx, m.p);
+    }
     int o = 2 + n * w;
     Str prio = opt(&l, o), name = opt(&l, o + 1), g = opt(&l, o + 2), maxa = opt(&l, o + 3),
         delay = opt(&l, o + 4), runat = opt(&l, o + 5), backoff = opt(&l, o + 6),

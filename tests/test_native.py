@@ -6,8 +6,10 @@ Every test asserts the reply and the keys the call left.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -287,6 +289,7 @@ def test_bad_executor_on_the_cli_is_a_usage_error(
 
 RAW_ENQUEUE = [
     ("x", "2"),  # n not a number
+    ("3", "2", "JOB00000000001", "{}"),  # fewer than n jobs' arguments
     ("1", "3", "JOB00000000001", "{}"),  # w neither 2 nor 4
     ("1", "2", "JOB00000000001", "{}", "nan"),  # priority
     ("1", "2", "JOB00000000001", "{}", "", "", "", "inf"),  # max_attempts
@@ -325,3 +328,29 @@ def test_enqueue_wire_arguments_refused_alike(
     assert rows[0] == rows[1]
     if args is RAW_ENQUEUE[-1]:
         assert rows[1]["job:JOB00000000002"]["trace"] == "t-1"
+
+
+def test_every_module_call_passes_what_its_format_names() -> None:
+    """RedisModule_Call's format is not checked by the compiler: count its arguments
+    (b: pointer and length, c: C string, v: array and count, s/l: one each)."""
+    src = (Path(__file__).resolve().parents[1] / "native" / "echomq.c").read_text()
+    calls = 0
+    for m in re.finditer(r'RedisModule_Call\(\s*[^,]+,\s*"[^"]+",\s*"([^"]*)"', src):
+        depth, end = 0, m.start()
+        for end in range(src.index("(", m.start()), len(src)):
+            depth += {"(": 1, ")": -1}.get(src[end], 0)
+            if depth == 0:
+                break
+        inner, parts, depth, cur = src[src.index("(", m.start()) + 1 : end], [], 0, ""
+        for ch in inner:
+            depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(ch, 0)
+            if ch == "," and depth == 0:
+                parts.append(cur)
+                cur = ""
+            else:
+                cur += ch
+        parts.append(cur)
+        need = sum({"b": 2, "c": 1, "v": 2, "s": 1, "l": 1}[c] for c in m.group(1).lstrip("!"))
+        assert need == len(parts) - 3, src[m.start() : end + 1]
+        calls += 1
+    assert calls > 50
