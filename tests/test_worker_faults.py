@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -231,9 +232,43 @@ def test_a_worker_logs_one_line_per_outage(
         wait_until(lambda: w.stats.errors >= 20)
         down[0] = False
         wait_until(lambda: w.stats.completed == 1)
+        wait_until(lambda: not w._engine._outage.ongoing)  # the beat has worked too
     lines = [rec.getMessage() for rec in caplog.records if rec.levelno >= logging.WARNING]
     assert len(lines) == 2, lines
     assert "failed" in lines[0] and "recovered after" in lines[1]
     assert all(rec.exc_info is None for rec in caplog.records if rec.levelno >= logging.INFO)
     assert q.job_state(jid) is None and job_keys(r, q) == set()
     assert w.stats.claimed == 1 == w.stats.accounted
+
+
+def test_outcomes_not_sent_by_shutdown_are_counted_abandoned(
+    q: Queue, r: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = AsyncRunner.execute
+    down = [False]
+
+    async def maybe_down(self: AsyncRunner, op: Op) -> Any:
+        if down[0]:
+            raise ServerUnavailable("connection refused (test)")
+        return await real(self, op)
+
+    monkeypatch.setattr(AsyncRunner, "execute", maybe_down)
+    release, returned = threading.Event(), threading.Event()
+
+    def handle(job: JobContext) -> None:  # a plain handler, in the thread pool
+        release.wait(10)
+        returned.set()
+
+    cfg = WorkerConfig(lease_ms=5000, beat_ms=50, grace_ms=300)
+    jid = q.enqueue("finishes while the server is away")
+    with running(Worker(q, handle, config=cfg)) as w:
+        wait_until(lambda: w.stats.claimed == 1)
+        down[0] = True  # from here the worker reaches nothing
+        release.set()
+        wait_until(returned.is_set)
+        wait_until(lambda: w.stats.errors >= 1)
+    s = w.stats
+    assert (s.claimed, s.completed, s.abandoned) == (1, 0, 1) and s.accounted == 1
+    # nothing was completed: the job is still leased, and its lease runs out
+    assert r.zrange(q.keys.active, 0, -1) == [jid] and q.job_state(jid) == "active"
+    assert job_keys(r, q) >= {q.keys.job(jid)}
