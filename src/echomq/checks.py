@@ -21,11 +21,10 @@ subclass, and nothing has been sent yet. The limits are the documented ones
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
-from redis.connection import parse_url
+from redis import connection as _connection
 
 from .errors import InvalidArgument, InvalidName, InvalidPayload
 
@@ -45,15 +44,9 @@ MAX_NAME_LEN = 256
 #: The states a job can be in (``browse`` takes one).
 STATES = ("pending", "active", "scheduled", "dead")
 
-__all__ = [
-    "HORIZON_MS",
-    "MAX_BATCH",
-    "MAX_COUNT",
-    "MAX_EXACT",
-    "MAX_NAME_LEN",
-    "MAX_RUN_AT_MS",
-    "STATES",
-]
+
+# redis-py's own URL reader (typed in some versions, not in others)
+parse_url: Any = _connection.parse_url
 
 
 class Dumps(Protocol):
@@ -295,14 +288,7 @@ def url(value: Any, what: str = "url") -> str:
     """
     value = text(value, what, empty=False)
     try:
-        parse_url(value)  # type: ignore[no-untyped-call]
+        parse_url(value)
     except (ValueError, TypeError) as exc:
         raise InvalidArgument(f"invalid {what} {show(value, 120)}: {exc}") from None
     return str(value)
-
-
-def finite(value: float, what: str) -> float:
-    """A finite float (``int``s pass as they are)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise InvalidArgument(f"{what} must be finite, got {value!r}")
-    return value
