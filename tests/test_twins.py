@@ -74,12 +74,27 @@ class Norm:
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             return (type(value).__name__, self(dataclasses.asdict(value)))
         if isinstance(value, dict):
-            return {self(k): self(v) for k, v in value.items()}
+            out: dict[Any, Any] = {}
+            for k, v in value.items():
+                nk, nv = self(k), self(v)
+                if nk == "T" and nk in out:  # per-minute buckets: a minute may turn
+                    nv = _add(out[nk], nv)
+                out[nk] = nv
+            return out
         if isinstance(value, (list, tuple)):
             return [self(v) for v in value]
         if isinstance(value, BaseException):
             return ("raised", type(value).__name__, getattr(value, "reason", None))
         return repr(value)
+
+
+def _add(a: Any, b: Any) -> Any:
+    """Two per-minute counts as one (text stays text, as a row's fields are)."""
+    try:
+        total = int(a) + int(b)
+    except (TypeError, ValueError):
+        return (a, b)
+    return str(total) if isinstance(a, str) else total
 
 
 def keys_left(r: redis.Redis, q: Queue | AsyncQueue, norm: Norm) -> dict[str, Any]:
@@ -551,8 +566,10 @@ async def test_views(twin: Twin, r: redis.Redis) -> None:
     groups = await t("groups_page")
     assert [field(g, "name") for g in field(groups, "groups")] == ["g1"]
     await t("complete", J(1), c.token)
-    done = await t("throughput", 5)
-    assert field(field(done, "completed"), "total") == 1
+    done = await t._call("throughput", 5)  # its series shifts if a minute turns: totals only
+    totals = (field(field(done, "completed"), "total"), sum(field(done.completed, "series")))
+    t.transcript.append(("throughput", totals))
+    assert totals == (1, 1)
     assert {"pending", "g:g1:pending", f"job:{J(2)}"} <= t.key_names()
 
 
