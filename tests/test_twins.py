@@ -704,7 +704,9 @@ async def test_both_worker_entry_points_settle_the_same_jobs(twin: Twin, r: redi
     stats = worker.stats
     assert (stats.claimed, stats.completed, stats.dead, stats.retried) == (4, 3, 1, 0)
     assert sorted(seen) == ["a", "b", "c", "fail"]
-    t.transcript.append(("stats", dataclasses.asdict(stats)))
+    # every counter but `errors` (server errors a loop recovered from: load, not logic)
+    counters = {k: v for k, v in dataclasses.asdict(stats).items() if k != "errors"}
+    t.transcript.append(("stats", counters))
     row = await t("get_job", J(3))
     assert (field(row, "state"), field(row, "last_error").splitlines()[-1]) == (
         "dead",
