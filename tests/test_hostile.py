@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
@@ -36,7 +37,8 @@ from echomq.queue import verb_names
 from test_spine import CountingConnection
 
 DB = 9  # this test's database on the shared private server
-EXAMPLES = 20
+#: Examples per verb (raise it to search harder: EMQ_HOSTILE_EXAMPLES=500).
+EXAMPLES = int(os.environ.get("EMQ_HOSTILE_EXAMPLES", "20"))
 _names = itertools.count()
 
 
@@ -531,7 +533,7 @@ def test_cli_numbers_and_payloads_are_refused_typed_or_succeed(
     runner = CliRunner()
 
     @settings(
-        max_examples=60,
+        max_examples=3 * EXAMPLES,
         deadline=None,
         database=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
