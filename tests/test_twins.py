@@ -438,7 +438,13 @@ async def test_operator_plane(twin: Twin, r: redis.Redis) -> None:
     assert f"job:{J(3)}" in t.key_names()
     await t("pause")
     assert await t("obliterate", budget=1) is False
-    assert await t("obliterate") is True
+    # the last step sweeps the server's keyspace a bounded amount per call, so how many
+    # calls it takes depends on what else the server holds: only the end is compared
+    calls = 1
+    while not await t._call("obliterate"):
+        calls += 1
+        assert calls < 10_000
+    t.transcript.append(("obliterate", "gone"))
     assert t.key_names() == set()
 
 

@@ -93,6 +93,7 @@ def obliterate(
         InvalidArgument: ``budget`` below 1, before any I/O.
     """
     force = checks.flag(force, "force")
+    keep_audit = checks.flag(keep_audit, "keep_audit")
     budget = checks.batch(budget, "budget")
     reply = yield Eval(
         script("obliterate"),
