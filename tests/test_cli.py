@@ -142,7 +142,7 @@ def test_enqueue_stats_jobs_and_show(emq: Any, fast: Any, q: Queue, r: redis.Red
     assert human.returncode == 0 and "pending" in human.stdout and '{"n": 1}' in human.stdout
     assert queue_keys(r, q) == {
         b + "pending", b + "schedule", b + "groups", b + "ring", b + "wake", b + "g:g1:pending",
-        b + "job:" + first, b + "job:" + grouped, b + "job:" + later,
+        b + "gindex", b + "job:" + first, b + "job:" + grouped, b + "job:" + later,
     }  # fmt: skip
 
 

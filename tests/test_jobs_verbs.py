@@ -279,6 +279,7 @@ def test_remove_job_in_every_state(q: Queue, r: redis.Redis, state: str, group: 
     expected = {q.keys.job(jid), q.keys.logs(jid), holder, q.keys.audit}
     if group and state == "pending":
         expected.add(q.keys.ring)  # the lane emptied, so the group left the ring
+        expected.add(q.keys.gindex)  # and the lanes' index lost the job
     if group and state == "active":
         expected.add(q.keys.gactive)  # the slot the claim took is given back
     if group and state in ("pending", "active"):
@@ -440,6 +441,7 @@ def test_reprocess_returns_a_grouped_job_to_its_lane_and_the_ring(q: Queue, r: r
         q.keys.job(jid),
         q.keys.dead,
         q.keys.lane("g"),
+        q.keys.gindex,
         q.keys.ring,
         q.keys.wake,
         q.keys.groups,

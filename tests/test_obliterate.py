@@ -81,7 +81,7 @@ def test_obliterate_loops_to_nothing_and_spares_other_queues(
     calls = 0
     while True:
         rows = len(row_keys(r, q))
-        done = q.obliterate(force=True, budget=budget)
+        done = q.obliterate(force=True, budget=budget, sweep=True)
         calls += 1
         assert rows - len(row_keys(r, q)) <= budget
         if done:
@@ -172,7 +172,7 @@ def test_the_sweep_deletes_at_most_budget_keys_per_call(q: Queue, r: redis.Redis
         r.set(f"{q.keys.base}stray:{i}", i)
     q.pause()
     sizes = [len(queue_keys(r, q))]
-    while not q.obliterate(budget=3):
+    while not q.obliterate(budget=3, sweep=True):
         sizes.append(len(queue_keys(r, q)))
         assert len(sizes) < 100
     sizes.append(len(queue_keys(r, q)))
@@ -191,6 +191,27 @@ def test_obliterate_deletes_jobs_enqueued_while_it_runs(q: Queue, r: redis.Redis
     while not q.obliterate(budget=2):
         pass
     assert queue_keys(r, q) == set()
+
+
+def test_without_sweep_keys_are_found_from_the_registries_only(
+    make_queue: Callable[..., Queue], qname: str, r: redis.Redis
+) -> None:
+    q, other = _queues(make_queue, qname)
+    build_mixed(q, r)
+    for i in range(3000):  # a big neighbour: a keyspace scan would walk its keys too
+        r.set(f"{other.keys.base}filler:{i}", i)
+    q.pause()
+    calls = 1
+    while not q.obliterate(force=True):
+        calls += 1
+    assert calls == 1  # no pass over the keyspace: one call for a small queue
+    # what no registry names is left (a scan would find it: sweep=True)
+    base = q.keys.base
+    stray = {k for k in queue_keys(r, q) if ":logs" in k or ":lock" in k}
+    assert queue_keys(r, q) == {base + "de:orphan", base + "module:state", *stray}
+    assert len(stray) == 2
+    for k in queue_keys(r, q):
+        r.delete(k)
 
 
 @pytest.mark.parametrize("budget", [0, -5, False])
@@ -268,10 +289,10 @@ def test_resume_ends_an_interrupted_obliterate_so_the_next_starts_afresh(
     q.enqueue("kept")
     q.pause()
     while r.hget(q.keys.meta, "sweep") is None:
-        assert q.obliterate(budget=1) is False  # into the sweep, mid-pass
+        assert q.obliterate(budget=1, sweep=True) is False  # into the sweep, mid-pass
     q.resume()
     assert r.hgetall(q.keys.meta) == {}
     q.pause()
-    while not q.obliterate(budget=1):
+    while not q.obliterate(budget=1, sweep=True):
         pass
     assert queue_keys(r, q) == set()

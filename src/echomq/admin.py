@@ -11,7 +11,9 @@ from .context import Context
 from .scripts import Eval, Plan, script
 
 DEFAULT_OBLITERATE_BUDGET = 1000
-DEFAULT_DRAIN_BUDGET = 10000
+#: Jobs one drain call deletes: sized so a call stays within a few ms of server time
+#: (about 5 us a job with its row, logs and dedup key; see docs/runbook.md).
+DEFAULT_DRAIN_BUDGET = 1000
 
 
 def pause(ctx: Context) -> Plan[None]:
@@ -62,11 +64,16 @@ def drain(
             return total
 
 
+def _flags(keep_audit: bool, sweep: bool) -> str:
+    return ",".join(f for f, on in (("keep", keep_audit), ("sweep", sweep)) if on)
+
+
 def obliterate(
     ctx: Context,
     force: bool = False,
     budget: int = DEFAULT_OBLITERATE_BUDGET,
     keep_audit: bool = False,
+    sweep: bool = False,
 ) -> Plan[bool]:
     """Destroy a paused queue, at most ``budget`` jobs of work per call.
 
@@ -81,6 +88,11 @@ def obliterate(
         keep_audit: keep the queue's audit journal (``emq:{q}:audit``), which then
             ends with the entry naming who obliterated the queue. By default the
             journal goes with the queue in the last call.
+        sweep: also find keys no registry of the queue names (an orphan dedup key
+            or log list, a key another program wrote under ``emq:{q}:``) by scanning
+            the keyspace (``SCAN MATCH``): a recovery tool whose calls cost as much
+            as the whole keyspace is large. Without it every key is found from the
+            queue's own sets and registries.
 
     Returns:
         ``True`` when no key of the queue is left (but the journal with
@@ -95,9 +107,11 @@ def obliterate(
     force = checks.flag(force, "force")
     keep_audit = checks.flag(keep_audit, "keep_audit")
     budget = checks.batch(budget, "budget")
+    keep_audit = checks.flag(keep_audit, "keep_audit")
+    sweep = checks.flag(sweep, "sweep")
     reply = yield Eval(
         script("obliterate"),
         (ctx.keys.base,),
-        ("force" if force else "", str(budget), "keep" if keep_audit else "", ctx.actor),
+        ("force" if force else "", str(budget), _flags(keep_audit, sweep), ctx.actor),
     )
     return int(reply) == 0

@@ -64,6 +64,7 @@ class Keyspace:
         "dead",
         "events",
         "gactive",
+        "gindex",
         "glimit",
         "gpaused",
         "groups",
@@ -94,6 +95,7 @@ class Keyspace:
         self.ring = b + "ring"
         self.groups = b + "groups"
         self.gactive = b + "gactive"
+        self.gindex = b + "gindex"
         self.glimit = b + "glimit"
         self.gweight = b + "gweight"
         self.gpaused = b + "gpaused"

@@ -147,7 +147,7 @@ def groups(ctx: Context, page: int = GROUPS_PAGE) -> Plan[list[GroupInfo]]:
             return [by_name[n] for n in sorted(by_name)]
 
 
-def drain_group(ctx: Context, group: str, budget: int = 10000) -> Plan[int]:
+def drain_group(ctx: Context, group: str, budget: int = 1000) -> Plan[int]:
     """Delete one group's pending lane: the jobs' rows and logs go, their dedup keys
     are released, the group leaves the ring. Jobs in flight are untouched.
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from . import checks
 from .context import Context, as_str
+from .errors import InvalidArgument
 from .scripts import Batch, Cmd, Eval, Plan, script
 
 STATES = ("pending", "active", "scheduled", "dead")
@@ -47,21 +48,36 @@ def job_state(ctx: Context, job_id: str) -> Plan[str | None]:
     return None if r is None else as_str(r)
 
 
-def browse(ctx: Context, state: str, n: int = 20, offset: int = 0) -> Plan[list[str]]:
-    """A page of job ids in ``state``, newest first (lanes merged into pending).
+#: The orders :func:`browse` pages in.
+ORDERS = ("newest", "run")
+
+
+def browse(
+    ctx: Context, state: str, n: int = 20, offset: int = 0, order: str = "newest"
+) -> Plan[list[str]]:
+    """A page of job ids in ``state`` (lanes merged into pending), bounded at any offset.
+
+    Pending's flat set and every lane form one order through the lanes' index
+    (``gindex``), so a page costs ``O(log^2 N + n)`` on the server whatever the offset
+    and the number of lanes.
 
     Args:
         state: ``pending``, ``active``, ``scheduled`` or ``dead``.
         n: page size.
         offset: how many to skip.
+        order: ``newest`` (score then id, descending: the default) or ``run`` (the
+            order claims take: priority then age; the schedule soonest first).
 
     Raises:
-        InvalidArgument: an unknown state or a bad page.
+        InvalidArgument: an unknown state or order, or a bad page.
     """
     state = checks.state(state)
     n = checks.batch(n, "n")
     offset = checks.count(offset, "offset", zero=True)
-    r = yield Eval(script("browse"), (ctx.keys.base,), (_SETS[state], str(n), str(offset)))
+    if not isinstance(order, str) or order not in ORDERS:
+        raise InvalidArgument(f"order must be 'newest' or 'run', got {checks.show(order, 40)}")
+    argv = (_SETS[state], str(n), str(offset), "run" if order == "run" else "")
+    r = yield Eval(script("browse"), (ctx.keys.base,), argv)
     return [as_str(x) for x in r]
 
 

@@ -156,9 +156,14 @@ def drain(env: Env, queue: str, include_schedule: bool, yes: bool) -> None:
 @click.option(
     "--keep-audit", is_flag=True, help="Keep the audit journal (it names who obliterated)."
 )
+@click.option(
+    "--sweep", is_flag=True, help="Also scan the keyspace for keys no registry names (slow)."
+)
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @pass_env
-def obliterate(env: Env, queue: str, force: bool, budget: int, keep_audit: bool, yes: bool) -> None:
+def obliterate(
+    env: Env, queue: str, force: bool, budget: int, keep_audit: bool, sweep: bool, yes: bool
+) -> None:
     """Delete every key of a paused QUEUE, BUDGET jobs per call, until none is left."""
     q = env.queue(queue)
     confirm(
@@ -170,7 +175,7 @@ def obliterate(env: Env, queue: str, force: bool, budget: int, keep_audit: bool,
     total = sum(start[s] for s in ("pending", "active", "scheduled", "dead"))
     # The first call runs before any bar is drawn: a refusal shows no progress.
     calls = 1
-    if not q.obliterate(force=force, budget=budget, keep_audit=keep_audit):
+    if not q.obliterate(force=force, budget=budget, keep_audit=keep_audit, sweep=sweep):
         progress = Progress(
             TextColumn("obliterate {task.description}"),
             BarColumn(),
@@ -182,7 +187,7 @@ def obliterate(env: Env, queue: str, force: bool, budget: int, keep_audit: bool,
             task = progress.add_task(queue, total=max(total, 1), completed=min(budget, total))
             while True:
                 calls += 1
-                if q.obliterate(force=force, budget=budget, keep_audit=keep_audit):
+                if q.obliterate(force=force, budget=budget, keep_audit=keep_audit, sweep=sweep):
                     break
                 progress.advance(task, budget)
             progress.update(task, completed=max(total, 1))

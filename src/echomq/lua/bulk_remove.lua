@@ -47,6 +47,7 @@ if not dry then
     emit(ev('removed', id))
   end
   zrem_all(key, gone)
+  if lane then zrem_all(B .. 'gindex', gone) end
   if lane and n > 0 then ring_sync(lane) end
 end
 local done = #ids < scan and 1 or 0

@@ -33,6 +33,7 @@ for _, id in ipairs(ids) do
       redis.call('HSET', jk, 'state', 'pending')
       if g then
         redis.call('ZADD', lane_key(g), 0, id)
+        redis.call('ZADD', B .. 'gindex', 0, id)
         lanes[g] = true
       else
         redis.call('ZADD', B .. 'pending', 0, id)

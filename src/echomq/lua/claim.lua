@@ -39,6 +39,7 @@ local function pop_lane()
       redis.call('HDEL', B .. 'gturn', g)
     else
       local r = redis.call('ZPOPMIN', lane_key(g))
+      redis.call('ZREM', B .. 'gindex', r[1])
       redis.call('HINCRBY', B .. 'gactive', g, 1)
       if not serveable(g) then
         -- the lane emptied or hit its limit: leave the ring from its head (O(1),

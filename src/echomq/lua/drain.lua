@@ -17,9 +17,12 @@ local total = 0
 
 -- delete up to `left` jobs of one backlog set, from its head; returns how many went.
 -- ZPOPMIN takes them off in one pass (no second walk to ZREM them).
-local function wipe(setkey)
+local function wipe(setkey, lane)
   local popped = redis.call('ZPOPMIN', setkey, left)
-  for i = 1, #popped, 2 do delete_row(popped[i], B .. 'job:' .. popped[i]) end
+  for i = 1, #popped, 2 do
+    delete_row(popped[i], B .. 'job:' .. popped[i])
+    if lane then redis.call('ZREM', B .. 'gindex', popped[i]) end
+  end
   local n = #popped / 2
   left = left - n
   total = total + n
@@ -30,7 +33,7 @@ wipe(B .. 'pending')
 if left > 0 then
   for _, g in ipairs(redis.call('SMEMBERS', B .. 'groups')) do
     -- only a lane that lost jobs can have changed its place on the ring
-    if wipe(lane_key(g)) > 0 then ring_sync(g) end
+    if wipe(lane_key(g), true) > 0 then ring_sync(g) end
     if left <= 0 then break end
   end
 end

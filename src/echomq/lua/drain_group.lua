@@ -13,6 +13,7 @@ local lane = lane_key(g)
 local ids = redis.call('ZRANGE', lane, 0, tonumber(ARGV[2]) - 1)
 for _, id in ipairs(ids) do delete_row(id, B .. 'job:' .. id) end
 zrem_all(lane, ids)
+zrem_all(B .. 'gindex', ids)
 ring_sync(g)
 if #ids > 0 then
   emit(cjson.encode({event = 'drained', group = g, count = #ids}))

@@ -42,6 +42,7 @@ if r[8] then f[#f + 1] = 'backoff'; f[#f + 1] = r[8] end
 redis.call('HSET', jk, unpack(f))
 if g then
   redis.call('ZADD', lane_key(g), prio, id)
+  redis.call('ZADD', B .. 'gindex', prio, id)
   redis.call('SADD', B .. 'groups', g)
   -- quiet: the one wake token below covers this job
   ring_sync(g, true)

@@ -1,7 +1,9 @@
 -- obliterate: destroy a paused queue down to nothing, bounded by a per-call budget.
 -- KEYS[1]  the queue base emq:{q}: (meta and every other key derived from it)
 -- ARGV[1]  'force' or '';  ARGV[2] budget (jobs, then keys, per call)
--- ARGV[3]  'keep' to keep the audit journal, else '' (optional)
+-- ARGV[3]  flags, comma separated (optional): 'keep' keeps the audit journal; 'sweep'
+--          also scans for keys no registry names (SCAN MATCH emq:{q}:*, which walks the
+--          whole keyspace: a recovery tool, not the default)
 -- ARGV[4]  actor (optional; '' = none), written to the audit journal
 -- Reply:   0 the queue is gone (no emq:{q}:* key left; with 'keep', but its journal);
 --          1 work remains: call again
@@ -11,17 +13,22 @@
 --          1. active (forced), pending, schedule, dead, every lane: each row with its
 --             logs and lock, its dedup key released;
 --          2. the repeat records (emq:{q}:repeat:<name>) named by the registry;
---          3. the named queue keys: metrics, lane structures, wake, the registry;
---          4. a sweep over every other key under the base (a dedup key or a log list
---             with no row, keys other modules added): SCAN MATCH emq:{q}:* from the
---             cursor kept in meta field `sweep`, deleting what it finds, `budget` keys
---             per call; SCAN returns only keys of this queue's slot-tagged prefix;
---          5. when a full pass is done, meta itself (the paused flag); event 'obliterated'.
+--          3. the named queue keys: metrics, lane structures (and gindex), wake, the
+--             registry, the settled tombstones, the workers registry;
+--          4. only with 'sweep': every other key under the base (an orphan dedup key or
+--             log list, keys other modules added), by SCAN MATCH from the cursor kept
+--             in meta field `sweep`, `budget` keys per call;
+--          5. meta itself (the paused flag); event 'obliterated'.
+--          Without 'sweep' every key is found from the queue's own sets and registries,
+--          never by scanning the keyspace: a call costs the same beside a queue of any
+--          size. Keys no registry names are then left: a claim request id
+--          (claimreq:<rid>) and a worker's beat (worker:<wid>) expire on their own
+--          within a minute; an orphan needs 'sweep'.
 --          Every call appends one audit entry (count = the jobs it deleted, outcome
 --          more | gone). The journal emq:{q}:audit goes with the queue in the last step,
 --          unless ARGV[3] is 'keep': then it survives, ending with the 'gone' entry that
 --          names who obliterated the queue.
--- A producer writing into the queue while it is swept may leave keys the pass missed:
+-- A producer writing into the queue while it is obliterated may leave keys behind:
 -- pause, stop producers, then obliterate.
 local B = KEYS[1]
 --! include common
@@ -37,17 +44,20 @@ end
 local budget = tonumber(ARGV[2])
 local jobs = 0
 local journal = B .. 'audit'
-local keep = ARGV[3] == 'keep'
--- buckets visited per SCAN step, and SCAN steps per call: bounded, cheap work
-local SCAN_COUNT, SCAN_STEPS = 1000, 20
+local flags = ',' .. (ARGV[3] or '') .. ','
+local keep = flags:find(',keep,', 1, true) ~= nil
+local scan_all = flags:find(',sweep,', 1, true) ~= nil
 
 -- delete up to `budget` members of a job set; true when the budget is spent.
 -- ZPOPMIN takes them off the head of the set in one pass (no second walk to ZREM
 -- them), which keeps a large batch cache-friendly; the order does not matter here.
-local function sweep(setkey)
+local function sweep(setkey, lane)
   local popped = redis.call('ZPOPMIN', setkey, budget)
   if #popped == 0 then return false end
-  for i = 1, #popped, 2 do delete_row(popped[i], B .. 'job:' .. popped[i]) end
+  for i = 1, #popped, 2 do
+    delete_row(popped[i], B .. 'job:' .. popped[i])
+    if lane then redis.call('ZREM', B .. 'gindex', popped[i]) end
+  end
   budget = budget - #popped / 2
   jobs = jobs + #popped / 2
   return budget <= 0
@@ -59,7 +69,7 @@ local function run()
     if sweep(B .. t) then return 1 end
   end
   for _, g in ipairs(redis.call('SMEMBERS', B .. 'groups')) do
-    if sweep(lane_key(g)) then return 1 end
+    if sweep(lane_key(g), true) then return 1 end
   end
 
   -- 2. the repeat records, under the same budget
@@ -73,36 +83,44 @@ local function run()
   -- 3. the keys every queue may have, by name
   redis.call('DEL', B .. 'metrics:completed', B .. 'metrics:failed', B .. 'groups',
     B .. 'ring', B .. 'gactive', B .. 'glimit', B .. 'gweight', B .. 'gpaused',
-    B .. 'gturn', B .. 'wake', B .. 'repeat')
+    B .. 'gturn', B .. 'wake', B .. 'repeat', B .. 'gindex', B .. 'settled', B .. 'workers')
 
-  -- 4. the sweep. A step that finds more than the budget deletes `budget` of them and
-  -- keeps its starting cursor, so the next call repeats it and sees the rest.
-  local cursor = redis.call('HGET', meta, 'sweep') or '0'
-  for _ = 1, SCAN_STEPS do
-    local r = redis.call('SCAN', cursor, 'MATCH', B .. '*', 'COUNT', SCAN_COUNT)
-    local found = {}
-    for _, k in ipairs(r[2]) do
-      if k ~= meta and k ~= journal then found[#found + 1] = k end
+  -- 4. with 'sweep' only: a scan for keys no registry names. A step that finds more
+  -- than the budget deletes `budget` of them and keeps its starting cursor, so the
+  -- next call repeats it and sees the rest.
+  if scan_all then
+    local cursor = redis.call('HGET', meta, 'sweep') or '0'
+    for _ = 1, 20 do
+      local r = redis.call('SCAN', cursor, 'MATCH', B .. '*', 'COUNT', 1000)
+      local found = {}
+      for _, k in ipairs(r[2]) do
+        if k ~= meta and k ~= journal then found[#found + 1] = k end
+      end
+      if #found > budget then
+        for i = 1, budget do redis.call('DEL', found[i]) end
+        redis.call('HSET', meta, 'sweep', cursor)
+        return 1
+      end
+      for _, k in ipairs(found) do redis.call('DEL', k) end
+      budget = budget - #found
+      cursor = r[1]
+      if cursor == '0' then break end
+      if budget <= 0 then
+        redis.call('HSET', meta, 'sweep', cursor)
+        return 1
+      end
     end
-    if #found > budget then
-      for i = 1, budget do redis.call('DEL', found[i]) end
+    if cursor ~= '0' then
       redis.call('HSET', meta, 'sweep', cursor)
       return 1
     end
-    for _, k in ipairs(found) do redis.call('DEL', k) end
-    budget = budget - #found
-    cursor = r[1]
-    if cursor == '0' then
-      -- 5. a full pass is done: nothing of the queue is left but meta (and the journal)
-      redis.call('DEL', meta)
-      if not keep then redis.call('DEL', journal) end
-      emit('{"event":"obliterated"}')
-      return 0
-    end
-    if budget <= 0 then break end
   end
-  redis.call('HSET', meta, 'sweep', cursor)
-  return 1
+
+  -- 5. nothing of the queue is left but meta (and the journal)
+  redis.call('DEL', meta)
+  if not keep then redis.call('DEL', journal) end
+  emit('{"event":"obliterated"}')
+  return 0
 end
 
 local left = run()

@@ -16,6 +16,7 @@ local from = f[2]
 local src = from and lane_key(from) or (B .. 'pending')
 local score = redis.call('ZSCORE', src, id) or '0'
 redis.call('ZREM', src, id)
+if from then redis.call('ZREM', B .. 'gindex', id) end
 if to == '' then
   redis.call('HDEL', jk, 'group')
   redis.call('ZADD', B .. 'pending', score, id)
@@ -23,6 +24,7 @@ if to == '' then
 else
   redis.call('HSET', jk, 'group', to)
   redis.call('ZADD', lane_key(to), score, id)
+  redis.call('ZADD', B .. 'gindex', score, id)
   redis.call('SADD', B .. 'groups', to)
   -- quiet: the one wake token below covers the job, whether or not the group rejoined
   ring_sync(to, true)

@@ -25,6 +25,7 @@ redis.call('ZREM', B .. 'schedule', id)
 redis.call('ZREM', B .. 'dead', id)
 if g then
   redis.call('ZREM', lane_key(g), id)
+  redis.call('ZREM', B .. 'gindex', id)
   -- the slot the claim took is given back exactly once, here
   if was_active then slot_back(g) end
 end

@@ -23,6 +23,7 @@ redis.call('HSET', jk, 'state', 'pending')
 local g = redis.call('HGET', jk, 'group')
 if g then
   redis.call('ZADD', lane_key(g), 0, id)
+  redis.call('ZADD', B .. 'gindex', 0, id)
   redis.call('SADD', B .. 'groups', g)
   -- quiet: the one wake token below covers this job
   ring_sync(g, true)

@@ -137,6 +137,8 @@ local function lane_grew(g, before, quiet)
 end
 
 -- put a job (row jk) in the ready backlog: its lane when grouped, else pending.
+-- A lane's job is also in `gindex`, the one index of every lane's jobs (same score),
+-- which answers counts and pages of pending without walking the lanes.
 -- The group is recorded too: a job enqueued with a delay reaches its lane only here,
 -- and a lane missing from `groups` would be invisible to counts, drain and obliterate.
 -- Every caller pushes one wake token per job it made ready, so the ring stays quiet.
@@ -148,6 +150,7 @@ local function make_ready(id, jk, g, score)
     local lane = lane_key(g)
     local before = redis.call('ZCARD', lane)
     redis.call('ZADD', lane, score, id)
+    redis.call('ZADD', B .. 'gindex', score, id)
     redis.call('SADD', B .. 'groups', g)
     lane_grew(g, before, true)
   else
