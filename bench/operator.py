@@ -6,7 +6,14 @@
   (server time from the latency monitor: the time the server is blocked; the mean from
   ``INFO commandstats``; and the client's round trip) and the total time until the queue is gone.
 - ``drain`` of ``--drain-jobs`` jobs (default 100,000, same mix) with its default
-  budget (10,000 per call): longest call and total.
+  budget: longest call and total.
+- ``retry``: ``reprocess_jobs(error=...)`` over ``--retry-jobs`` dead jobs (default
+  100,000, half of them matching), a dry run then the run: total time and the longest
+  single server call (SLOWLOG, microseconds).
+- ``verbs``: a queue of ``--verb-jobs`` jobs (default 1,000,000: half flat, half over
+  ``--lanes`` lanes, default 1,000) plus 10,000 dead and 10,000 scheduled; the longest
+  single server call (SLOWLOG) of every read and operator verb, run by its defaults
+  (``--only verbs`` runs just this part).
 
 The queue is filled through ``enqueue_many`` (the real enqueue script, pipelined) and
 log lines through a pipeline of ``RPUSH``; filling is timed separately.
@@ -38,6 +45,7 @@ import redis
 
 from _common import bench_server, median, report
 from echomq import Queue, admin
+from echomq.ids import new_ids
 from echomq.scripts import Plan, all_scripts
 from echomq.transport import SyncRunner
 
@@ -229,6 +237,166 @@ def bench_drain(url: str, jobs: int, args: argparse.Namespace) -> None:
     r.close()
 
 
+@contextmanager
+def slowlog(r: redis.Redis) -> Iterator[Callable[[], float]]:
+    """The longest single server call (SLOWLOG, microsecond resolution) since the block began.
+
+    Every call of 0.2 ms or more is logged (the log is made long enough for a run), the
+    log is reset first, and both settings are restored afterwards.
+
+    Yields:
+        ``longest()`` -> the longest call in ms (0.0 when none reached 0.2 ms).
+    """
+    cfg = r.config_get("slowlog-*")
+    r.config_set("slowlog-log-slower-than", 200)
+    r.config_set("slowlog-max-len", 100_000)
+    r.slowlog_reset()
+
+    def longest() -> float:
+        entries = r.slowlog_get(100_000)
+        return max((float(e["duration"]) for e in entries), default=0.0) / 1000
+
+    try:
+        yield longest
+    finally:
+        r.config_set("slowlog-log-slower-than", cfg["slowlog-log-slower-than"])
+        r.config_set("slowlog-max-len", cfg["slowlog-max-len"])
+
+
+def make_dead(q: Queue, r: redis.Redis, n: int, error: str) -> float:
+    """Put ``n`` dead jobs in the queue by hand (rows as retry leaves them); seconds taken."""
+    t0 = time.perf_counter()
+    now = int(time.time() * 1000)
+    ids = new_ids(n)
+    for i in range(0, n, FILL_CHUNK):
+        pipe = r.pipeline(transaction=False)
+        chunk = ids[i : i + FILL_CHUNK]
+        for jid in chunk:
+            pipe.hset(
+                q.keys.job(jid),
+                mapping={
+                    "state": "dead",
+                    "attempts": "1",
+                    "failures": "1",
+                    "max_attempts": "1",
+                    "payload": '{"pad":"xxxxxxxxxxxxxxxx"}',
+                    "last_error": error,
+                },
+            )
+        pipe.zadd(q.keys.dead, {jid: now for jid in chunk})
+        pipe.execute()
+    return time.perf_counter() - t0
+
+
+def bench_retry(url: str, n: int) -> None:
+    """Retry (reprocess) ``n`` dead jobs by an error filter: total time and longest call."""
+    r = redis.Redis.from_url(url)
+    with Queue("bench-retry", url=url) as q:
+        fill_s = make_dead(q, r, n // 2, "db timeout after 5 s")
+        fill_s += make_dead(q, r, n - n // 2, "bad input")
+        with slowlog(r) as longest:
+            t0 = time.perf_counter()
+            dry = q.reprocess_jobs(error="timeout", dry_run=True)
+            dry_s = time.perf_counter() - t0
+            dry_ms = longest()
+        with slowlog(r) as longest:
+            t0 = time.perf_counter()
+            res = q.reprocess_jobs(error="timeout")
+            total = time.perf_counter() - t0
+            run_ms = longest()
+        assert res.matched == dry.matched == n // 2, (res, dry)
+        print()
+        print(f"reprocess_jobs(error=...) over {n:,} dead jobs ({n // 2:,} match), scan 250")
+        report(
+            [
+                ["run", "matched", "calls", "longest call server ms", "total s", "fill s"],
+                ["dry run", dry.matched, dry.calls, dry_ms, dry_s, fill_s],
+                ["retry", res.matched, res.calls, run_ms, total, ""],
+            ]
+        )
+        q.pause()
+        while not q.obliterate(force=True, budget=5000):
+            pass
+    r.close()
+
+
+def fill_lanes(q: Queue, n: int, lanes: int) -> float:
+    """``n`` jobs: half flat, half spread evenly over ``lanes`` lanes; seconds taken."""
+    t0 = time.perf_counter()
+    flat = n // 2
+    made = 0
+    while made < flat:
+        k = min(FILL_CHUNK, flat - made)
+        q.enqueue_many({"i": made + i} for i in range(k))
+        made += k
+    per = max(1, (n - flat) // lanes)
+    for g in range(lanes):
+        q.enqueue_many(({"i": i} for i in range(per)), group=f"lane{g}")
+    return time.perf_counter() - t0
+
+
+def bench_verbs(url: str, n: int, lanes: int) -> None:
+    """The longest server call of each read and verb on a queue of ``n`` jobs in ``lanes`` lanes."""
+    r = redis.Redis.from_url(url)
+    rows: list[list[object]] = [["verb", "longest call server ms", "calls", "client s"]]
+    with Queue("bench-verbs", url=url) as q:
+        fill_s = fill_lanes(q, n, lanes)
+        fill_s += make_dead(q, r, 10_000, "boom")
+        sched = q.enqueue_many(({"s": i} for i in range(10_000)), delay_ms=3_600_000)
+        print(f"filled {q.counts()} in {fill_s:.1f} s", flush=True)
+
+        def measure(
+            label: str, call: Callable[[], Any], calls: Callable[[Any], int] = lambda _: 1
+        ) -> Any:
+            with slowlog(r) as longest:
+                t0 = time.perf_counter()
+                out = call()
+                took = time.perf_counter() - t0
+                rows.append([label, longest(), calls(out), took])
+            print(f"  {label}: {rows[-1][1]:.2f} ms", flush=True)
+            return out
+
+        measure("counts", q.counts)
+        for off in (0, 10_000, n // 3):
+            measure(f"browse pending offset {off:,}", lambda o=off: q.browse("pending", 20, o))
+        measure("browse dead offset 5,000", lambda: q.browse("dead", 20, 5000))
+        measure("browse scheduled", lambda: q.browse("scheduled", 20, 0))
+        measure("groups (every page)", q.groups)
+        measure("get_job", lambda: q.get_job(sched[0]))
+        measure("pause", q.pause)
+        measure("resume", q.resume)
+        measure("update_data", lambda: q.update_data(sched[0], {"x": 1}))
+        measure("promote_job", lambda: q.promote_job(sched[0]))
+        measure("pause_group", lambda: q.pause_group("lane1"))
+        measure("resume_group", lambda: q.resume_group("lane1"))
+        measure("set_group_limit", lambda: q.set_group_limit("lane1", 5))
+        measure("reprocess_jobs dry run", lambda: q.reprocess_jobs(dry_run=True), lambda x: x.calls)
+        measure(
+            "remove_jobs dead dry run",
+            lambda: q.remove_jobs("dead", dry_run=True),
+            lambda x: x.calls,
+        )
+        measure("promote_jobs", lambda: q.promote_jobs(), lambda x: x.calls)
+        measure("reprocess_jobs", lambda: q.reprocess_jobs(), lambda x: x.calls)
+        measure("clean dead (dry run)", lambda: q.clean(0, dry_run=True), lambda x: x.calls)
+        measure("audit", lambda: q.audit(50))
+        measure("drain_group", lambda: q.drain_group("lane2"))
+        measure("drain (default budget)", q.drain)
+        measure("obliterate (forced, default budget)", lambda: _obliterate(q), lambda c: c)
+    print()
+    print(f"longest server call per verb on a queue of {n:,} jobs in {lanes:,} lanes (SLOWLOG)")
+    report(rows)
+    r.close()
+
+
+def _obliterate(q: Queue) -> int:
+    q.pause()
+    calls = 1
+    while not q.obliterate(force=True):
+        calls += 1
+    return calls
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=1_000_000, help="jobs to obliterate")
@@ -236,7 +404,16 @@ def main() -> None:
     parser.add_argument("--budgets", default="100,1000,10000", help="obliterate budgets")
     parser.add_argument("--grouped-share", type=float, default=0.1, help="share in lanes")
     parser.add_argument("--log-share", type=float, default=0.01, help="share with logs")
+    parser.add_argument("--retry-jobs", type=int, default=100_000, help="dead jobs to filter")
+    parser.add_argument("--verb-jobs", type=int, default=1_000_000, help="jobs for the verbs")
+    parser.add_argument("--lanes", type=int, default=1000, help="lanes for the verbs")
+    parser.add_argument(
+        "--only",
+        default="obliterate,drain,retry,verbs",
+        help="which parts to run (comma separated: obliterate, drain, retry, verbs)",
+    )
     args = parser.parse_args()
+    parts = set(args.only.split(","))
     budgets = [int(b) for b in args.budgets.split(",") if b]
     with bench_server() as url:
         # load every script up front, so no NOSCRIPT round lands inside a measurement
@@ -244,8 +421,14 @@ def main() -> None:
             for s in all_scripts():
                 r.script_load(s.body)
         t0 = time.perf_counter()
-        bench_obliterate(url, args.jobs, budgets, args)
-        bench_drain(url, args.drain_jobs, args)
+        if "obliterate" in parts:
+            bench_obliterate(url, args.jobs, budgets, args)
+        if "drain" in parts:
+            bench_drain(url, args.drain_jobs, args)
+        if "retry" in parts:
+            bench_retry(url, args.retry_jobs)
+        if "verbs" in parts:
+            bench_verbs(url, args.verb_jobs, args.lanes)
         print(f"\nwhole run: {time.perf_counter() - t0:.1f} s")
 
 
