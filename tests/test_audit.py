@@ -65,9 +65,9 @@ def test_every_operator_verb_journals_one_entry_with_the_actor(
         "count": "1",
         "actor": "alice",
     }
-    assert json.loads(got[-1]["args"]) == {"include_schedule": False, "budget": 10000}
+    assert json.loads(got[-1]["args"]) == {"include_schedule": False, "budget": 1000}
     assert got[-1]["count"] == "2" and got[-1]["outcome"] == "done"
-    assert json.loads(got[-2]["args"]) == {"group": "g", "budget": 10000}
+    assert json.loads(got[-2]["args"]) == {"group": "g", "budget": 1000}
     # q.audit reads them back newest first, decoded
     back = q.audit(3)
     assert [e.verb for e in back] == ["drain", "drain_group", "cancel_repeat"]

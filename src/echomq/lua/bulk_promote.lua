@@ -1,7 +1,8 @@
 -- bulk_promote: one bounded step of "promote every scheduled job matching a filter now".
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  offset: the rank in schedule (soonest first) this step starts from (the cursor)
--- ARGV[2]  scan: the most members this step examines (its bound)
+-- ARGV[2]  scan: the most members this step examines (its bound; a step also stops
+--          after about 3 ms of server time, and the cursor carries on)
 -- ARGV[3]  '1' for a dry run (count, write nothing), else ''
 -- ARGV[4..8]  the filter: name, group, error substring, lowest id, highest id
 -- ARGV[9]  actor (optional; '' = none), written to the audit journal
@@ -19,8 +20,11 @@ local off, scan, dry = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
 local f = bulk_filter(4)
 local sched = B .. 'schedule'
 local ids = redis.call('ZRANGE', sched, off, off + scan - 1)
-local moved = {}
-for _, id in ipairs(ids) do
+local moved, seen = {}, 0
+local over = slicer()
+for i, id in ipairs(ids) do
+  if over(i) then break end
+  seen = i
   if bulk_match(id, B .. 'job:' .. id, f) then moved[#moved + 1] = id end
 end
 local n = #moved
@@ -34,8 +38,8 @@ if not dry and n > 0 then
   end
   push_wake(n)
 end
-local done = #ids < scan and 1 or 0
+local done = (seen == #ids and #ids < scan) and 1 or 0
 if not dry and n > 0 then
   audit('promote_jobs', filter_json(f), done == 1 and 'done' or 'more', n, ARGV[9])
 end
-return {n, #ids, dry and off + #ids or off + #ids - n, done}
+return {n, seen, dry and off + seen or off + seen - n, done}

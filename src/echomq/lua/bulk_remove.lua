@@ -3,7 +3,8 @@
 -- ARGV[1]  the state: pending | scheduled | dead (active is refused: its jobs are held)
 -- ARGV[2]  for pending, the lane's group ('' = the flat pending set); else ''
 -- ARGV[3]  offset: the rank this step starts from in the set's order (the cursor)
--- ARGV[4]  scan: the most members this step examines (its bound)
+-- ARGV[4]  scan: the most members this step examines (its bound; a step also stops
+--          after about 3 ms of server time, and the cursor carries on)
 -- ARGV[5]  '1' for a dry run (count, write nothing), else ''
 -- ARGV[6..10]  the filter: name, group, error substring, lowest id, highest id
 -- ARGV[11] actor (optional; '' = none), written to the audit journal
@@ -29,8 +30,11 @@ local key = lane and lane_key(lane) or (B .. sets[ARGV[1]])
 local off, scan, dry = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5] == '1'
 local f = bulk_filter(6)
 local ids = redis.call('ZRANGE', key, off, off + scan - 1)
-local n, locked, gone = 0, 0, {}
-for _, id in ipairs(ids) do
+local n, locked, gone, seen = 0, 0, {}, 0
+local over = slicer()
+for i, id in ipairs(ids) do
+  if over(i) then break end
+  seen = i
   local jk = B .. 'job:' .. id
   if bulk_match(id, jk, f) then
     if redis.call('HEXISTS', jk, 'lock') == 1 or redis.call('EXISTS', jk .. ':lock') == 1 then
@@ -38,21 +42,21 @@ for _, id in ipairs(ids) do
     else
       n = n + 1
       gone[#gone + 1] = id
+      if not dry then
+        delete_row(id, jk)
+        emit(ev('removed', id))
+      end
     end
   end
 end
 if not dry then
-  for _, id in ipairs(gone) do
-    delete_row(id, B .. 'job:' .. id)
-    emit(ev('removed', id))
-  end
   zrem_all(key, gone)
   if lane then zrem_all(B .. 'gindex', gone) end
   if lane and n > 0 then ring_sync(lane) end
 end
-local done = #ids < scan and 1 or 0
+local done = (seen == #ids and #ids < scan) and 1 or 0
 if not dry and n > 0 then
   audit('remove_jobs', filter_json(f, {state = ARGV[1], lane = lane}),
     done == 1 and 'done' or 'more', n, ARGV[11])
 end
-return {n, #ids, dry and off + #ids or off + #ids - n, done, locked}
+return {n, seen, dry and off + seen or off + seen - n, done, locked}

@@ -1,7 +1,8 @@
 -- bulk_reprocess: one bounded step of "reprocess every dead job matching a filter".
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  offset: the rank in dead (oldest death first) this step starts from (the cursor)
--- ARGV[2]  scan: the most dead members this step examines (its bound)
+-- ARGV[2]  scan: the most dead members this step examines (its bound; a step also
+--          stops after about 3 ms of server time, and the cursor carries on)
 -- ARGV[3]  '1' for a dry run (count, write nothing), else ''
 -- ARGV[4..8]  the filter: name, group, error substring, lowest id, highest id ('' = any)
 -- ARGV[9]  actor (optional; '' = none), written to the audit journal
@@ -21,8 +22,11 @@ local off, scan, dry = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
 local f = bulk_filter(4)
 local dead = B .. 'dead'
 local ids = redis.call('ZRANGE', dead, off, off + scan - 1)
-local n, lanes = 0, {}
-for _, id in ipairs(ids) do
+local n, lanes, seen = 0, {}, 0
+local over = slicer()
+for i, id in ipairs(ids) do
+  if over(i) then break end
+  seen = i
   local jk = B .. 'job:' .. id
   local ok, g = bulk_match(id, jk, f)
   if ok then
@@ -42,7 +46,7 @@ for _, id in ipairs(ids) do
     end
   end
 end
-local done = #ids < scan and 1 or 0
+local done = (seen == #ids and #ids < scan) and 1 or 0
 if not dry and n > 0 then
   for g in pairs(lanes) do
     redis.call('SADD', B .. 'groups', g)
@@ -52,4 +56,4 @@ if not dry and n > 0 then
   push_wake(n)
   audit('reprocess_jobs', filter_json(f), done == 1 and 'done' or 'more', n, ARGV[9])
 end
-return {n, #ids, dry and off + #ids or off + #ids - n, done}
+return {n, seen, dry and off + seen or off + seen - n, done}

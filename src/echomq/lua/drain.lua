@@ -1,7 +1,8 @@
 -- drain: delete the pending backlog (flat and every lane) and, when asked, the schedule,
 -- at most `budget` jobs per call. Active jobs and the repeat registry are not touched.
 -- KEYS[1]  the queue base emq:{q}:
--- ARGV[1]  '1' to include the schedule set, else '';  ARGV[2] budget (jobs per call)
+-- ARGV[1]  '1' to include the schedule set, else '';  ARGV[2] budget (jobs per call; a
+--          call also stops after about 3 ms of server time and answers "more")
 -- ARGV[3]  actor (optional; '' = none), written to the audit journal
 -- Reply:   {drained in this call, more (1 when the budget was spent: call again)}
 -- Refusals: none.
@@ -12,20 +13,27 @@
 local B = KEYS[1]
 --! include common
 --! include audit
+--! include bulk
 local left = tonumber(ARGV[2])
 local total = 0
+-- a call also stops after about 3 ms of server time (then it answers "more")
+local over, cut = slicer(), false
 
 -- delete up to `left` jobs of one backlog set, from its head; returns how many went.
 -- ZPOPMIN takes them off in one pass (no second walk to ZREM them).
 local function wipe(setkey, lane)
-  local popped = redis.call('ZPOPMIN', setkey, left)
-  for i = 1, #popped, 2 do
-    delete_row(popped[i], B .. 'job:' .. popped[i])
-    if lane then redis.call('ZREM', B .. 'gindex', popped[i]) end
+  local n = 0
+  while left > 0 and not cut do
+    local popped = redis.call('ZPOPMIN', setkey, math.min(left, 64))
+    for i = 1, #popped, 2 do
+      delete_row(popped[i], B .. 'job:' .. popped[i])
+      if lane then redis.call('ZREM', B .. 'gindex', popped[i]) end
+    end
+    local k = #popped / 2
+    left, total, n = left - k, total + k, n + k
+    if over(SLICE_EVERY) then cut = true end
+    if k < 64 then break end
   end
-  local n = #popped / 2
-  left = left - n
-  total = total + n
   return n
 end
 
@@ -34,12 +42,12 @@ if left > 0 then
   for _, g in ipairs(redis.call('SMEMBERS', B .. 'groups')) do
     -- only a lane that lost jobs can have changed its place on the ring
     if wipe(lane_key(g), true) > 0 then ring_sync(g) end
-    if left <= 0 then break end
+    if left <= 0 or cut then break end
   end
 end
-if left > 0 and ARGV[1] == '1' then wipe(B .. 'schedule') end
+if left > 0 and not cut and ARGV[1] == '1' then wipe(B .. 'schedule') end
 if total > 0 then emit('{"event":"drained","count":' .. total .. '}') end
-local more = left <= 0
+local more = left <= 0 or cut
 if total > 0 then
     audit('drain', cjson.encode({include_schedule = ARGV[1] == '1', budget = tonumber(ARGV[2])}),
     more and 'more' or 'done', total, ARGV[3])

@@ -1,6 +1,7 @@
 -- obliterate: destroy a paused queue down to nothing, bounded by a per-call budget.
 -- KEYS[1]  the queue base emq:{q}: (meta and every other key derived from it)
--- ARGV[1]  'force' or '';  ARGV[2] budget (jobs, then keys, per call)
+-- ARGV[1]  'force' or '';  ARGV[2] budget (jobs, then keys, per call; a call also stops
+--          after about 3 ms of server time and answers 1)
 -- ARGV[3]  flags, comma separated (optional): 'keep' keeps the audit journal; 'sweep'
 --          also scans for keys no registry names (SCAN MATCH emq:{q}:*, which walks the
 --          whole keyspace: a recovery tool, not the default)
@@ -33,6 +34,7 @@
 local B = KEYS[1]
 --! include common
 --! include audit
+--! include bulk
 local meta = B .. 'meta'
 if not redis.call('HGET', meta, 'paused') then
   return redis.error_reply('EMQSTATE not paused')
@@ -51,16 +53,22 @@ local scan_all = flags:find(',sweep,', 1, true) ~= nil
 -- delete up to `budget` members of a job set; true when the budget is spent.
 -- ZPOPMIN takes them off the head of the set in one pass (no second walk to ZREM
 -- them), which keeps a large batch cache-friendly; the order does not matter here.
+-- A call also stops after about 3 ms of server time (it answers "more"), so each call
+-- fits the bound whatever its budget.
+local over = slicer()
 local function sweep(setkey, lane)
-  local popped = redis.call('ZPOPMIN', setkey, budget)
-  if #popped == 0 then return false end
-  for i = 1, #popped, 2 do
-    delete_row(popped[i], B .. 'job:' .. popped[i])
-    if lane then redis.call('ZREM', B .. 'gindex', popped[i]) end
+  while budget > 0 do
+    local popped = redis.call('ZPOPMIN', setkey, math.min(budget, 64))
+    if #popped == 0 then return false end
+    for i = 1, #popped, 2 do
+      delete_row(popped[i], B .. 'job:' .. popped[i])
+      if lane then redis.call('ZREM', B .. 'gindex', popped[i]) end
+    end
+    budget = budget - #popped / 2
+    jobs = jobs + #popped / 2
+    if over(SLICE_EVERY) then return true end
   end
-  budget = budget - #popped / 2
-  jobs = jobs + #popped / 2
-  return budget <= 0
+  return true
 end
 
 local function run()

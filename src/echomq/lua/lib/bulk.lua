@@ -4,6 +4,26 @@
 -- the set, the others stay, so the next step starts at offset + examined - acted (the
 -- cursor). A dry run acts on none and answers how many it would have.
 
+-- The time slice: a step (or a drain/obliterate call) stops early once it has run this
+-- long, whatever its budget, so every call fits the server-time bound by construction;
+-- the caller's cursor or "more" carries on. Checked every SLICE_EVERY members.
+local SLICE_US = 3000
+local SLICE_EVERY = 16
+
+-- the server clock in microseconds (TIME advances inside a script)
+local function clock_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- a deadline checker: slice_over(i) is true once member i is past the slice's end
+local function slicer()
+  local stop = clock_us() + SLICE_US
+  return function(i)
+    return i % SLICE_EVERY == 0 and clock_us() >= stop
+  end
+end
+
 -- The filter, read from ARGV[i .. i+4]: job name, group, a substring of the last error,
 -- the lowest and the highest job id (a time range: ids sort in mint order); '' = any.
 local function bulk_filter(i)
