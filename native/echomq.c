@@ -360,8 +360,9 @@ static int cmd_reprocess(RedisModuleCtx *ctx, RedisModuleString **argv, int argc
     RedisModule_Call(ctx, "HSET", "!bcc", jk.p, jk.n, "state", "pending");
     Str g = rstr(RedisModule_Call(ctx, "HGET", "!bc", jk.p, jk.n, "group"));
     if (g.p) {
-        Str lane = lane_key(&q, g), gs = K(&q, "groups");
+        Str lane = lane_key(&q, g), gs = K(&q, "groups"), gi = K(&q, "gindex");
         RedisModule_Call(ctx, "ZADD", "!bcb", lane.p, lane.n, "0", id.p, id.n);
+        RedisModule_Call(ctx, "ZADD", "!bcb", gi.p, gi.n, "0", id.p, id.n); /* the lanes' index */
         RedisModule_Call(ctx, "SADD", "!bb", gs.p, gs.n, g.p, g.n);
         ring_sync(&q, g, 1);
     } else {
@@ -407,6 +408,8 @@ static Str pop_lane(Claim *c, Str *gout) {
         }
         Str lane = lane_key(q, g), ga = K(q, "gactive");
         Str id = rstr(elem(RedisModule_Call(ctx, "ZPOPMIN", "!b", lane.p, lane.n), 0));
+        Str gi = K(q, "gindex"); /* the lanes' index follows the lane */
+        RedisModule_Call(ctx, "ZREM", "!bb", gi.p, gi.n, id.p, id.n);
         RedisModule_Call(ctx, "HINCRBY", "!bbc", ga.p, ga.n, g.p, g.n, "1");
         if (!serveable(q, g)) {
             RedisModule_Call(ctx, "LPOP", "!b", ring.p, ring.n);
@@ -743,6 +746,10 @@ static int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
     if (g.p && !has_due && nz > 0)
         lane_before = rint_(RedisModule_Call(ctx, "ZCARD", "!b", dest.p, dest.n));
     if (nz > 0) RedisModule_Call(ctx, "ZADD", "!bv", dest.p, dest.n, zs, (size_t)nz);
+    if (nz > 0 && g.p && !has_due) { /* a lane's jobs are in the lanes' index too */
+        Str gi = K(&q, "gindex");
+        RedisModule_Call(ctx, "ZADD", "!bv", gi.p, gi.n, zs, (size_t)nz);
+    }
     long long written = nz / 2;
     if (written > 0 && !has_due) {
         if (g.p) {
