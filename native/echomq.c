@@ -788,7 +788,7 @@ typedef struct {
 
 static const Verb VERBS[] = {
     {"emq.reprocess", cmd_reprocess, "write", "echomq: move a dead job back to the backlog"},
-    {"emq.claim", cmd_claim, "write deny-oom", "echomq: lease ready jobs (pause read folded in)"},
+    {"emq.claim", cmd_claim, "write", "echomq: lease ready jobs (pause read folded in)"},
     {"emq.complete", cmd_complete, "write", "echomq: settle an active job as done"},
     {"emq.retry", cmd_retry, "write", "echomq: record a failure; schedule or dead-letter"},
     {"emq.extend", cmd_extend, "write", "echomq: move lease deadlines forward"},

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 import redis
 from click.testing import CliRunner
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.cluster import RedisCluster
 
 from conftest import _built, dump
 from echomq import AsyncQueue, Queue, Worker
@@ -23,7 +25,8 @@ from echomq.embedded import EmbeddedServer
 from echomq.errors import InvalidArgument, JobGone, JobNotDead
 from echomq.native import TWINS, NativeUnavailable
 from echomq.scripts import Eval, all_scripts, script
-from worker_support import running, wait_until
+from test_cluster import cluster, rc  # noqa: F401  (fixtures)
+from worker_support import FAST, running, wait_until
 
 pytestmark = pytest.mark.skipif(_built is None, reason="the echomq native module is not built")
 
@@ -354,3 +357,34 @@ def test_every_module_call_passes_what_its_format_names() -> None:
         assert need == len(parts) - 3, src[m.start() : end + 1]
         calls += 1
     assert calls > 50
+
+
+def test_a_worker_serves_a_cluster_with_native_commands(
+    cluster: list[EmbeddedServer],  # noqa: F811  (the fixture, imported)
+    rc: RedisCluster,  # noqa: F811
+) -> None:
+    """An asyncio cluster client cannot route a keyless MODULE LIST: ``native`` is then
+    taken at its word (the nodes have the module) and the worker runs on EMQ.* commands."""
+    assert all(n.module_path for n in cluster)
+    q = Queue("nworked", client=rc, executor="native")
+    q.enqueue_many(range(10))
+    q.enqueue_many(range(10, 15), group="tenant")
+    nodes = [redis.Redis(port=n.port, decode_responses=True) for n in cluster]
+    before = sum(calls(r, "emq.claim") for r in nodes)
+    seen: list[int] = []
+    aq = AsyncQueue(
+        "nworked",
+        client=AsyncRedisCluster(host="127.0.0.1", port=cluster[0].port),
+        executor="native",
+    )
+    with running(Worker(aq, lambda job: seen.append(job.data), config=FAST)):
+        wait_until(lambda: q.counts()["completed"] == 15)
+    assert sorted(seen) == list(range(15)) and aq.ctx.executor.native is True
+    assert sum(calls(r, "emq.claim") for r in nodes) > before
+    assert q.counts()["pending"] == 0 == q.counts()["active"]
+    q.pause()
+    while not q.obliterate(force=True):
+        pass
+    assert list(rc.scan_iter(match=q.keys.pattern())) == []
+    for r in nodes:
+        r.close()

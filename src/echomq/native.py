@@ -40,6 +40,12 @@ TWINS: dict[str, str] = {
 GATED = frozenset({"EMQ.CLAIM"})
 
 
+#: What the runner resolves with when it could not ask the server (an asyncio cluster
+#: client routes no keyless ``MODULE LIST``): ``auto`` then takes the scripts, and
+#: ``native`` is taken at its word.
+UNASKED: Any = object()
+
+
 class NativeUnavailable(EchoMQError):
     """``executor="native"`` on a server that has not loaded the echomq module."""
 
@@ -92,6 +98,9 @@ class Executor:
             NativeUnavailable: ``native`` was asked for and the server has no module.
         """
         if self.native is not None:
+            return self.native
+        if listing is UNASKED:
+            self.native = self.choice == "native"
             return self.native
         if isinstance(listing, BaseException):  # a server or proxy refusing MODULE LIST
             if self.choice == "native":

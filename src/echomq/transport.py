@@ -56,7 +56,7 @@ from . import errors
 from .errors import InvalidJobId
 from .ids import validate
 from .keyspace import KEYSPACE_VERSION, VERSION_KEY
-from .native import Executor
+from .native import UNASKED, Executor
 from .scripts import Arg, Batch, Cmd, Eval, Op, Plan, command, is_noscript, map_error
 
 T = TypeVar("T")
@@ -684,7 +684,10 @@ class SyncRunner:
     def fence(self) -> None:
         """Check ``{emq}:version`` once per runner (see :func:`fence`)."""
         if not self._fenced:
-            self.transport.run(fence(self.executor))
+            try:
+                self.transport.run(fence(self.executor))
+            except redis.exceptions.RedisClusterException:  # MODULE LIST not routable
+                self.executor.resolve(UNASKED)
             self._fenced = True
 
     def command(self, op: Eval | Cmd) -> tuple[Arg, ...]:
@@ -736,7 +739,10 @@ class AsyncRunner:
     async def fence(self) -> None:
         """Check ``{emq}:version`` once per runner (see :func:`fence`)."""
         if not self._fenced:
-            await self.transport.run(fence(self.executor))
+            try:
+                await self.transport.run(fence(self.executor))
+            except redis.exceptions.RedisClusterException:  # MODULE LIST not routable
+                self.executor.resolve(UNASKED)
             self._fenced = True
 
     def command(self, op: Eval | Cmd) -> tuple[Arg, ...]:
