@@ -171,3 +171,40 @@ def test_the_grafana_dashboard_queries_only_metrics_echomq_exports(q: Queue) -> 
     used = {n for e in exprs for n in re.findall(r"echomq_[a-z_]+", e)}
     assert used and used <= exported, used - exported
     assert used >= {"echomq_queue_jobs", "echomq_job_duration_seconds_bucket"}
+
+
+def test_emq_exporter_serves_the_named_queues(server: Any, q: Queue) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from echomq.embedded import free_port
+    from worker_support import wait_until
+
+    q.enqueue({"a": 1})
+    q.pause()
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    cmd = [sys.executable, "-m", "echomq.cli", "--url", server.url, "exporter"]
+    cmd += ["--port", str(port), "--queue", q.name]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        body = ""
+
+        def scraped() -> bool:
+            nonlocal body
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+                    body = r.read().decode()
+            except OSError:
+                return False
+            return True
+
+        wait_until(scraped, timeout=20)
+        s = parse(body)
+        assert value(s, "echomq_queue_jobs", queue=q.name, state="pending") == 1
+        assert value(s, "echomq_queue_paused", queue=q.name) == 1
+        assert {k[1] for k in s if k[0] == "echomq_queue_paused"} == {(("queue", q.name),)}
+    finally:
+        proc.terminate()
+        proc.wait(20)
