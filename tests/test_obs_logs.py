@@ -186,3 +186,21 @@ def test_the_console_metrics_sit_behind_its_read_login(
         assert wrong.status_code == 401
         ok = client.get("/metrics", headers={"Authorization": "Bearer s3cret"})
         assert ok.status_code == 200 and ok.headers["content-type"].startswith("text/plain")
+
+
+def test_without_debug_or_metrics_a_failure_is_still_logged_with_its_job(
+    q: Queue, caplog: pytest.LogCaptureFixture
+) -> None:
+    bad = q.enqueue({"ok": False}, max_attempts=1)
+    q.enqueue({"ok": True})
+
+    async def handle(job: JobContext) -> None:
+        if not job.data["ok"]:
+            raise KeyError("k")
+
+    caplog.set_level(logging.WARNING, logger="echomq.worker")
+    with running(Worker(q, handle, config=FAST)):
+        wait_until(lambda: q.counts()["dead"] == 1 and q.counts()["completed"] == 1)
+    recs = [r for r in caplog.records if getattr(r, "queue", None) == q.name]
+    assert [(r.job_id, r.attempt, r.token, r.outcome) for r in recs] == [(bad, 1, 1, "failed")]  # type: ignore[attr-defined]
+    assert recs[0].levelno == logging.WARNING and recs[0].exc_info is not None

@@ -208,3 +208,25 @@ def test_emq_exporter_serves_the_named_queues(server: Any, q: Queue) -> None:
     finally:
         proc.terminate()
         proc.wait(20)
+
+
+def test_worker_histograms_bucket_like_prometheus() -> None:
+    from echomq.observability.prometheus import WorkerMetrics
+
+    registry = CollectorRegistry(auto_describe=False)
+    m = WorkerMetrics(registry).bind("q")
+    for v in (0.001, 0.0011, 0.3, 1000.0):
+        m.duration["failed"].observe(v)
+    m.running.add(("JOB0000000000A", 1))
+    s = parse(generate_latest(registry).decode())
+    name = "echomq_job_duration_seconds_bucket"
+    assert value(s, name, queue="q", outcome="failed", le="0.001") == 1  # le is inclusive
+    assert value(s, name, queue="q", outcome="failed", le="0.005") == 2
+    assert value(s, name, queue="q", outcome="failed", le="0.5") == 3
+    assert value(s, name, queue="q", outcome="failed", le="300.0") == 3
+    assert value(s, name, queue="q", outcome="failed", le="+Inf") == 4
+    assert value(s, "echomq_job_duration_seconds_count", queue="q", outcome="failed") == 4
+    total = value(s, "echomq_job_duration_seconds_sum", queue="q", outcome="failed")
+    assert abs(total - 1000.3021) < 1e-9
+    assert value(s, "echomq_job_duration_seconds_count", queue="q", outcome="completed") == 0
+    assert value(s, "echomq_worker_jobs_in_hand", queue="q") == 1

@@ -29,19 +29,17 @@ from __future__ import annotations
 import threading
 import time
 import weakref
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from prometheus_client import (
-    REGISTRY,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-    generate_latest,
-    start_http_server,
+from prometheus_client import REGISTRY, CollectorRegistry, generate_latest, start_http_server
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
 )
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
 
@@ -198,21 +196,72 @@ CLAIM_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.0
 OUTCOMES = ("completed", "failed", "cancelled")
 
 
+class LocalHistogram:
+    """A histogram a worker fills per job: one ``bisect`` and one uncontended lock,
+    where ``prometheus_client.Histogram`` takes a lock per counter it touches. Read
+    only when scraped (:meth:`WorkerMetrics.collect`)."""
+
+    __slots__ = ("_les", "_lock", "bounds", "counts", "total")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = list(bounds)
+        self._les = [repr(float(b)) for b in bounds] + ["+Inf"]
+        self.counts = [0] * (len(bounds) + 1)  # the last one is +Inf
+        self.total = 0.0
+        self._lock = threading.Lock()
+
+    def observe(self, value: float) -> None:
+        """Count one observation (bucket ``le`` = the first bound >= value)."""
+        i = bisect_left(self.bounds, value)
+        with self._lock:
+            self.counts[i] += 1
+            self.total += value
+
+    def read(self) -> tuple[list[tuple[str, float]], float]:
+        """The cumulative buckets (``le`` text, count) and the sum."""
+        with self._lock:
+            counts, total = list(self.counts), self.total
+        out: list[tuple[str, float]] = []
+        acc = 0
+        for le, n in zip(self._les, counts):
+            acc += n
+            out.append((le, acc))
+        return out, total
+
+
+class LocalCounter:
+    """A counter with one lock per increment, read when scraped."""
+
+    __slots__ = ("_lock", "value")
+
+    def __init__(self) -> None:
+        self.value = 0
+        self._lock = threading.Lock()
+
+    def inc(self, n: int = 1) -> None:
+        """Add ``n``."""
+        with self._lock:
+            self.value += n
+
+
 class BoundWorkerMetrics:
-    """One queue's pre-labelled worker metrics (no label lookup per job)."""
+    """One queue's worker metrics (no label lookup per job)."""
 
-    def __init__(self, m: WorkerMetrics, queue: str) -> None:
-        self.duration = {o: m.duration.labels(queue, o) for o in OUTCOMES}
+    def __init__(self) -> None:
+        self.duration = {o: LocalHistogram(DURATION_BUCKETS) for o in OUTCOMES}
         #: the jobs whose handler runs now: a set's add/discard need no lock of ours,
-        #: and the gauge reads its size only when scraped
+        #: and its size is read only when scraped
         self.running: set[tuple[str, int]] = set()
-        m.in_hand.labels(queue).set_function(lambda: len(self.running))
-        self.claim = m.claim.labels(queue)
-        self.claimed = m.claimed.labels(queue)
+        self.claim = LocalHistogram(CLAIM_BUCKETS)
+        self.claimed = LocalCounter()
 
 
-class WorkerMetrics:
+class WorkerMetrics(Collector):
     """The metrics of the workers in this process, in one registry.
+
+    ``echomq_job_duration_seconds{queue,outcome}`` and ``echomq_claim_latency_seconds{queue}``
+    (histograms), ``echomq_worker_jobs_in_hand{queue}`` (gauge),
+    ``echomq_worker_jobs_claimed_total{queue}`` (counter).
 
     Args:
         registry: where to register them (default: ``prometheus_client.REGISTRY``).
@@ -221,42 +270,46 @@ class WorkerMetrics:
 
     def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
         self.registry = registry
-        self.duration = Histogram(
-            "echomq_job_duration_seconds",
-            "Handler run time, by queue and outcome (completed, failed, cancelled).",
-            ["queue", "outcome"],
-            registry=registry,
-            buckets=DURATION_BUCKETS,
-        )
-        self.in_hand = Gauge(
-            "echomq_worker_jobs_in_hand",
-            "Jobs whose handler is running.",
-            ["queue"],
-            registry=registry,
-        )
-        self.claim = Histogram(
-            "echomq_claim_latency_seconds",
-            "Round trip of a worker's claim call (settlements pipelined with it included).",
-            ["queue"],
-            registry=registry,
-            buckets=CLAIM_BUCKETS,
-        )
-        self.claimed = Counter(
-            "echomq_worker_jobs_claimed",
-            "Jobs leased by this process.",
-            ["queue"],
-            registry=registry,
-        )
         self._bound: dict[str, BoundWorkerMetrics] = {}
         self._lock = threading.Lock()
+        registry.register(self)
 
     def bind(self, queue: str) -> BoundWorkerMetrics:
-        """The metrics of ``queue``'s workers, labelled once."""
+        """The metrics of ``queue``'s workers, made once."""
         with self._lock:
             b = self._bound.get(queue)
             if b is None:
-                b = self._bound[queue] = BoundWorkerMetrics(self, queue)
+                b = self._bound[queue] = BoundWorkerMetrics()
             return b
+
+    def collect(self) -> Iterator[Metric]:
+        duration = HistogramMetricFamily(
+            "echomq_job_duration_seconds",
+            "Handler run time, by queue and outcome (completed, failed, cancelled).",
+            labels=["queue", "outcome"],
+        )
+        claim = HistogramMetricFamily(
+            "echomq_claim_latency_seconds",
+            "Round trip of a worker's claim call (settlements pipelined with it included).",
+            labels=["queue"],
+        )
+        in_hand = GaugeMetricFamily(
+            "echomq_worker_jobs_in_hand", "Jobs whose handler is running.", labels=["queue"]
+        )
+        claimed = CounterMetricFamily(
+            "echomq_worker_jobs_claimed", "Jobs leased by this process.", labels=["queue"]
+        )
+        with self._lock:
+            bound = sorted(self._bound.items())
+        for queue, b in bound:
+            for outcome in OUTCOMES:
+                buckets, total = b.duration[outcome].read()
+                duration.add_metric([queue, outcome], buckets, total)
+            buckets, total = b.claim.read()
+            claim.add_metric([queue], buckets, total)
+            in_hand.add_metric([queue], len(b.running))
+            claimed.add_metric([queue], b.claimed.value)
+        yield from (duration, claim, in_hand, claimed)
 
     @classmethod
     def for_registry(cls, registry: CollectorRegistry | None = None) -> WorkerMetrics:

@@ -123,9 +123,48 @@ class JobObserver:
     def _maybe_wrap(self, fn: Any) -> Any:
         return self.wrap(fn, _is_async(fn)) if callable(fn) else fn
 
+    def _failed(self, job: Any, exc: BaseException) -> None:
+        if _outcome(job, exc) == "failed" and log.isEnabledFor(logging.WARNING):
+            extra = job_extra(self.queue, job)
+            extra["outcome"] = "failed"
+            log.warning("job %s failed: %r", job.id, exc, extra=extra, exc_info=exc)
+
+    def _light(self, fn: Handler, is_async: bool) -> Handler:
+        """Nothing timed, nothing counted: only a failure is logged (with the job's
+        fields). Exceptions cost nothing until one is raised."""
+        if is_async:
+
+            async def alight(job: Any) -> Any:
+                try:
+                    return await fn(job)
+                except BaseException as e:
+                    self._failed(job, e)
+                    raise
+
+            return alight
+
+        def light(job: Any) -> Any:
+            try:
+                return fn(job)
+            except BaseException as e:
+                self._failed(job, e)
+                raise
+
+        return light
+
     def wrap(self, fn: Handler, is_async: bool) -> Handler:
         """``fn`` observed; async stays async (the worker awaits it on its loop), a
-        plain handler stays plain (it runs in the worker's thread pool)."""
+        plain handler stays plain (it runs in the worker's thread pool).
+
+        With no metrics, tracing off and ``echomq.worker`` below DEBUG when the worker
+        is made, the wrapper only logs failures (see :meth:`_light`).
+        """
+        if (
+            self.metrics is None
+            and hooks.state.tracer is None
+            and not log.isEnabledFor(logging.DEBUG)
+        ):
+            return self._light(fn, is_async)
         queue = self.queue
         if is_async:
 
