@@ -26,12 +26,13 @@ MAX_DEDUP_LEN = 256
 
 
 def check_name(name: str, what: str = "queue") -> str:
-    """Return ``name`` if it matches ``[A-Za-z0-9._-]{1,128}``.
+    """Return ``name`` if it matches ``[A-Za-z0-9._-]{1,128}`` and is not ``.`` or ``..``
+    (a path segment a browser or a proxy would resolve away).
 
     Raises:
         InvalidName: it does not.
     """
-    if not isinstance(name, str) or NAME_RE.fullmatch(name) is None:
+    if not isinstance(name, str) or NAME_RE.fullmatch(name) is None or name in (".", ".."):
         raise InvalidName(f"invalid {what} name: {show(name)} (want [A-Za-z0-9._-]{{1,128}})")
     return name
 
