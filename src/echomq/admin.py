@@ -68,6 +68,24 @@ def _flags(keep_audit: bool, sweep: bool) -> str:
     return ",".join(f for f, on in (("keep", keep_audit), ("sweep", sweep)) if on)
 
 
+def drain_step(
+    ctx: Context, include_schedule: bool = False, budget: int = DEFAULT_DRAIN_BUDGET
+) -> Plan[tuple[int, bool]]:
+    """One bounded drain call (what :func:`drain` repeats), for a caller that shows
+    progress between calls.
+
+    Returns:
+        ``(deleted, more)``: the jobs this call deleted and whether any remain.
+
+    Raises:
+        InvalidArgument: as :func:`drain`, before any I/O.
+    """
+    flag = "1" if checks.flag(include_schedule, "include_schedule") else ""
+    budget = checks.batch(budget, "budget")
+    n, more = yield Eval(script("drain"), (ctx.keys.base,), (flag, str(budget), ctx.actor))
+    return int(n), bool(int(more))
+
+
 def obliterate(
     ctx: Context,
     force: bool = False,

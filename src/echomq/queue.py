@@ -142,6 +142,7 @@ class _Verbs:
     pause = _Verb(admin.pause)
     resume = _Verb(admin.resume)
     drain = _Verb(admin.drain)
+    drain_step = _Verb(admin.drain_step)
     obliterate = _Verb(admin.obliterate)
     # the operator plane: job scope
     update_data = _Verb(jobs.update_data)
