@@ -26,6 +26,7 @@ from conftest import dump, queue_keys
 from echomq import Queue, ids
 from echomq.cli import app as cli_app
 from echomq.cli import exits
+from echomq.discovery import server_label
 from echomq.embedded import EmbeddedServer, free_port, server_answers
 from echomq.errors import REASONS
 
@@ -127,17 +128,23 @@ def test_enqueue_stats_jobs_and_show(emq: Any, fast: Any, q: Queue, r: redis.Red
     assert text.returncode == 0 and "pending" in text.stdout and "g1" in text.stdout
 
     page = as_json(fast("--json", "jobs", q.name, "pending"))
-    assert [j["id"] for j in page["jobs"]] == [grouped, first]  # newest first
-    assert page["jobs"][0]["name"] == "resize" and page["jobs"][0]["data"] == [1, 2]
-    assert "payload" not in page["jobs"][0]
+    # the flat pending set in run order; a lane is listed with --group
+    assert [j["id"] for j in page["jobs"]] == [first] and page["order"] == "run"
+    assert page["total"] == 1 and "payload" not in page["jobs"][0]
+    lane = as_json(fast("--json", "jobs", q.name, "pending", "--group", "g1"))
+    assert [j["id"] for j in lane["jobs"]] == [grouped]
+    assert lane["jobs"][0]["name"] == "resize" and lane["jobs"][0]["priority"] == 5
+    assert lane["jobs"][0]["attempts"] == 0  # numbers as numbers
+    noted = fast("jobs", q.name, "pending")
+    assert "1 more pending jobs wait in lanes" in noted.stderr
     one = as_json(fast("--json", "jobs", q.name, "pending", "--limit", "1", "--offset", "1"))
-    assert [j["id"] for j in one["jobs"]] == [first]
+    assert one["jobs"] == [] and one["total"] == 1
     listing = fast("jobs", q.name, "scheduled")
     assert listing.returncode == 0 and later in listing.stdout
     assert "no dead jobs" in fast("jobs", q.name, "dead").stdout
 
     shown = as_json(fast("--json", "job", "show", q.name, first))
-    assert shown == {"id": first, "state": "pending", "attempts": "0", "data": {"n": 1}}
+    assert shown == {"id": first, "state": "pending", "attempts": 0, "data": {"n": 1}}
     human = fast("job", "show", q.name, first)
     assert human.returncode == 0 and "pending" in human.stdout and '{"n": 1}' in human.stdout
     assert queue_keys(r, q) == {
@@ -218,15 +225,17 @@ def test_drain_refuses_without_yes_and_drains_with_it(
     assert "pass --yes" in p.stderr
     assert dump(r, q) == before
 
-    p = emq("--json", "drain", q.name, "--yes")
+    p = emq("--json", "drain", q.name, "--yes", "--budget", "2")
     assert p.returncode == 0, p.stderr
-    assert as_json(p) == {"queue": q.name, "drained": 4}
+    doc = as_json(p)
+    # bounded calls: 4 jobs at 2 per server call
+    assert doc["queue"] == q.name and doc["drained"] == 4 and doc["calls"] >= 2
     counts = q.counts()
     assert counts["pending"] == 0 and counts["active"] == 1 and counts["scheduled"] == 1
     assert not r.keys(q.keys.base + "de:*")
     assert r.exists(q.keys.job(running)) == 1
     p = fast("drain", q.name, "--include-schedule", "-y")
-    assert p.returncode == 0 and p.stdout.strip() == f"drained 1 jobs from {q.name}"
+    assert p.returncode == 0 and p.stdout.strip().startswith(f"drained 1 jobs from {q.name} on ")
     assert q.counts()["scheduled"] == 0 and r.exists(q.keys.schedule) == 0
 
 
@@ -450,10 +459,11 @@ def test_confirmation_on_a_terminal(
     args = ["--url", server.url, "drain", q.name]
     no = runner.invoke(cli_app.cli, args, input="n\n")
     assert no.exit_code == exits.NOT_CONFIRMED
-    assert f"drain every pending job of {q.name} (2 pending" in no.output
+    here = server_label(server.url)  # every destructive prompt names the server
+    assert f"drain every pending job of {q.name} on {here} (2 pending" in no.output
     assert dump(r, q) == before
     no = runner.invoke(cli_app.cli, ["--url", server.url, "job", "remove", q.name, jid], input="\n")
-    assert no.exit_code == exits.NOT_CONFIRMED and "(pending)" in no.output
+    assert no.exit_code == exits.NOT_CONFIRMED and "(pending)" in no.output and here in no.output
     assert dump(r, q) == before
     yes = runner.invoke(cli_app.cli, args, input="y\n")
     assert yes.exit_code == 0 and "drained 2 jobs" in yes.output
@@ -597,7 +607,7 @@ def test_console_command_serves_the_console(server: EmbeddedServer, q: Queue) ->
         _, err = proc.communicate(timeout=20)
     finally:
         proc.kill()
-    assert f"console at http://127.0.0.1:{port}/ for {server.url}" in err
+    assert f"console at http://127.0.0.1:{port}/ for {server_label(server.url)}" in err
 
 
 # --- group reassign and repeatables -------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import os
 import socket
 import sys
 from collections.abc import Callable, Iterator
@@ -20,6 +21,7 @@ import redis
 from rich.console import Console
 
 from .. import __version__, checks
+from ..discovery import server_label
 from ..errors import (
     EchoMQError,
     InvalidArgument,
@@ -29,7 +31,12 @@ from ..errors import (
     ServerUnavailable,
 )
 from ..queue import DEFAULT_URL, Queue
+from ..views import to_json
 from . import exits
+from .text import clean_lines
+
+#: The environment variable naming the server.
+URL_ENV = "EMQ_URL"
 
 #: How long a connect may take before the server counts as absent.
 CONNECT_TIMEOUT_S = 2.0
@@ -51,7 +58,11 @@ def _console(stderr: bool) -> Console:
     stream = sys.stderr if stderr else sys.stdout
     # Off a terminal rich would wrap at 80 columns; queue names and ids must stay whole.
     width = None if stream.isatty() else 200
-    return Console(stderr=stderr, width=width, highlight=False, soft_wrap=False)
+    # No markup and no emoji codes, ever: job text (names, errors, logs) is printed
+    # through these consoles and must not style the output (see cli/text.py).
+    return Console(
+        stderr=stderr, width=width, highlight=False, soft_wrap=False, markup=False, emoji=False
+    )
 
 
 class Env:
@@ -79,9 +90,24 @@ class Env:
         return self.url or DEFAULT_URL
 
     @property
+    def server(self) -> str:
+        """The server as every header and prompt names it: ``host:port/db``."""
+        return server_label(self.server_url)
+
+    def on_server(self) -> str:
+        """``on host:port/db``, plus ``(default address)`` when no URL was given."""
+        return f"on {self.server}" + ("" if self.url else " (default address)")
+
+    @property
     def client(self) -> redis.Redis:
         """One client for the whole command (made on first use; no I/O until a verb)."""
         if self._client is None:
+            if self.url is None:
+                # no silent default: say which server a table of zeros comes from
+                self.note(
+                    f"note: no --url and {URL_ENV} is unset: using the default address "
+                    f"{DEFAULT_URL}"
+                )
             self._client = redis.Redis.from_url(
                 self.server_url, socket_connect_timeout=CONNECT_TIMEOUT_S
             )
@@ -113,20 +139,25 @@ class Env:
     def emit(self, data: Any, text: str | Callable[[], None]) -> None:
         """Print a result: ``data`` as JSON with ``--json``, else ``text`` (or call it)."""
         if self.json:
-            click.echo(json.dumps(data, ensure_ascii=False, default=str))
+            click.echo(to_json(data))
         elif callable(text):
             text()
         else:
-            self.out.print(text, markup=False)
+            self.out.print(clean_lines(text), markup=False)
+
+    def heading(self, text: str) -> None:
+        """The line above a table: what it shows and on which server (stdout, text only)."""
+        if not self.json:
+            self.out.print(clean_lines(text), markup=False, soft_wrap=True)
 
     def say(self, text: str) -> None:
         """A plain status line on stdout (suppressed with ``--json``)."""
         if not self.json:
-            self.out.print(text, markup=False)
+            self.out.print(clean_lines(text), markup=False)
 
     def note(self, text: str) -> None:
         """A message on stderr (kept with ``--json``, which owns stdout)."""
-        self.err.print(text, markup=False)
+        self.err.print(clean_lines(text), markup=False)
 
     def no_server_message(self) -> str:
         """The message shown when nothing answers."""
@@ -224,7 +255,12 @@ class EmqGroup(click.Group):
     metavar="URL",
     help=f"Server URL (env EMQ_URL; default {DEFAULT_URL}).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Machine-readable JSON on stdout (anywhere on the line).",
+)
 @click.option(
     "--executor",
     envvar="EMQ_EXECUTOR",
@@ -241,6 +277,11 @@ def cli(ctx: click.Context, url: str | None, as_json: bool, executor: str | None
     confirmation on a terminal and need --yes otherwise. A refusal prints
     `refused: <reason>` and exits with the reason's status (see docs/cli.md).
     """
+    if url == "" or (url is None and os.environ.get(URL_ENV) == ""):
+        raise click.UsageError(
+            f"{URL_ENV} (or --url) is set but empty: name the server "
+            f"(e.g. redis://host:6379/0), or unset it to use the default address {DEFAULT_URL}"
+        )
     ctx.obj = Env(url or None, as_json, executor)
     if url:
         checks.url(url, "--url")  # a typed usage error (exit 2), not a traceback later
@@ -251,10 +292,24 @@ def pass_env(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.pass_obj(f)
 
 
+def hoist_json(argv: list[str]) -> list[str]:
+    """``--json`` may come anywhere on the line: move it before the subcommand.
+
+    Arguments after a ``--`` are left alone (``emq job log Q ID -- --json`` logs
+    the text ``--json``).
+    """
+    end = argv.index("--") if "--" in argv else len(argv)
+    head, tail = argv[:end], argv[end:]
+    if "--json" not in head:
+        return argv
+    return ["--json", *(a for a in head if a != "--json"), *tail]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``emq`` with ``argv`` (default: the process arguments); return the status."""
+    args = hoist_json(list(sys.argv[1:] if argv is None else argv))
     try:
-        rv = cli.main(args=argv, prog_name="emq", standalone_mode=False)
+        rv = cli.main(args=args, prog_name="emq", standalone_mode=False)
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code

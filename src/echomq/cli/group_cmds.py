@@ -92,7 +92,14 @@ def drain_group(env: Env, queue: str, name: str, yes: bool) -> None:
     """Delete the pending lane of GROUP (its jobs in flight survive)."""
     q = env.queue(queue)
     check_name(name, "group")
-    confirm(env, yes, lambda: f"drain the {q.group_depth(name)} pending jobs of group {name}?")
+    confirm(
+        env,
+        yes,
+        lambda: (
+            f"drain the {q.group_depth(name)} pending jobs of group {name} of {queue} "
+            f"{env.on_server()}?"
+        ),
+    )
     n = q.drain_group(name)
     env.emit({"queue": queue, "group": name, "drained": n}, f"drained {n} jobs from group {name}")
 

@@ -13,6 +13,20 @@ from ..errors import JobGone
 from ..keyspace import check_dedup
 from .app import Env, cli, confirm, pass_env
 from .queue_cmds import parse_json
+from .text import clean
+
+#: Row fields that hold a count: shown as numbers in ``--json``.
+NUMERIC_FIELDS = ("attempts", "failures", "priority", "max_attempts", "stalled")
+
+
+def numbers(row: dict[str, Any]) -> dict[str, Any]:
+    """The row with its count fields as numbers (text that is not a number stays text)."""
+    out = dict(row)
+    for key in NUMERIC_FIELDS:
+        value = out.get(key)
+        if isinstance(value, str) and value.lstrip("-").isdigit():
+            out[key] = int(value)
+    return out
 
 
 @cli.group()
@@ -35,17 +49,19 @@ def _progress_value(text: str) -> Any:
 def show(env: Env, queue: str, job_id: str) -> None:
     """Every field of job ID of QUEUE, its data decoded."""
     q = env.queue(queue)
-    row = q.get_job(job_id)
-    if row is None:
+    found = q.get_job(job_id)
+    if found is None:
         raise JobGone(f"job {job_id} is gone", job_id=job_id)
+    row = numbers(dict(found))
     row.pop("payload", None)
 
     def text() -> None:
-        table = Table("field", "value", title=f"job {job_id}", title_justify="left")
+        env.heading(f"job {job_id} of {queue} {env.on_server()}")
+        table = Table("field", "value")
         for key in sorted(row):
             if key not in ("id", "data"):
-                table.add_row(key, str(row[key]))
-        table.add_row("data", json.dumps(row.get("data"), ensure_ascii=False))
+                table.add_row(clean(key), clean(row[key]))
+        table.add_row("data", clean(json.dumps(row.get("data"), ensure_ascii=False)))
         env.out.print(table)
 
     env.emit(row, text)
@@ -99,8 +115,8 @@ def logs(env: Env, queue: str, job_id: str) -> None:
     lines = env.queue(queue).get_job_logs(job_id)
 
     def text() -> None:
-        for line in lines:
-            env.out.print(line, markup=False)
+        for line in lines:  # one line each: an escape or a newline in it is shown, not run
+            env.out.print(clean(line), markup=False)
 
     env.emit({"id": job_id, "logs": lines}, text)
 
@@ -117,7 +133,13 @@ def remove(env: Env, queue: str, job_id: str, dedup_id: str | None, yes: bool) -
     ids.validate(job_id)
     if dedup_id is not None:
         check_dedup(dedup_id)
-    confirm(env, yes, lambda: f"remove job {job_id} ({q.job_state(job_id) or 'gone'}) of {queue}?")
+    confirm(
+        env,
+        yes,
+        lambda: (
+            f"remove job {job_id} ({q.job_state(job_id) or 'gone'}) of {queue} {env.on_server()}?"
+        ),
+    )
     q.remove_job(job_id, dedup_id=dedup_id)
     env.emit({"id": job_id, "removed": True}, f"removed {job_id}")
 

@@ -10,12 +10,13 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from ..admin import DEFAULT_OBLITERATE_BUDGET
+from ..admin import DEFAULT_DRAIN_BUDGET, DEFAULT_OBLITERATE_BUDGET
 from ..checks import MAX_BATCH
 from ..discovery import DEFAULT_SCAN_LIMIT, discover_queues
 from ..queue import Queue
-from ..reads import STATES
+from ..views import MAX_PAGE, MAX_SEARCH_BUDGET, SEARCH_BUDGET, SEARCH_FIELDS, STATES, JobLine
 from .app import Env, cli, confirm, pass_env
+from .text import clean
 
 _COUNT_COLUMNS = ("pending", "active", "scheduled", "dead", "completed", "failed")
 
@@ -41,6 +42,16 @@ def _counts_phrase(summary: dict[str, Any]) -> str:
     return ", ".join(f"{summary[k]} {k}" for k in ("pending", "active", "scheduled", "dead"))
 
 
+def _progress(env: Env, what: str) -> Progress:
+    return Progress(
+        TextColumn(what + " {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=env.err,
+        disable=env.json,
+    )
+
+
 @cli.command()
 @click.option(
     "--scan-limit",
@@ -61,6 +72,7 @@ def queues(env: Env, scan_limit: int) -> None:
         if not rows:
             env.out.print("no queues", markup=False)
             return
+        env.heading(f"queues {env.on_server()}")
         table = Table("queue", *_COUNT_COLUMNS, "paused")
         for row in rows:
             table.add_row(
@@ -84,7 +96,8 @@ def stats(env: Env, queue: str) -> None:
     summary["groups"] = groups
 
     def show() -> None:
-        table = Table("state", "jobs", title=f"queue {queue}", title_justify="left")
+        env.heading(f"queue {queue} {env.on_server()}")
+        table = Table("state", "jobs")
         for c in _COUNT_COLUMNS:
             table.add_row(c, str(summary[c]))
         table.add_row("paused", "yes" if summary["paused"] else "no")
@@ -130,17 +143,43 @@ def resume(env: Env, queue: str) -> None:
 @cli.command()
 @click.argument("queue")
 @click.option("--include-schedule", is_flag=True, help="Also delete the scheduled jobs.")
+@click.option(
+    "--budget",
+    type=click.IntRange(1, MAX_BATCH),
+    default=DEFAULT_DRAIN_BUDGET,
+    show_default=True,
+    help="The most jobs one server call deletes.",
+)
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @pass_env
-def drain(env: Env, queue: str, include_schedule: bool, yes: bool) -> None:
-    """Delete the pending backlog of QUEUE (active jobs and repeatables survive)."""
+def drain(env: Env, queue: str, include_schedule: bool, budget: int, yes: bool) -> None:
+    """Delete the pending backlog of QUEUE (active jobs and repeatables survive),
+    BUDGET jobs per server call, with a progress bar on a terminal."""
     q = env.queue(queue)
     what = "pending and scheduled" if include_schedule else "pending"
-    confirm(
-        env, yes, lambda: f"drain every {what} job of {queue} ({_counts_phrase(queue_summary(q))})?"
+    summary: dict[str, Any] = {}
+
+    def question() -> str:
+        summary.update(queue_summary(q))
+        return f"drain every {what} job of {queue} {env.on_server()} ({_counts_phrase(summary)})?"
+
+    confirm(env, yes, question)
+    if not summary:
+        summary.update(queue_summary(q))
+    total = summary["pending"] + (summary["scheduled"] if include_schedule else 0)
+    drained, calls = 0, 0
+    with _progress(env, "drain") as progress:
+        task = progress.add_task(queue, total=max(total, 1))
+        while True:
+            n, more = q.drain_step(include_schedule=include_schedule, budget=budget)
+            drained, calls = drained + n, calls + 1
+            progress.update(task, completed=min(drained, max(total, 1)))
+            if not more:
+                break
+    env.emit(
+        {"queue": queue, "drained": drained, "calls": calls},
+        f"drained {drained} jobs from {queue} {env.on_server()}",
     )
-    n = q.drain(include_schedule=include_schedule)
-    env.emit({"queue": queue, "drained": n}, f"drained {n} jobs from {queue}")
 
 
 @cli.command()
@@ -169,31 +208,32 @@ def obliterate(
     confirm(
         env,
         yes,
-        lambda: f"obliterate {queue} ({_counts_phrase(queue_summary(q))}); every key goes?",
+        lambda: (
+            f"obliterate {queue} {env.on_server()} ({_counts_phrase(queue_summary(q))}); "
+            "every key goes?"
+        ),
     )
-    start = q.counts()
-    total = sum(start[s] for s in ("pending", "active", "scheduled", "dead"))
+
+    def left() -> int:
+        counts = q.counts()
+        return sum(counts[s] for s in ("pending", "active", "scheduled", "dead"))
+
+    total = left()
     # The first call runs before any bar is drawn: a refusal shows no progress.
     calls = 1
     if not q.obliterate(force=force, budget=budget, keep_audit=keep_audit, sweep=sweep):
-        progress = Progress(
-            TextColumn("obliterate {task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            console=env.err,
-            disable=env.json,
-        )
-        with progress:
-            task = progress.add_task(queue, total=max(total, 1), completed=min(budget, total))
+        with _progress(env, "obliterate") as progress:
+            # the bar counts what is gone, read back after each call: exact, never over
+            task = progress.add_task(queue, total=max(total, 1), completed=total - left())
             while True:
                 calls += 1
                 if q.obliterate(force=force, budget=budget, keep_audit=keep_audit, sweep=sweep):
                     break
-                progress.advance(task, budget)
+                progress.update(task, completed=max(0, total - left()))
             progress.update(task, completed=max(total, 1))
     env.emit(
         {"queue": queue, "obliterated": True, "calls": calls, "jobs": total},
-        f"obliterated {queue}: {total} jobs in {calls} calls",
+        f"obliterated {queue} {env.on_server()}: {total} jobs in {calls} calls",
     )
 
 
@@ -236,35 +276,100 @@ def enqueue(
     env.emit({"queue": queue, "id": jid}, jid)
 
 
+#: Jobs ``emq jobs --find`` examines in all before it stops (each server call examines
+#: at most ``--budget``).
+FIND_SCAN_LIMIT = 100_000
+
+
 @cli.command()
 @click.argument("queue")
 @click.argument("state", type=click.Choice(STATES))
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--limit", type=click.IntRange(1, MAX_PAGE), default=20, show_default=True)
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--group", help="List this group's lane (pending only).")
+@click.option("--find", "text", metavar="TEXT", help="Only jobs whose fields contain TEXT.")
+@click.option(
+    "--field",
+    "fields",
+    type=click.Choice(SEARCH_FIELDS),
+    multiple=True,
+    help="Where --find looks (repeatable; default: everywhere).",
+)
+@click.option(
+    "--budget",
+    type=click.IntRange(1, MAX_SEARCH_BUDGET),
+    default=SEARCH_BUDGET,
+    show_default=True,
+    help="Jobs one --find server call examines.",
+)
 @pass_env
-def jobs(env: Env, queue: str, state: str, limit: int, offset: int) -> None:
-    """A page of the jobs of QUEUE in STATE, newest first."""
+def jobs(
+    env: Env,
+    queue: str,
+    state: str,
+    limit: int,
+    offset: int,
+    group: str | None,
+    text: str | None,
+    fields: tuple[str, ...],
+    budget: int,
+) -> None:
+    """A page of the jobs of QUEUE in STATE: pending in run order, scheduled soonest
+    first, active and dead newest first.
+
+    Pending lists the flat set; each group's lane is listed with --group. With
+    --find, jobs are examined --budget per server call from --offset on, until
+    --limit match (or 100,000 were examined).
+    """
     q = env.queue(queue)
-    ids = q.browse(state, limit, offset)
-    rows = [row for row in (q.get_job(j) for j in ids) if row is not None]
-    for row in rows:
-        row.pop("payload", None)
+    doc: dict[str, Any] = {"queue": queue, "state": state, "group": group, "offset": offset}
+    rows: list[JobLine]
+    if text is None:
+        page = q.job_page(state, limit, offset, group)
+        rows = page.jobs
+        doc.update(order=page.order, total=page.total)
+        if state == "pending" and group is None and not env.json:
+            in_lanes = q.counts()["pending"] - page.total
+            if in_lanes > 0:
+                env.note(f"{in_lanes} more pending jobs wait in lanes: list one with --group")
+    else:
+        rows, cursor, examined = [], offset, 0
+        while len(rows) < limit and examined < FIND_SCAN_LIMIT:
+            found = q.find_jobs(
+                state,
+                text,
+                fields=fields or SEARCH_FIELDS,
+                n=limit - len(rows),
+                cursor=cursor,
+                budget=budget,
+                group=group,
+            )
+            rows += found.jobs
+            examined += found.scanned
+            if found.cursor is None:
+                cursor = -1
+                break
+            cursor = found.cursor
+        doc.update(find=text, examined=examined, next_offset=None if cursor < 0 else cursor)
+    doc["jobs"] = rows
 
     def show() -> None:
+        where = f"{queue}" + (f" group {group}" if group else "")
         if not rows:
-            env.out.print(f"no {state} jobs in {queue}", markup=False)
+            env.out.print(f"no {state} jobs in {where}", markup=False)
             return
+        env.heading(f"{state} jobs of {where} {env.on_server()}")
         table = Table("id", "name", "group", "attempts", "progress", "last error")
         for row in rows:
-            error = (row.get("last_error") or "").splitlines()
+            error = (row.last_error or "").splitlines()
             table.add_row(
-                row["id"],
-                row.get("name", ""),
-                row.get("group", ""),
-                row.get("attempts", "0"),
-                row.get("progress", ""),
-                error[-1][:60] if error else "",
+                row.id,
+                clean(row.name),
+                clean(row.group),
+                str(row.attempts),
+                clean(row.progress),
+                clean(error[-1][:60] if error else ""),
             )
         env.out.print(table)
 
-    env.emit({"queue": queue, "state": state, "offset": offset, "jobs": rows}, show)
+    env.emit(doc, show)

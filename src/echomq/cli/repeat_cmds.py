@@ -11,6 +11,7 @@ from rich.table import Table
 
 from .app import Env, cli, pass_env
 from .queue_cmds import parse_json
+from .text import clean
 
 #: Repeatables listed when ``--limit`` is not given (the verb's own default).
 DEFAULT_LIST_LIMIT = 1000
@@ -49,15 +50,16 @@ def list_repeats(env: Env, queue: str, limit: int) -> None:
         if not rows:
             env.out.print(f"no repeatables in {queue}", markup=False)
             return
+        env.heading(f"repeatables of {queue} {env.on_server()}")
         table = Table("name", "cadence", "next run (UTC)", "made", "job name", "group")
         for row in rows:
             table.add_row(
-                row["name"],
-                _cadence(row),
+                clean(row["name"]),
+                clean(_cadence(row)),
                 utc_text(row["next_run_ms"]),
                 str(row["count"]),
-                row["job_name"],
-                row["group"] or "-",
+                clean(row["job_name"]),
+                clean(row["group"] or "-"),
             )
         env.out.print(table)
 

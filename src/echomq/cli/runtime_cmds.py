@@ -24,6 +24,7 @@ from ..events import Event
 from ..observability import cli as obs_cmds
 from . import exits
 from .app import CommandFailed, Env, cli, pass_env
+from .text import clean
 
 
 def _require_server(env: Env) -> None:
@@ -73,7 +74,7 @@ def events(env: Env, queue: str, count: int | None, timeout: float | None) -> No
     seen = 0
     # The stream subscribes again after a lost connection; Ctrl-C ends the tail.
     with contextlib.suppress(KeyboardInterrupt), q.events() as stream:
-        env.note(f"listening on {q.keys.events} (Ctrl-C to stop)")
+        env.note(f"listening on {q.keys.events} {env.on_server()} (Ctrl-C to stop)")
         while count is None or seen < count:
             wait = 1.0 if deadline is None else deadline - time.monotonic()
             if wait <= 0:
@@ -92,7 +93,7 @@ def _print_event(env: Env, event: Event) -> None:
     if env.json:
         click.echo(json.dumps(doc, ensure_ascii=False))
     else:
-        env.out.print(_event_line(doc), markup=False)
+        env.out.print(clean(_event_line(doc)), markup=False)
 
 
 def load_handler(spec: str) -> Callable[..., Any]:
@@ -215,12 +216,26 @@ def load_console() -> Callable[..., Any]:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
 @click.option(
-    "--token", help="Require this token for every change (default: env EMQ_CONSOLE_TOKEN)."
+    "--token-file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Require the token in this file for every read and change "
+    "(default: env EMQ_CONSOLE_TOKEN_FILE, else env EMQ_CONSOLE_TOKEN).",
+)
+@click.option(
+    "--token",
+    help="Discouraged: a token on the command line is visible to every user in `ps`; "
+    "use EMQ_CONSOLE_TOKEN or --token-file.",
 )
 @click.option("--read-only", is_flag=True, help="Show the queues; refuse every write.")
 @pass_env
-def console(env: Env, host: str, port: int, token: str | None, read_only: bool) -> None:
-    """Serve the web console: the operator plane in a browser."""
+def console(
+    env: Env, host: str, port: int, token_file: str | None, token: str | None, read_only: bool
+) -> None:
+    """Serve the web console: the operator plane in a browser.
+
+    With a token (EMQ_CONSOLE_TOKEN, or a file) every read and change needs it; a
+    bind beyond loopback refuses to start without one.
+    """
     try:
         serve = load_console()
     except ImportError as exc:
@@ -229,6 +244,18 @@ def console(env: Env, host: str, port: int, token: str | None, read_only: bool) 
             f"(starlette and uvicorn); import failed: {exc}",
             exits.MISSING_EXTRA,
         ) from None
+    if token is not None:
+        env.note(
+            "warning: --token is visible to every user of this machine in `ps`; "
+            "prefer EMQ_CONSOLE_TOKEN or --token-file"
+        )
     _require_server(env)
-    env.note(f"console at http://{host}:{port}/ for {env.server_url}")
-    serve(url=env.server_url, host=host, port=port, token=token, read_only=read_only)
+    env.note(f"console at http://{host}:{port}/ for {env.server}")
+    serve(
+        url=env.server_url,
+        host=host,
+        port=port,
+        token=token,
+        read_only=read_only,
+        token_file=token_file,
+    )
