@@ -6,6 +6,7 @@ cross-site, read-only) compares the queue's keys before and after and finds them
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
@@ -694,3 +695,187 @@ def test_events_stream_gates_the_name(live_url: str) -> None:
 def test_static_dir_is_packaged() -> None:
     assert {p.name for p in STATIC.iterdir()} >= {"index.html", "app.js", "app.css"}
     assert Path(STATIC / "index.html").read_text(encoding="utf-8").startswith("<!doctype html>")
+
+
+# ------------------------------------------------------------------- second edition
+def test_reads_need_the_token_by_every_means(
+    make_client: Callable[..., TestClient], q: Queue, r: redis.Redis
+) -> None:
+    jid = q.enqueue({"pii": "a@example.com"})
+    q.add_log(jid, "sent to a@example.com")
+    client = make_client(token="s3cret")
+    before = dump(r, q)
+    for path in ("/api/queues", qp(q), qp(q, "/jobs"), qp(q, f"/jobs/{jid}"), qp(q, "/groups")):
+        resp = client.get(path)
+        refused(resp, 401, "unauthorized", "token")
+        assert "a@example.com" not in resp.text
+        assert resp.headers["www-authenticate"].startswith("Bearer")  # no browser prompt
+    # without the token the config says only that one is needed
+    assert client.get("/api/config").json() == {"token_required": True, "authenticated": False}
+    basic = "Basic " + base64.b64encode(b"ops:s3cret").decode()
+    wrong = "Basic " + base64.b64encode(b"ops:nope").decode()
+    for headers in (
+        {"X-EMQ-Token": "s3cret"},
+        {"Authorization": "Bearer s3cret"},
+        {"Authorization": basic},
+    ):
+        assert client.get(qp(q, f"/jobs/{jid}"), headers=headers).status_code == 200
+    for headers in ({"X-EMQ-Token": "x"}, {"Authorization": "Bearer x"}, {"Authorization": wrong}):
+        refused(client.get(qp(q, f"/jobs/{jid}"), headers=headers), 401, "unauthorized", "token")
+    assert dump(r, q) == before
+
+
+def test_login_sets_a_strict_session_cookie(
+    make_client: Callable[..., TestClient], q: Queue, r: redis.Redis
+) -> None:
+    client = make_client(token="s3cret")
+    bad = client.post("/api/login", content='{"token": "nope"}', headers=CHANGE)
+    refused(bad, 401, "unauthorized", "token")
+    assert "set-cookie" not in bad.headers
+    no_header = client.post(
+        "/api/login", content='{"token": "s3cret"}', headers={"Content-Type": "application/json"}
+    )
+    refused(no_header, 403, "forbidden", "header")
+    ok = client.post("/api/login", content='{"token": "s3cret"}', headers=CHANGE)
+    assert ok.status_code == 200
+    cookie = ok.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=strict" in cookie and "s3cret" not in cookie
+    # the cookie now stands for the token: reads and changes pass
+    assert client.get(qp(q)).status_code == 200
+    assert client.get("/api/config").json()["authenticated"] is True
+    assert post(client, qp(q, "/pause")).status_code == 200 and r.hget(q.keys.meta, "paused") == "1"
+    client.post("/api/logout", content="{}", headers=CHANGE)
+    refused(client.get(qp(q)), 401, "unauthorized", "token")
+
+
+def test_token_from_a_file(
+    make_client: Callable[..., TestClient],
+    q: Queue,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    server: EmbeddedServer,
+) -> None:
+    secret = tmp_path / "token"
+    secret.write_text("fr0m-file\n")
+    client = make_client(token_file=str(secret))
+    refused(client.get(qp(q)), 401, "unauthorized", "token")
+    assert client.get(qp(q), headers={"X-EMQ-Token": "fr0m-file"}).status_code == 200
+    monkeypatch.setenv(TOKEN_FILE_ENV, str(secret))
+    assert create_app(server.url, host="0.0.0.0") is not None  # the file counts as a token
+    empty = tmp_path / "empty"
+    empty.write_text("  \n")
+    with pytest.raises(UnsafeBind):
+        create_app(server.url, token_file=str(empty))
+    with pytest.raises(UnsafeBind):
+        create_app(server.url, token_file=str(tmp_path / "missing"))
+
+
+def test_search_groups_paging_repeats_and_a_missing_queue(
+    api: TestClient, q: Queue, r: redis.Redis
+) -> None:
+    hit = dead_job(q, {"order": 1})
+    r.hset(q.keys.job(hit), "last_error", "HTTPError: 404 Not Found [/v1/charges]")
+    dead_job(q, {"order": 2})
+    for i in range(7):
+        q.enqueue({"i": i}, group=f"g{i}")
+    q.repeat("tick", every_ms=60000)
+    before = dump(r, q)
+    found = api.get(qp(q, "/jobs?state=dead&q=/v1/charges&field=error")).json()
+    assert [j["id"] for j in found["jobs"]] == [hit] and found["cursor"] is None
+    assert found["fields"] == ["error"]
+    step = api.get(qp(q, "/jobs?state=dead&q=order&budget=1")).json()
+    assert step["scanned"] == 1 and step["cursor"] == 1
+    refused(api.get(qp(q, "/jobs?state=dead&q=x&budget=0")), 400, "invalid", "argument")
+    refused(api.get(qp(q, "/jobs?state=dead&q=x&field=secret")), 400, "invalid", "argument")
+    seen, cursor = set(), "0"
+    while True:
+        page = api.get(qp(q, f"/groups?n=3&cursor={cursor}")).json()
+        seen |= {g["name"] for g in page["groups"]}
+        cursor = page["cursor"]
+        if cursor == "0":
+            break
+    assert seen == {f"g{i}" for i in range(7)}
+    lane = api.get(qp(q, "/jobs?state=pending&group=g3")).json()
+    assert lane["group"] == "g3" and lane["total"] == 1
+    (rep,) = api.get(qp(q, "/repeats")).json()["repeats"]
+    assert rep["name"] == "tick" and rep["every_ms"] == 60000
+    summary = api.get(qp(q)).json()
+    assert summary["exists"] is True
+    assert api.get("/api/queues/no-such-queue-here").json()["exists"] is False
+    refused(api.get("/api/queues/.%2E"), 400, "invalid", "name")
+    assert dump(r, q) == before
+    cancelled = post(api, qp(q, "/repeats/tick/cancel"))
+    assert cancelled.json() == {"ok": True, "cancelled": True}
+    assert r.zscore(q.keys.repeat, "tick") is None
+    assert post(api, qp(q, "/repeats/tick/cancel")).json()["cancelled"] is False
+
+
+def test_numbers_are_numbers(api: TestClient, q: Queue) -> None:
+    jid = dead_job(q)
+    (row,) = api.get(qp(q, "/jobs?state=dead")).json()["jobs"]
+    assert row["attempts"] == 1 and row["failures"] == 1 and row["priority"] == -(10**6)
+    assert isinstance(api.get(qp(q, f"/jobs/{jid}")).json()["score"], int)
+
+
+async def test_health_tells_a_dead_server(server: EmbeddedServer) -> None:
+    console = Console(server.url)
+    nowhere = Console(f"redis://127.0.0.1:{free_port()}/0")
+    try:
+        assert (await console.health())["redis"] is True
+        assert (await nowhere.health())["redis"] is False
+    finally:
+        await console.aclose()
+        await nowhere.aclose()
+
+
+def test_event_streams_are_capped_per_client_and_beat(server: EmbeddedServer, q: Queue) -> None:
+    port = free_port()
+    config = uvicorn.Config(
+        create_app(server.url, streams_per_client=1),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+    )
+    config.timeout_graceful_shutdown = 1
+    srv = uvicorn.Server(config)
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not srv.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.02)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        with (
+            httpx.Client(base_url=url, timeout=10) as http,
+            http.stream("GET", qp(q, "/events")) as first,
+        ):
+            assert first.status_code == 200
+            lines = first.iter_lines()
+            started = time.monotonic()
+            beats = 0
+            for line in lines:
+                if line == "event: beat":
+                    beats += 1
+                elif line.startswith("data: ") and beats:
+                    assert json.loads(line[6:])["redis"] is True
+                    if beats == 2:
+                        break
+            assert time.monotonic() - started < 5  # a beat a second
+            second = http.get(qp(q, "/events"))
+            refused(second, 429, "unavailable", "streams")
+            assert second.headers["retry-after"]
+        # the first stream closed: its slot is free again
+        deadline = time.monotonic() + 5
+        while True:
+            with (
+                httpx.Client(base_url=url, timeout=10) as http,
+                http.stream("GET", qp(q, "/events")) as again,
+            ):
+                if again.status_code == 200:
+                    break
+            assert time.monotonic() < deadline, "the stream slot was never released"
+            time.sleep(0.1)
+    finally:
+        srv.should_exit = True
+        thread.join(5)

@@ -323,7 +323,7 @@ def _json(fn: Callable[[Request], Awaitable[dict[str, Any]]]) -> Endpoint:
     return endpoint
 
 
-def _routes(console: Console, safety: Safety) -> list[Route | Mount]:
+def _routes(console: Console, safety: Safety, per_client: int) -> list[Route | Mount]:
     streams: Counter[str] = Counter()
 
     def param(request: Request, name: str) -> str:
@@ -355,7 +355,7 @@ def _routes(console: Console, safety: Safety) -> list[Route | Mount]:
         reply = console.config()
         reply["token_required"] = safety.token is not None
         reply["authenticated"] = True
-        reply["streams_per_client"] = STREAMS_PER_CLIENT
+        reply["streams_per_client"] = per_client
         return reply
 
     async def login(request: Request) -> Response:
@@ -476,12 +476,12 @@ def _routes(console: Console, safety: Safety) -> list[Route | Mount]:
             safety.check_read(request)
             if name is not None:
                 console.queue(name)  # gate the name before the stream starts
-            if streams[peer] >= STREAMS_PER_CLIENT:
+            if streams[peer] >= per_client:
                 raise Denied(
                     429,
                     "unavailable",
                     "streams",
-                    f"this client has {STREAMS_PER_CLIENT} event streams open; poll instead",
+                    f"this client has {per_client} event streams open; poll instead",
                 )
             if sum(streams.values()) >= MAX_STREAMS:
                 raise Denied(503, "unavailable", "streams", "too many event streams; poll instead")
@@ -584,6 +584,7 @@ def create_app(
     read_only: bool = False,
     client: Any = None,
     token_file: str | None = None,
+    streams_per_client: int = STREAMS_PER_CLIENT,
 ) -> ASGIApp:
     """Build the console as an ASGI app.
 
@@ -598,6 +599,7 @@ def create_app(
         client: a ``redis.asyncio.Redis`` with ``decode_responses=True`` to use
             instead of connecting to ``url``.
         token_file: a file holding the token (whitespace around it dropped).
+        streams_per_client: event streams one client address may hold at once.
 
     Returns:
         The ASGI application (a Starlette app behind the host/headers guard).
@@ -622,7 +624,7 @@ def create_app(
         await console.aclose()
 
     app = Starlette(
-        routes=_routes(console, safety),
+        routes=_routes(console, safety, streams_per_client),
         exception_handlers={HTTPException: _http_error},
         lifespan=lifespan,
     )
