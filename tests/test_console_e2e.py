@@ -294,6 +294,119 @@ def test_read_only_page_disables_every_verb(
         page.close()
 
 
+# ----------------------------------------------------------------- second edition
+HOSTILE = '<img src=x onerror="window.pwned=1">[bold]HTTPError: 404 [/v1/charges]\x1b]0;t\x07'
+
+
+def test_job_text_renders_as_text(
+    open_page: Callable[[str], Page], console_url: str, q: Queue, r: redis.Redis
+) -> None:
+    jid = dead_job(q, {"html": HOSTILE}, HOSTILE)
+    r.hset(q.keys.job(jid), "name", HOSTILE)
+    q.add_log(jid, HOSTILE)
+    page = open_page(f"{console_url}#/q/{q.name}?state=dead")
+    page.wait_for_selector(f"tr[data-job={jid}]")
+    assert page.query_selector("main img") is None
+    assert "[/v1/charges]" in page.inner_text(f"tr[data-job={jid}]")
+    page.goto(f"{console_url}#/q/{q.name}/job/{jid}")
+    page.wait_for_selector("#last-error")
+    assert "<img src=x" in page.inner_text("#last-error")
+    assert "<img src=x" in page.inner_text("ol.logs")
+    assert page.query_selector("main img") is None
+    assert page.evaluate("window.pwned === undefined")
+
+
+def test_tab_page_and_search_live_in_the_url(
+    open_page: Callable[[str], Page], console_url: str, q: Queue
+) -> None:
+    ids = [q.enqueue({"i": i}, name="send" if i != 23 else "needle") for i in range(25)]
+    page = open_page(f"{console_url}#/q/{q.name}")
+    page.wait_for_selector(f"tr[data-job={ids[0]}]")  # run order: the oldest first
+    first_row = page.query_selector(".jobs tbody tr")
+    assert first_row is not None and first_row.get_attribute("data-job") == ids[0]
+    page.click("#page-next")
+    page.wait_for_selector(f"tr[data-job={ids[20]}]")
+    assert "page=2" in page.evaluate("location.hash")
+    page.click(".tab[data-state=dead]")
+    page.wait_for_selector(".jobs .empty")
+    assert "state=dead" in page.evaluate("location.hash")
+    # a reload (or a shared link) lands on the same tab and page
+    page.goto(f"{console_url}#/q/{q.name}?page=2")
+    page.reload()
+    page.wait_for_selector(f"tr[data-job={ids[24]}]")
+    page.fill("#find-text", "needle")
+    page.select_option("#find-field", "name")
+    page.click("#btn-find")
+    page.wait_for_selector("#find-status:has-text('every job examined')")
+    rows = page.query_selector_all(".jobs tbody tr")
+    assert [row.get_attribute("data-job") for row in rows] == [ids[23]]
+    assert "find=needle" in page.evaluate("location.hash")
+    page.fill("#find-text", ids[7])
+    page.select_option("#find-field", "")
+    page.click("#btn-find")  # an id jumps to the job
+    page.wait_for_selector("#job-state[data-state=pending]")
+    assert ids[7] in page.evaluate("location.hash")
+
+
+def test_a_lane_is_listed_from_the_groups_table(
+    open_page: Callable[[str], Page], console_url: str, q: Queue
+) -> None:
+    q.enqueue({"flat": 1})
+    lane = q.enqueue({"g": 1}, group="acme")
+    page = open_page(f"{console_url}#/q/{q.name}")
+    page.wait_for_selector("#lane-note:has-text('1 more pending job')")
+    page.click("tr[data-group=acme] a")
+    page.wait_for_selector(f"tr[data-job={lane}]")
+    assert "group=acme" in page.evaluate("location.hash")
+
+
+def test_a_mistyped_queue_offers_no_verbs(
+    open_page: Callable[[str], Page], console_url: str
+) -> None:
+    page = open_page(f"{console_url}#/q/no-such-queue-anywhere")
+    page.wait_for_selector("#no-such-queue")
+    assert "No queue named no-such-queue-anywhere" in page.inner_text("#no-such-queue")
+    for button in ("#btn-drain", "#btn-obliterate", "#btn-pause"):
+        assert page.query_selector(button) is None
+
+
+def test_reprocess_is_offered_on_dead_jobs_only(
+    open_page: Callable[[str], Page], console_url: str, q: Queue
+) -> None:
+    q.enqueue({"x": 1})
+    got = q.claim()
+    assert got is not None
+    page = open_page(f"{console_url}#/q/{q.name}/job/{got.id}")
+    page.wait_for_selector("#job-state[data-state=active]")
+    assert page.query_selector("#btn-reprocess") is None
+
+
+def test_the_live_dot_tells_the_truth(open_page: Callable[[str], Page]) -> None:
+    own = EmbeddedServer().start()  # a server of its own, to stop under the page
+    try:
+        Queue("live", url=own.url).enqueue({"x": 1})
+        with serving(own.url) as url:
+            page = open_page(f"{url}#/q/live")
+            page.wait_for_selector("#live[data-state=on]")
+            own.stop()
+            started = time.monotonic()
+            page.wait_for_selector("#live:not([data-state=on])", timeout=5000)
+            assert time.monotonic() - started < 3.0  # within 2 s (plus a poll of slack)
+    finally:
+        own.stop()
+
+
+def test_a_refused_stream_falls_back_to_polling(
+    open_page: Callable[[str], Page], server: EmbeddedServer, q: Queue
+) -> None:
+    q.enqueue({"x": 1})
+    with serving(server.url, streams_per_client=0) as url:
+        page = open_page(f"{url}#/q/{q.name}")
+        page.wait_for_selector("#live[data-state=poll]")
+        q.enqueue({"x": 2})  # polling still shows changes
+        page.wait_for_selector(".card[data-state=pending] .value:text('2')")
+
+
 # ------------------------------------------------------------------------ screenshots
 def _demo(url: str, r: redis.Redis) -> tuple[str, str]:
     """Queues that look like a day at work; returns a busy job's id and a dead one's."""
@@ -316,6 +429,8 @@ def _demo(url: str, r: redis.Redis) -> tuple[str, str]:
     emails.set_group_limit("acme", 2)
     emails.set_group_weight("globex", 3)
     emails.pause_group("initech")
+    emails.repeat("nightly-digest", cron="0 3 * * *", job_name="digest")
+    emails.repeat("heartbeat", every_ms=60000, first_in_ms=30000)
     for i in range(4):
         emails.enqueue({"to": f"later{i}@example.com"}, name="reminder", delay_ms=(i + 1) * 600000)
     busy = emails.claim_many(2, lease_ms=120000)
