@@ -54,14 +54,14 @@ class CommandFailed(Exception):
         self.code = code
 
 
-def _console(stderr: bool) -> Console:
+def _console(stderr: bool, markup: bool = False) -> Console:
     stream = sys.stderr if stderr else sys.stdout
     # Off a terminal rich would wrap at 80 columns; queue names and ids must stay whole.
     width = None if stream.isatty() else 200
     # No markup and no emoji codes, ever: job text (names, errors, logs) is printed
     # through these consoles and must not style the output (see cli/text.py).
     return Console(
-        stderr=stderr, width=width, highlight=False, soft_wrap=False, markup=False, emoji=False
+        stderr=stderr, width=width, highlight=False, soft_wrap=False, markup=markup, emoji=False
     )
 
 
@@ -88,6 +88,11 @@ class Env:
     def server_url(self) -> str:
         """The URL commands connect to: the configured one, else the default address."""
         return self.url or DEFAULT_URL
+
+    def styled_out(self) -> Console:
+        """A stdout console that renders rich markup: for text echomq writes itself and
+        escapes job text in (the demo's runbook), never for job text as it is."""
+        return _console(stderr=False, markup=True)
 
     @property
     def server(self) -> str:

@@ -193,7 +193,7 @@ def demo(env: Env, queue_name: str | None) -> None:
     from ..demo import DemoFailed, run_demo
 
     try:
-        run_demo(url=env.url, queue=queue_name, console=env.out)
+        run_demo(url=env.url, queue=queue_name, console=env.styled_out())
     except DemoFailed as exc:
         message = f"demo step {exc.step!r} failed: {exc.reason}"
         raise CommandFailed(message, exits.DEMO_FAILED) from None
