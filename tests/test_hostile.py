@@ -210,6 +210,7 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
     "pause": {},
     "resume": {},
     "drain": {"include_schedule": h(flags), "budget": h(budgets)},
+    "drain_step": {"include_schedule": h(flags), "budget": h(budgets)},
     "obliterate": {
         "force": h(flags),
         "budget": h(budgets),

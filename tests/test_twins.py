@@ -411,6 +411,7 @@ async def test_recovery(twin: Twin, r: redis.Redis) -> None:
     "remove_job",
     "reprocess_job",
     "drain",
+    "drain_step",
     "obliterate",
 )
 async def test_operator_plane(twin: Twin, r: redis.Redis) -> None:
@@ -436,6 +437,15 @@ async def test_operator_plane(twin: Twin, r: redis.Redis) -> None:
     assert await t("remove_job", J(2), dedup_id="nope") is None
     assert await t("drain", include_schedule=False) == 1
     assert f"job:{J(3)}" in t.key_names()
+    await t("enqueue", "e", job_id=J(5))
+    await t("enqueue", "f", job_id=J(6))
+    assert await t("drain_step", budget=1) == (1, True)
+    deleted, more = await t("drain_step", budget=1)
+    while more:  # a full budget means "call again", even when nothing is left
+        n, more = await t("drain_step", budget=1)
+        deleted += n
+    assert deleted == 1 and f"job:{J(6)}" not in t.key_names()
+    assert f"job:{J(3)}" in t.key_names()  # the schedule stays
     await t("pause")
     assert await t("obliterate", budget=1) is False
     # the last step sweeps the server's keyspace a bounded amount per call, so how many
