@@ -23,7 +23,9 @@ from echomq.keyspace import (
 )
 
 NAME_CHARS = string.ascii_letters + string.digits + "._-"
-good_names = st.text(alphabet=NAME_CHARS, min_size=1, max_size=128)
+good_names = st.text(alphabet=NAME_CHARS, min_size=1, max_size=128).filter(
+    lambda s: s not in (".", "..")  # path segments a browser resolves away: refused
+)
 
 
 def every_key(ks: Keyspace) -> list[str]:
