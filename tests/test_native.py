@@ -236,7 +236,7 @@ def test_worker_serves_with_native_commands(
 
 
 def test_effects_replicate_to_a_replica_without_the_module(qname: str) -> None:
-    with EmbeddedServer() as primary:
+    with EmbeddedServer(extra_args=("--repl-diskless-sync-delay", "0")) as primary:
         assert primary.module_path is not None
         with EmbeddedServer(
             module=False, extra_args=("--replicaof", "127.0.0.1", str(primary.port))

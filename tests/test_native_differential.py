@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -167,7 +168,7 @@ def run(q: Queue, tokens: dict[str, int], op: tuple[Any, ...]) -> Any:
 
 
 @settings(
-    max_examples=60,
+    max_examples=100,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -205,6 +206,8 @@ def test_native_equals_scripts(
             got_b = outcome(lambda op=op: run(qb, tb, op))
             assert got_a == got_b, f"step {i} {op}: replies differ"
             assert picture(ra, qa) == picture(rb, qb), f"step {i} {op}: keys differ"
+        ra.publish(qa.keys.events, "END")
+        rb.publish(qb.keys.events, "END")
         assert events(pa) == events(pb)
     finally:
         pa.close()
@@ -217,8 +220,13 @@ def test_native_equals_scripts(
 
 
 def events(p: Any) -> list[bytes]:
-    out = []
-    while (m := p.get_message(timeout=0.2)) is not None:
-        if m["type"] == "message":
+    """Every event published on the channel, up to the END published after the last step."""
+    out: list[bytes] = []
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        m = p.get_message(timeout=0.5)
+        if m is not None and m["type"] == "message":
+            if m["data"] == b"END":
+                return out
             out.append(norm(m["data"]))
-    return out
+    raise AssertionError("the END marker never came")
