@@ -195,3 +195,12 @@ def test_obliterate_counts_exactly(server: EmbeddedServer, q: Queue, r: redis.Re
     doc = json.loads(p.stdout)
     assert doc["jobs"] == 9 and doc["calls"] >= 3 and doc["obliterated"] is True
     assert not r.exists(q.keys.pending)
+
+
+def test_the_audit_journal_is_inert(server: EmbeddedServer, make_queue: Any, qname: str) -> None:
+    q = make_queue(qname, actor=TITLE + "ops")
+    q.pause()
+    out = emq(server.url, "audit", q.name)
+    assert out.returncode == 0, out.stderr
+    assert "\\x1b]0;pwned\\x07ops" in out.stdout and f"on {server_label(server.url)}" in out.stdout
+    assert_inert(out.stdout)

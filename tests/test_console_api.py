@@ -879,3 +879,14 @@ def test_event_streams_are_capped_per_client_and_beat(server: EmbeddedServer, q:
     finally:
         srv.should_exit = True
         thread.join(5)
+
+
+def test_run_a_scheduled_job_now(api: TestClient, q: Queue, r: redis.Redis) -> None:
+    later = q.enqueue({"x": 1}, delay_ms=3_600_000)
+    now = q.enqueue({"x": 2})
+    before = dump(r, q)
+    refused(post(api, qp(q, f"/jobs/{now}/promote")), 409, "refused", "not_scheduled")
+    assert dump(r, q) == before
+    assert post(api, qp(q, f"/jobs/{later}/promote")).json() == {"ok": True}
+    assert r.hget(q.keys.job(later), "state") == "pending"
+    assert r.zscore(q.keys.schedule, later) is None and r.zscore(q.keys.pending, later) == 0

@@ -381,6 +381,18 @@ def test_reprocess_is_offered_on_dead_jobs_only(
     assert page.query_selector("#btn-reprocess") is None
 
 
+def test_run_a_scheduled_job_now_through_the_page(
+    open_page: Callable[[str], Page], console_url: str, q: Queue, r: redis.Redis
+) -> None:
+    jid = q.enqueue({"x": 1}, delay_ms=3_600_000)
+    page = open_page(f"{console_url}#/q/{q.name}/job/{jid}")
+    page.wait_for_selector("#job-state[data-state=scheduled]")
+    page.click("#btn-run-now")
+    page.wait_for_selector("#job-state[data-state=pending]")
+    assert page.query_selector("#btn-run-now") is None
+    assert r.zscore(q.keys.pending, jid) is not None and r.zscore(q.keys.schedule, jid) is None
+
+
 def test_the_live_dot_tells_the_truth(open_page: Callable[[str], Page]) -> None:
     own = EmbeddedServer().start()  # a server of its own, to stop under the page
     try:

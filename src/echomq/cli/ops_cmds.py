@@ -18,6 +18,7 @@ from ..errors import JobLocked
 from ..journal import DEFAULT_AUDIT_ENTRIES
 from .app import Env, cli, confirm, pass_env
 from .job_cmds import job
+from .text import clean
 
 
 def _when(ms: int) -> str:
@@ -45,10 +46,18 @@ def audit(env: Env, queue: str, count: int) -> None:
         if not entries:
             env.out.print(f"no audit entries for {queue}", markup=False)
             return
+        env.heading(f"audit journal of {queue} {env.on_server()}")
         table = Table("time (UTC)", "verb", "args", "outcome", "count", "actor")
         for e in entries:
             args = json.dumps(e.args, ensure_ascii=False, separators=(",", ":"))
-            table.add_row(_when(e.time_ms), e.verb, args, e.outcome, str(e.count), e.actor)
+            table.add_row(
+                _when(e.time_ms),
+                clean(e.verb),
+                clean(args),
+                clean(e.outcome),
+                str(e.count),
+                clean(e.actor),
+            )
         env.out.print(table)
 
     env.emit({"queue": queue, "entries": [asdict(e) for e in entries]}, show)
@@ -117,7 +126,9 @@ def _run_bulk(
         )
         return
     count = run(dry_run=True, scan=kw["scan"], cursor=cursor, **flt).matched
-    confirm(env, kw["yes"], lambda: f"{what} {count} jobs of {queue}{_describe(kw)}?")
+    confirm(
+        env, kw["yes"], lambda: f"{what} {count} jobs of {queue} {env.on_server()}{_describe(kw)}?"
+    )
     progress = Progress(
         TextColumn(f"{what} {{task.description}}"),
         BarColumn(),
@@ -195,7 +206,13 @@ def bulk_clean(env: Env, queue: str, older_than_ms: int, dry_run: bool, yes: boo
         res = BulkResult("clean", matched=count, calls=1, dry_run=True)
         env.emit(_result_doc(queue, res), f"dry run: {count} dead jobs would be deleted")
         return
-    confirm(env, yes, lambda: f"delete {count} dead jobs of {queue} older than {older_than_ms} ms?")
+    confirm(
+        env,
+        yes,
+        lambda: (
+            f"delete {count} dead jobs of {queue} {env.on_server()} older than {older_than_ms} ms?"
+        ),
+    )
     res = q.clean(older_than_ms)
     env.emit(_result_doc(queue, res), f"deleted {res.matched} dead jobs of {queue}")
 

@@ -488,6 +488,17 @@ class Console:
         await self.queue(queue).remove_job(job_id)
         return {"ok": True}
 
+    async def promote_job(self, queue: str, job_id: str, body: Body) -> Reply:
+        """Run a scheduled job now: it moves to pending (or its lane) at its priority.
+
+        Raises:
+            JobNotScheduled: the job is not in the schedule; nothing changed.
+        """
+        _check_keys(body, ())
+        self._writable()
+        await self.queue(queue).promote_job(job_id)
+        return {"ok": True}
+
     async def cancel_repeat(self, queue: str, name: str, body: Body) -> Reply:
         """Remove repeatable ``name``; the jobs it already made stay (idempotent)."""
         _check_keys(body, ())
@@ -542,4 +553,5 @@ JOB_VERBS: dict[str, GroupVerb] = {
     "log": Console.add_log,
     "remove": Console.remove_job,
     "reprocess": Console.reprocess_job,
+    "promote": Console.promote_job,
 }

@@ -23,6 +23,7 @@
     gone: "the job no longer exists",
     locked: "a worker holds this job",
     not_dead: "only a dead job can be reprocessed",
+    not_scheduled: "only a scheduled job can be run now",
     not_pending: "the job is not pending",
     not_paused: "pause the queue first",
     active: "jobs are in flight: tick force to delete them too",
@@ -1076,6 +1077,11 @@
       if (ok) refresh();
     }
 
+    async function runNow() {
+      const ok = await act("Run now", () => post(`${base}/promote`), `Job ${id} moved to pending`);
+      if (ok) refresh();
+    }
+
     async function remove() {
       const go = await modal({
         title: `Remove ${id}?`, ok: "Remove", danger: true,
@@ -1096,6 +1102,8 @@
       // reprocess is offered to a dead job only (the server refuses any other)
       fill(actions,
         state === "dead" ? verb("Reprocess", reprocess, "", { id: "btn-reprocess" }) : null,
+        state === "scheduled" ? verb("Run now", runNow, "", { id: "btn-run-now",
+          title: "move it to pending now, at its priority" }) : null,
         verb("Remove…", remove, "danger", { id: "btn-remove" }));
       const timeLabel = { active: "lease ends", scheduled: "due", dead: "died" }[state];
       const item = (k, v, attrs) => [h("dt", {}, k), h("dd", attrs || {}, v === undefined || v === "" ? "—" : v)];
