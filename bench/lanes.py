@@ -115,7 +115,7 @@ def measure(
         spent = evalsha_usec(stats) - usec
         # every job went through claim + complete; nothing is left behind
         counts = q.counts()
-        assert counts["completed"] == n and counts["pending"] == counts["active"] == 0, counts
+        assert counts.completed == n and counts.pending == counts.active == 0, counts
         return n / elapsed, spent / n
 
 

@@ -150,7 +150,7 @@ def claim_complete(stats: redis.Redis, url: str, n: int) -> Measured:
                 q.complete(c.id, c.token)
 
         got = rate(stats, n, run)
-        assert q.counts()["completed"] == n
+        assert q.counts().completed == n
         return got
 
 
@@ -164,7 +164,7 @@ def claim_complete_batched(stats: redis.Redis, url: str, n: int, batch: int = 10
                 assert not missed
 
         got = rate(stats, n, run)
-        assert q.counts()["completed"] == n
+        assert q.counts().completed == n
         return got
 
 

@@ -11,6 +11,7 @@ from conftest import dump
 from echomq import AsyncQueue, InvalidArgument, Queue, admin
 from echomq.embedded import EmbeddedServer
 from echomq.repeat import fire_due
+from echomq.results import Counts
 from operator_support import changed, put_job, ring, row_keys
 
 # run under both executors: the native twins must equal the scripts
@@ -151,14 +152,9 @@ def test_drain_deletes_the_pending_backlog_and_spares_the_rest(q: Queue, r: redi
         q.keys.ring,
         q.keys.audit,
     }
-    assert q.counts() == {
-        "pending": 0,
-        "active": 1,
-        "scheduled": 1,
-        "dead": 1,
-        "completed": 0,
-        "failed": 1,
-    }
+    assert q.counts() == Counts(
+        pending=0, active=1, scheduled=1, dead=1, completed=0, failed=1, paused=False
+    )
     assert q.get_job_logs(made["active_g"]) == ["working"]
 
 
@@ -185,7 +181,7 @@ def test_drain_spares_active_so_it_can_still_complete(q: Queue, r: redis.Redis) 
     assert token is not None
     q.complete(jid, token)
     assert r.hget(q.keys.gactive, "g") is None
-    assert q.counts()["completed"] == 1
+    assert q.counts().completed == 1
 
 
 def test_drain_is_bounded_and_loops_to_the_end(q: Queue, r: redis.Redis) -> None:
@@ -193,7 +189,7 @@ def test_drain_is_bounded_and_loops_to_the_end(q: Queue, r: redis.Redis) -> None
     q.enqueue_many(range(4), group="g")
     assert q.drain(budget=3) == 10
     assert row_keys(r, q) == set()
-    assert q.counts()["pending"] == 0
+    assert q.counts().pending == 0
 
 
 def test_one_drain_call_deletes_at_most_budget_jobs(q: Queue, r: redis.Redis) -> None:
@@ -244,14 +240,7 @@ async def test_async_drain(aq: AsyncQueue, r: redis.Redis) -> None:
     await aq.enqueue_many(range(7))
     await aq.enqueue_many(range(3), group="g")
     assert await aq.drain(budget=4) == 10
-    assert await aq.counts() == {
-        "pending": 0,
-        "active": 0,
-        "scheduled": 0,
-        "dead": 0,
-        "completed": 0,
-        "failed": 0,
-    }
+    assert await aq.counts() == Counts(0, 0, 0, 0, 0, 0, paused=False)
 
 
 # -- the runbook's session is a test ---------------------------------------------------
@@ -287,5 +276,5 @@ def test_a_registered_repeatable_keeps_producing_after_a_drain(q: Queue, r: redi
     r.zadd(q.keys.repeat, {"heartbeat": 1}, xx=True)  # bring the next slot forward
     again = q.runner.drive(fire_due(q.ctx))
     assert len(again) == 1 and again != first
-    assert q.get_job(again[0])["data"] == {"beat": 1}
-    assert q.counts()["pending"] == 1
+    assert q.get_job(again[0]).data == {"beat": 1}
+    assert q.counts().pending == 1

@@ -138,7 +138,7 @@ def test_a_row_with_an_unreadable_spec_fails_with_the_default(
     assert 4_000 < int(r.zscore(q.keys.schedule, jid)) - server_ms(r) <= 5_000
     row = r.hgetall(q.keys.job(jid))
     assert (row["state"], row["failures"], row["last_error"]) == ("scheduled", "1", "E1")
-    assert q.counts()["scheduled"] == 1
+    assert q.counts().scheduled == 1
 
 
 def test_a_huge_computed_delay_is_clamped_to_the_horizon(q: Queue, r: redis.Redis) -> None:

@@ -42,7 +42,7 @@ def test_pages_of_pending_match_the_merged_order_at_every_offset(q: Queue, r: re
         for off in (0, 1, 7, 40, 59, 100, 119, 120, 130):
             for n in (1, 5, 20):
                 assert q.browse("pending", n, off, order=order) == want[off : off + n]
-    assert q.counts()["pending"] == 120
+    assert q.counts().pending == 120
     # a read writes nothing
     before = dump(r, q)
     q.browse("pending", 10, 50)
@@ -64,11 +64,11 @@ def test_the_index_follows_every_transition_of_a_lane(q: Queue, r: redis.Redis) 
     q.reassign(ids[7], "g9")
     q.drain_group("g1")
     assert set(r.zrange(q.keys.gindex, 0, -1)) == lanes_index(r, q)
-    assert q.counts()["pending"] == len(lanes_index(r, q)) + r.zcard(q.keys.pending)
+    assert q.counts().pending == len(lanes_index(r, q)) + r.zcard(q.keys.pending)
     q.remove_jobs("pending", group="g2")
     assert set(r.zrange(q.keys.gindex, 0, -1)) == lanes_index(r, q)
     q.drain()
-    assert not r.exists(q.keys.gindex) and q.counts()["pending"] == 0
+    assert not r.exists(q.keys.gindex) and q.counts().pending == 0
 
 
 def test_a_bad_order_is_refused_before_io(q: Queue, r: redis.Redis) -> None:

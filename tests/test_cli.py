@@ -29,6 +29,7 @@ from echomq.cli import exits
 from echomq.discovery import server_label
 from echomq.embedded import EmbeddedServer, free_port, server_answers
 from echomq.errors import REASONS
+from echomq.results import Counts
 
 ROOT = Path(__file__).resolve().parents[1]
 BAD_ID = "JOB-not-an-id"
@@ -231,12 +232,12 @@ def test_drain_refuses_without_yes_and_drains_with_it(
     # bounded calls: 4 jobs at 2 per server call
     assert doc["queue"] == q.name and doc["drained"] == 4 and doc["calls"] >= 2
     counts = q.counts()
-    assert counts["pending"] == 0 and counts["active"] == 1 and counts["scheduled"] == 1
+    assert counts.pending == 0 and counts.active == 1 and counts.scheduled == 1
     assert not r.keys(q.keys.base + "de:*")
     assert r.exists(q.keys.job(running)) == 1
     p = fast("drain", q.name, "--include-schedule", "-y")
     assert p.returncode == 0 and p.stdout.strip().startswith(f"drained 1 jobs from {q.name} on ")
-    assert q.counts()["scheduled"] == 0 and r.exists(q.keys.schedule) == 0
+    assert q.counts().scheduled == 0 and r.exists(q.keys.schedule) == 0
 
 
 def test_obliterate_refusals_then_budgeted_loop(
@@ -484,7 +485,7 @@ def test_server_command_serves_until_interrupted() -> None:
         assert server_answers(url)
         queue = Queue("served", url=url)
         queue.enqueue("hello")
-        assert queue.counts()["pending"] == 1
+        assert queue.counts().pending == 1
         queue.close()
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=15)
@@ -540,7 +541,7 @@ def test_worker_command_serves_until_interrupted(
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 20
-        while q.counts()["completed"] < 3 or q.job_state(doomed) != "dead":
+        while q.counts().completed < 3 or q.job_state(doomed) != "dead":
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "the worker did not serve the queue"
             time.sleep(0.05)
@@ -552,9 +553,9 @@ def test_worker_command_serves_until_interrupted(
     assert f"worker on {q.name}" in err and "worker stopped" in err
     stats = json.loads(out)["stats"]
     assert stats["completed"] == 3 and stats["dead"] == 1 and stats["claimed"] == 4
-    assert q.counts() == {
-        "pending": 0, "active": 0, "scheduled": 0, "dead": 1, "completed": 3, "failed": 1,
-    }  # fmt: skip
+    assert q.counts() == Counts(
+        pending=0, active=0, scheduled=0, dead=1, completed=3, failed=1, paused=False
+    )
     assert "asked to fail" in (r.hget(q.keys.job(doomed), "last_error") or "")
     assert not r.exists(q.keys.lock(doomed))
 

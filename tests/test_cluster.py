@@ -18,6 +18,7 @@ from redis.cluster import RedisCluster
 
 from echomq import AsyncQueue, JobGone, Queue, QueueNotPaused, Worker
 from echomq.embedded import EmbeddedServer
+from echomq.results import Counts
 from echomq.scripts import script
 from worker_support import FAST, running, wait_until
 
@@ -92,7 +93,7 @@ def test_spine_and_operator_plane_on_a_cluster(rc: RedisCluster) -> None:
         q = Queue(name, client=rc)
         ids = q.enqueue_many([{"i": i} for i in range(5)])
         g = q.enqueue({"g": 1}, group="tenant-1")
-        assert q.counts()["pending"] == 6
+        assert q.counts().pending == 6
         got = [q.claim(lease_ms=5000) for _ in range(6)]
         assert sorted(c.id for c in got if c) == sorted([*ids, g])
         first = got[0]
@@ -121,7 +122,7 @@ def test_scripts_reload_on_every_node_after_flush(rc: RedisCluster) -> None:
         node.redis_connection.script_flush()
         assert node.redis_connection.script_exists(enqueue_sha) == [False]
     assert len(q.enqueue_many([2, 3])) == 2
-    assert q.counts()["pending"] == 3
+    assert q.counts().pending == 3
     assert sorted(c.payload for c in q.claim_many(5)) == [1, 2, 3]
     q.pause()
     while not q.obliterate(force=True):
@@ -139,14 +140,14 @@ def test_a_worker_serves_a_queue_on_the_cluster(
     client = AsyncRedisCluster(host="127.0.0.1", port=cluster[0].port)
     aq = AsyncQueue("worked", client=client)
     with running(Worker(aq, lambda job: seen.append(job.data), config=FAST)):
-        wait_until(lambda: q.counts()["completed"] == 25)
+        wait_until(lambda: q.counts().completed == 25)
         # idle now, blocked on the wake list: a new job wakes it
         q.enqueue(99)
-        wait_until(lambda: q.counts()["completed"] == 26)
+        wait_until(lambda: q.counts().completed == 26)
     assert sorted(seen) == [*range(25), 99]
-    assert q.counts() == {
-        "pending": 0, "active": 0, "scheduled": 0, "dead": 0, "completed": 26, "failed": 0
-    }  # fmt: skip
+    assert q.counts() == Counts(
+        pending=0, active=0, scheduled=0, dead=0, completed=26, failed=0, paused=False
+    )
     assert not rc.exists(q.keys.active, q.keys.pending, q.keys.lane("tenant"))
     q.pause()
     while not q.obliterate():

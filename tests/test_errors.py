@@ -10,7 +10,6 @@ from conftest import dump
 from echomq import errors
 from echomq.errors import (
     REASONS,
-    REPLY_CODES,
     EchoMQError,
     InvalidArgument,
     InvalidJobId,
@@ -93,14 +92,12 @@ def test_module_docstring_draws_the_tree() -> None:
 @pytest.mark.parametrize(
     ("message", "cls"),
     [
-        ("EMQGONE job", JobGone),
-        ("EMQLOCK held by a worker", JobLocked),
+        ("EMQLOCK job JOB0ST4LqsNJcO is locked", JobLocked),
         ("EMQSTALE token 3 is not current", StaleToken),
         ("EMQSTATE not dead", JobNotDead),
         ("EMQSTATE not pending", JobNotPending),
         ("EMQSTATE not paused", QueueNotPaused),
         ("EMQSTATE active jobs present", QueueHasActiveJobs),
-        ("EMQKIND wrong type", ScriptError),
     ],
 )
 def test_from_reply_maps_each_code(message: str, cls: type[EchoMQError]) -> None:
@@ -109,11 +106,15 @@ def test_from_reply_maps_each_code(message: str, cls: type[EchoMQError]) -> None
     assert str(got) == message
 
 
-def test_longest_code_wins() -> None:
-    # "EMQSTATE not dead" and "EMQSTATE not pending" share a prefix with each other
-    # and with nothing shorter; every code must resolve to its own class
-    for code, cls in REPLY_CODES.items():
-        assert type(from_reply(code + " trailing words")) is cls
+def test_codes_match_exactly_never_by_prefix() -> None:
+    # a fixed message is its own code: more words after it are not that refusal
+    for code in ("EMQSTATE not dead", "EMQSTATE not paused", "EMQSTATE active jobs present"):
+        assert from_reply(code + " trailing words") is None
+    assert from_reply("EMQSTATE active") is None
+    assert from_reply("EMQSTATE") is None
+    # a code that carries details is its first word, exactly
+    assert type(from_reply("EMQSTALE")) is StaleToken
+    assert from_reply("EMQSTALEX token 1") is None
 
 
 def test_unknown_replies_are_not_ours() -> None:

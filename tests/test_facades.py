@@ -151,4 +151,4 @@ def test_sync_and_async_share_one_queue(server: EmbeddedServer, qname: str) -> N
         c = q.claim()
         assert c is not None and (c.id, c.payload) == (jid, {"from": "async"})
         q.complete(c.id, c.token)
-        assert q.counts()["completed"] == 1
+        assert q.counts().completed == 1

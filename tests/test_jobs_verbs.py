@@ -118,7 +118,7 @@ def test_update_data_replaces_the_payload_in_every_state(
     assert q.update_data(jid, {"new": [1, 2], "t": "é"}) is None
     assert changed(before, dump(r, q)) == {q.keys.job(jid), q.keys.audit}
     assert r.hgetall(q.keys.job(jid)) == {**row, "payload": '{"new":[1,2],"t":"é"}'}
-    assert q.get_job(jid)["data"] == {"new": [1, 2], "t": "é"}
+    assert q.get_job(jid).data == {"new": [1, 2], "t": "é"}
 
 
 # -- update_progress ------------------------------------------------------------------
@@ -522,7 +522,7 @@ def test_a_reprocessed_job_gets_one_more_try_before_it_is_dead_again(q: Queue) -
     got = q.claim()
     assert got is not None
     assert q.retry(jid, got.token, "again") == "dead"
-    assert q.get_job(jid)["failures"] == "2"
+    assert q.get_job(jid).failures == 2
 
 
 # -- lock_job / unlock_job ------------------------------------------------------------

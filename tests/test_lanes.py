@@ -311,7 +311,7 @@ def test_skewed_load_drains_every_lane(q: Queue, r: redis.Redis) -> None:
         assert set(ids) <= first_turns
     snap = assert_law(r, q)
     assert snap.ring == [] and snap.lanes == {} and snap.gactive == {} and snap.active == []
-    assert q.counts()["completed"] == 340
+    assert q.counts().completed == 340
 
 
 # --- flat and grouped interleave -----------------------------------------------------
@@ -490,7 +490,7 @@ def test_promote_records_the_group_of_a_delayed_job(q: Queue, r: redis.Redis) ->
     snap = assert_law(r, q)
     assert snap.groups == {"late"}
     assert snap.lanes == {"late": [jid]} and snap.ring == ["late"]
-    assert q.counts()["pending"] == 1
+    assert q.counts().pending == 1
     c = q.claim()
     assert c is not None and (c.id, c.group) == (jid, "late")
 
@@ -549,7 +549,7 @@ def test_groups_walks_the_set_page_by_page(q: Queue, r: redis.Redis) -> None:
     assert [g.name for g in infos] == names
     assert [g.depth for g in infos] == [i % 3 + 1 for i in range(25)]
     assert q.groups() == infos
-    assert sum(g.depth for g in infos) == q.counts()["pending"]
+    assert sum(g.depth for g in infos) == q.counts().pending
     with pytest.raises(InvalidArgument):
         q.groups(page=0)
 
@@ -629,7 +629,7 @@ def test_reads_see_lanes(q: Queue, r: redis.Redis) -> None:
     a = q.enqueue_many(["a1", "a2"], group="a")
     b = q.enqueue("b1", group="b")
     counts = q.counts()
-    assert counts["pending"] == 4 and counts["active"] == 0
+    assert counts.pending == 4 and counts.active == 0
     assert q.browse("pending") == [b, a[1], a[0], flat]
     assert q.browse("pending", n=2, offset=1) == [a[1], a[0]]
     assert q.job_state(a[0]) == "pending"
@@ -637,7 +637,7 @@ def test_reads_see_lanes(q: Queue, r: redis.Redis) -> None:
     grouped = {c.id for c in got if c.group}
     assert grouped == {*a, b}
     assert q.job_state(a[0]) == "active"
-    assert q.counts()["pending"] == 0 and q.counts()["active"] == 4
+    assert q.counts().pending == 0 and q.counts().active == 4
     assert set(q.browse("active")) == {flat, *a, b}
     assert_law(r, q)
 

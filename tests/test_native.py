@@ -378,10 +378,10 @@ def test_a_worker_serves_a_cluster_with_native_commands(
         executor="native",
     )
     with running(Worker(aq, lambda job: seen.append(job.data), config=FAST)):
-        wait_until(lambda: q.counts()["completed"] == 15)
+        wait_until(lambda: q.counts().completed == 15)
     assert sorted(seen) == list(range(15)) and aq.ctx.executor.native is True
     assert sum(calls(r, "emq.claim") for r in nodes) > before
-    assert q.counts()["pending"] == 0 == q.counts()["active"]
+    assert q.counts().pending == 0 == q.counts().active
     q.pause()
     while not q.obliterate(force=True):
         pass

@@ -37,7 +37,7 @@ def test_worker_records_carry_queue_job_attempt_and_token(
 
     caplog.set_level(logging.DEBUG, logger="echomq.worker")
     with running(Worker(q, handle, config=FAST)):
-        wait_until(lambda: q.counts()["dead"] == 1 and q.counts()["completed"] == 1)
+        wait_until(lambda: q.counts().dead == 1 and q.counts().completed == 1)
     mine = [r for r in caplog.records if getattr(r, "queue", None) == q.name]
     by = {
         (r.job_id, r.getMessage().split()[-1] if r.levelno == logging.DEBUG else "failed"): r
@@ -115,7 +115,7 @@ def test_emq_worker_logs_json_and_serves_its_metrics(
     cmd += ["--queue", q.name, "--log-format", "json", "--metrics-port", str(port)]
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
     try:
-        wait_until(lambda: q.counts()["dead"] == 1 and q.counts()["completed"] == 1, timeout=30)
+        wait_until(lambda: q.counts().dead == 1 and q.counts().completed == 1, timeout=30)
         body, count = "", "echomq_job_duration_seconds_count"
 
         def scraped() -> bool:
@@ -200,7 +200,7 @@ def test_without_debug_or_metrics_a_failure_is_still_logged_with_its_job(
 
     caplog.set_level(logging.WARNING, logger="echomq.worker")
     with running(Worker(q, handle, config=FAST)):
-        wait_until(lambda: q.counts()["dead"] == 1 and q.counts()["completed"] == 1)
+        wait_until(lambda: q.counts().dead == 1 and q.counts().completed == 1)
     recs = [r for r in caplog.records if getattr(r, "queue", None) == q.name]
     assert [(r.job_id, r.attempt, r.token, r.outcome) for r in recs] == [(bad, 1, 1, "failed")]  # type: ignore[attr-defined]
     assert recs[0].levelno == logging.WARNING and recs[0].exc_info is not None

@@ -76,7 +76,7 @@ def test_exposition_matches_a_queue_in_a_known_state(
     s = parse(generate_latest(registry).decode())
 
     for state in ("pending", "active", "scheduled", "dead"):
-        assert value(s, "echomq_queue_jobs", queue=q.name, state=state) == counts[state]
+        assert value(s, "echomq_queue_jobs", queue=q.name, state=state) == getattr(counts, state)
     assert value(s, "echomq_queue_jobs", queue=q.name, state="pending") == 3 + 3 + 1
     assert value(s, "echomq_queue_jobs", queue=q.name, state="active") == 1
     assert value(s, "echomq_queue_jobs", queue=q.name, state="scheduled") == 1

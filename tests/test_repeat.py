@@ -134,7 +134,7 @@ def test_missed_runs_are_not_replayed(q: Queue, r: redis.Redis) -> None:
     assert len(made) == 1  # one occurrence, not 3600
     nxt = int(r.zscore(q.keys.repeat, "tick"))
     assert now < nxt <= now + 1000 and (nxt - long_ago) % 1000 == 0  # the cadence's next slot
-    assert q.counts()["pending"] == 1
+    assert q.counts().pending == 1
 
 
 def test_the_fire_script_refuses_a_slot_that_is_not_current(q: Queue, r: redis.Redis) -> None:
@@ -177,7 +177,7 @@ def test_two_workers_fire_each_slot_once_on_cadence(q: Queue, r: redis.Redis) ->
     with q.events() as stream:
         q.repeat("tick", every_ms=100, payload="beat", first_in_ms=0)
         with running(Worker(q, handle, config=FAST)), running(Worker(q, handle, config=FAST)):
-            wait_until(lambda: q.counts()["completed"] >= 5)
+            wait_until(lambda: q.counts().completed >= 5)
             q.cancel_repeat("tick")
         fired: list[tuple[str, int]] = []
         while (event := stream.get(timeout=0.2)) is not None:
@@ -189,7 +189,7 @@ def test_two_workers_fire_each_slot_once_on_cadence(q: Queue, r: redis.Redis) ->
     assert all(g > 0 and g % 100 == 0 for g in gaps)  # on the cadence, in order
     assert sorted(jid for jid, _ in handled) == sorted(jid for jid, _ in fired)
     assert {data for _, data in handled} == {"beat"}
-    assert q.counts()["completed"] == len(fired)
+    assert q.counts().completed == len(fired)
 
 
 async def test_async_facade_has_the_repeat_verbs(aq: AsyncQueue, r: redis.Redis) -> None:

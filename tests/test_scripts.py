@@ -269,7 +269,7 @@ def fr(fence_server: EmbeddedServer) -> Iterator[redis.Redis]:
 def test_the_first_client_sets_the_version(fence_server: EmbeddedServer, fr: redis.Redis) -> None:
     assert fr.get(VERSION_KEY) is None
     with Queue("fence-a", url=fence_server.url) as q:
-        assert q.counts()["pending"] == 0
+        assert q.counts().pending == 0
     assert fr.get(VERSION_KEY) == KEYSPACE_VERSION
 
 

@@ -23,6 +23,7 @@ from echomq import (
     new_id,
 )
 from echomq.embedded import EmbeddedServer, free_port
+from echomq.results import Counts
 from echomq.spine import ENQUEUE_CHUNK
 
 # run under both executors: the native twins must equal the scripts
@@ -68,14 +69,9 @@ async def test_enqueue_claim_complete(aq: AsyncQueue, r: redis.Redis) -> None:
     assert row(r, aq, jid)["state"] == "active"
     assert await aq.complete(c.id, c.token) is None
     assert queue_keys(r, aq) == {aq.keys.wake, aq.keys.metrics_completed}
-    assert await aq.counts() == {
-        "pending": 0,
-        "active": 0,
-        "scheduled": 0,
-        "dead": 0,
-        "completed": 1,
-        "failed": 0,
-    }
+    assert await aq.counts() == Counts(
+        pending=0, active=0, scheduled=0, dead=0, completed=1, failed=0, paused=False
+    )
 
 
 async def test_duplicates_and_dedup_write_nothing(aq: AsyncQueue, r: redis.Redis) -> None:
@@ -207,7 +203,7 @@ async def test_check_stalled(aq: AsyncQueue, r: redis.Redis) -> None:
 async def test_reads(aq: AsyncQueue, r: redis.Redis) -> None:
     jid = await aq.enqueue([1])
     job = await aq.get_job(jid)
-    assert job is not None and job["data"] == [1] and job["id"] == jid
+    assert job is not None and job.data == [1] and job.id == jid
     assert await aq.job_state(jid) == "pending"
     assert await aq.is_paused() is False
     assert await aq.metrics() == {"completed": {}, "failed": {}}

@@ -397,7 +397,7 @@ async def test_recovery(twin: Twin, r: redis.Redis) -> None:
     counts = await t("counts")
     assert (field(counts, "pending"), field(counts, "dead")) == (2, 1)
     row = await t("get_job", J(2))
-    assert (field(row, "state"), field(row, "stalled")) == ("dead", "1")
+    assert (field(row, "state"), field(row, "stalled")) == ("dead", 1)  # JobRow counters are ints
     assert {"pending", "dead"} <= t.key_names()
 
 

@@ -26,6 +26,7 @@ from echomq import (
     spine,
 )
 from echomq.embedded import EmbeddedServer
+from echomq.results import Counts
 from echomq.worker import plans
 from worker_support import FAST, job_keys, running, server_ms, wait_until
 
@@ -48,7 +49,7 @@ def test_async_handler_runs_each_job_with_its_context(q: Queue, r: redis.Redis) 
     flat = q.enqueue({"n": 1}, name="mail")
     grouped = q.enqueue({"n": 2}, group="g1")
     with running(Worker(q, handle, config=FAST)) as w:
-        wait_until(lambda: q.counts()["completed"] == 2)
+        wait_until(lambda: q.counts().completed == 2)
     assert sorted(seen) == sorted(
         [
             (flat, {"n": 1}, "mail", 1, None, q.name),
@@ -77,7 +78,7 @@ def test_sync_handler_writes_progress_and_logs_from_its_thread(
 
     q.enqueue("x")
     with running(Worker(q.name, handle, url=server.url, config=FAST)):
-        wait_until(lambda: q.counts()["completed"] == 1)
+        wait_until(lambda: q.counts().completed == 1)
     assert rows[0] == ("40", ["one"])
     assert loop_thread == [False]
     assert job_keys(r, q) == set()
@@ -96,7 +97,7 @@ def test_routes_by_job_name_with_fallback(q: Queue, r: redis.Redis) -> None:
     q.enqueue(2, name="other")
     q.enqueue(3)
     with running(Worker(q, {"resize": resize, "*": anything}, config=FAST)):
-        wait_until(lambda: q.counts()["completed"] == 3)
+        wait_until(lambda: q.counts().completed == 3)
     assert sorted(got, key=lambda x: x[1]) == [("resize", 1), ("*", 2), ("*", 3)]
 
 
@@ -168,7 +169,7 @@ def test_concurrency_limit_is_respected(q: Queue, r: redis.Redis) -> None:
 
     q.enqueue_many(range(12))
     with running(Worker(q, handle, concurrency=3, config=FAST)) as w:
-        wait_until(lambda: q.counts()["completed"] == 12)
+        wait_until(lambda: q.counts().completed == 12)
     assert peak == 3  # the first claim takes 3 at once (12 were ready), never more
     assert active_peak <= 3
     assert w.stats.claimed == 12
@@ -189,7 +190,7 @@ def test_sync_handlers_respect_concurrency_too(q: Queue, r: redis.Redis) -> None
 
     q.enqueue_many(range(8))
     with running(Worker(q, handle, concurrency=2, config=FAST)):
-        wait_until(lambda: q.counts()["completed"] == 8)
+        wait_until(lambda: q.counts().completed == 8)
     assert peak == 2
 
 
@@ -267,14 +268,9 @@ def test_shutdown_releases_jobs_still_running_after_the_grace(q: Queue, r: redis
         for _ in range(3):
             assert started.acquire(timeout=10)
     assert w.stats.released == 3 and w.stats.completed == 0
-    assert q.counts() == {
-        "pending": 6,
-        "active": 0,
-        "scheduled": 0,
-        "dead": 0,
-        "completed": 0,
-        "failed": 0,
-    }
+    assert q.counts() == Counts(
+        pending=6, active=0, scheduled=0, dead=0, completed=0, failed=0, paused=False
+    )
     attempts = sorted(r.hget(q.keys.job(j), "attempts") for j in ids)
     assert attempts == ["0", "0", "0", "1", "1", "1"]  # kept: the next claim counts on
     assert all(r.hget(q.keys.job(j), "failures") is None for j in ids)
@@ -296,7 +292,7 @@ def test_shutdown_lets_running_jobs_finish_within_the_grace(q: Queue, r: redis.R
     # the two running jobs finished and were completed; the rest was never claimed
     assert (w.stats.completed, w.stats.released) == (2, 0)
     counts = q.counts()
-    assert counts["completed"] == 2 and counts["pending"] == 3 and counts["active"] == 0
+    assert counts.completed == 2 and counts.pending == 3 and counts.active == 0
 
 
 def test_a_sync_handler_sees_the_shutdown_and_its_job_is_released(q: Queue, r: redis.Redis) -> None:
@@ -333,7 +329,7 @@ def test_paused_queue_is_not_served_until_resumed(q: Queue, r: redis.Redis) -> N
         time.sleep(0.15)  # several beats and a wake token: the gate stays closed
         assert q.job_state(jid) == "pending" and w.stats.claimed == 0
         q.resume()
-        wait_until(lambda: q.counts()["completed"] == 1)
+        wait_until(lambda: q.counts().completed == 1)
     assert settled_keys(r, q) - {q.keys.audit} == set()
 
 
@@ -348,7 +344,7 @@ def test_the_beat_promotes_due_jobs_and_recovers_expired_leases(q: Queue, r: red
     c = q.claim(lease_ms=50)  # a worker that died holding it
     assert c is not None and c.id == crashed
     with running(Worker(q, handle, config=FAST)):
-        wait_until(lambda: q.counts()["completed"] == 2)
+        wait_until(lambda: q.counts().completed == 2)
     assert sorted(done) == [("crashed", 2), ("later", 1)]
     assert settled_keys(r, q) == set()
 
@@ -362,7 +358,7 @@ async def test_arun_serves_on_the_hosts_loop(aq: AsyncQueue, r: redis.Redis) -> 
     await aq.enqueue_many(range(5))
     worker = Worker(aq, handle, config=FAST)
     task = asyncio.create_task(worker.arun())
-    while (await aq.counts())["completed"] < 5:
+    while (await aq.counts()).completed < 5:
         await asyncio.sleep(0.005)
     worker.request_stop()
     stats = await asyncio.wait_for(task, 10)

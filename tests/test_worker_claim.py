@@ -317,7 +317,7 @@ def test_the_idle_claim_keeps_its_wire_exchange(q: Queue, server: Any) -> None:
         ("HEXISTS",),
         ("BLPOP",),
     ]
-    assert q.counts()["active"] == 0 and q.metrics()["completed"]["count"] == 1
+    assert q.counts().active == 0 and q.metrics()["completed"]["count"] == 1
 
 
 def test_claim_many_is_one_gate_read_then_the_claim_script(q: Queue, server: Any) -> None:
@@ -325,7 +325,7 @@ def test_claim_many_is_one_gate_read_then_the_claim_script(q: Queue, server: Any
     got: list[Any] = []
     seen = _monitored(server, q, lambda: got.extend(q.claim_many(3)))
     assert seen == [("HEXISTS",), ("EVALSHA", "claim")]
-    assert len(got) == 1 and q.counts()["active"] == 1
+    assert len(got) == 1 and q.counts().active == 1
     q.pause()
     seen = _monitored(server, q, lambda: got.extend(q.claim_many(3)))
-    assert seen == [("HEXISTS",)] and len(got) == 1 and q.counts()["pending"] == 0
+    assert seen == [("HEXISTS",)] and len(got) == 1 and q.counts().pending == 0

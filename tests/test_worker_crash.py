@@ -111,10 +111,10 @@ def test_jobs_of_a_killed_worker_are_served_again_once(
         served.append((job.id, job.data, job.attempt, r.hget(q.keys.job(job.id), "stalled")))
 
     with running(Worker(q, handle, config=FAST)):
-        wait_until(lambda: q.counts()["completed"] == 3)
+        wait_until(lambda: q.counts().completed == 3)
     assert sorted(served) == sorted((jid, {"n": i}, 2, "1") for i, jid in enumerate(ids))
     assert q.metrics()["completed"]["count"] == 3  # exactly one completion each
-    assert q.counts()["failed"] == 0
+    assert q.counts().failed == 0
     assert job_keys(r, q) == set()
     assert r.zcard(q.keys.active) == 0
 

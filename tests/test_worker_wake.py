@@ -37,7 +37,7 @@ def test_a_job_wakes_a_worker_waiting_with_a_claim_and_is_served(q: Queue, r: re
         wait_until(lambda: waker_state(w) == "waiting_with_claim")
         assert blocked_on(r, q)
         jid = q.enqueue("now")
-        wait_until(lambda: q.counts()["completed"] == 1, timeout=2)
+        wait_until(lambda: q.counts().completed == 1, timeout=2)
         assert seen == ["now"] and q.job_state(jid) is None
         assert w.stats.claimed == 1
 
@@ -60,7 +60,7 @@ def test_a_pause_after_the_gate_read_drops_the_claim_behind_the_wait(
         assert r.zcard(q.keys.active) == 0 and w.stats.claimed == 0
         assert r.hget(q.keys.job(jid), "attempts") == "0"
         q.resume()
-        wait_until(lambda: q.counts()["completed"] == 1, timeout=2)
+        wait_until(lambda: q.counts().completed == 1, timeout=2)
         assert w.stats.claimed == 1
 
 
@@ -91,5 +91,5 @@ def test_a_script_flush_while_waiting_with_a_claim_is_recovered(q: Queue, r: red
         wait_until(lambda: waker_state(w) == "waiting_with_claim")
         r.script_flush()  # the queued EVALSHA will answer NOSCRIPT inside EXEC
         jid = q.enqueue("after the flush")
-        wait_until(lambda: q.counts()["completed"] == 1, timeout=3)
+        wait_until(lambda: q.counts().completed == 1, timeout=3)
         assert q.job_state(jid) is None and w.stats.errors == 0

@@ -23,5 +23,5 @@ except StaleToken as refusal:
 assert q.job_state(job_id) == "active"
 
 q.complete(job_id, second.token)  # the current holder completes it
-assert q.job_state(job_id) is None and q.counts()["completed"] == 1
+assert q.job_state(job_id) is None and q.counts().completed == 1
 print(q.counts())

@@ -9,7 +9,7 @@ ids = [q.enqueue({"invoice": n}) for n in range(5)]
 
 # Pause: a field the claim reads first. Claims answer None; the backlog stays as it is.
 q.pause()
-assert q.claim() is None and q.counts()["pending"] == 5
+assert q.claim() is None and q.counts().pending == 5
 
 # Reach into one row, in any state.
 job = ids[0]

@@ -11,7 +11,7 @@ q = Queue(os.environ.get("EMQ_QUEUE", "emails"), url=os.environ.get("EMQ_URL"))
 
 for to in ("ada@example.com", "alan@example.com", "grace@example.com"):
     q.enqueue({"to": to}, name="welcome")
-print(q.counts())  # {'pending': 3, 'active': 0, ..., 'completed': 0, 'failed': 0}
+print(q.counts())  # Counts(pending=3, active=0, ..., completed=0, failed=0, paused=False)
 
 
 def send_welcome(job):
@@ -25,11 +25,11 @@ worker = Worker(q, send_welcome, concurrency=5)
 # backlog is done, then stops gracefully.
 thread = threading.Thread(target=worker.run)
 thread.start()
-while q.counts()["completed"] < 3:
+while q.counts().completed < 3:
     time.sleep(0.05)
 worker.stop()
 thread.join()
 
 counts = q.counts()
 print(counts)
-assert counts["pending"] == 0 and counts["completed"] == 3
+assert counts.pending == 0 and counts.completed == 3

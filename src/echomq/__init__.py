@@ -28,6 +28,7 @@ from .journal import AuditEntry
 from .lanes import GroupInfo
 from .queue import AsyncQueue, Queue
 from .repeat import Repeatable
+from .results import Counts, JobRow, JobState, RetryOutcome
 from .spine import Claimed
 from .worker import Worker, WorkerStats
 from .worker.config import WorkerConfig
@@ -42,6 +43,7 @@ __all__ = [
     "Backoff",
     "BulkResult",
     "Claimed",
+    "Counts",
     "EchoMQError",
     "Event",
     "EventStream",
@@ -58,12 +60,15 @@ __all__ = [
     "JobNotDead",
     "JobNotPending",
     "JobNotScheduled",
+    "JobRow",
+    "JobState",
     "JsonSerializer",
     "Queue",
     "QueueHasActiveJobs",
     "QueueNotPaused",
     "Refused",
     "Repeatable",
+    "RetryOutcome",
     "ScriptError",
     "Serializer",
     "ServerUnavailable",

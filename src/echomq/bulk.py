@@ -25,7 +25,7 @@ from typing import Any
 
 from . import checks, ids
 from .context import Context, as_str
-from .errors import InvalidArgument, JobGone, JobLocked
+from .errors import InvalidArgument, JobLocked
 from .keyspace import check_name
 from .scripts import Cmd, Eval, Plan, script
 
@@ -260,9 +260,7 @@ def promote_job(ctx: Context, job_id: str) -> Plan[None]:
         JobNotScheduled: the job is not in the schedule; nothing changed.
     """
     keys = (ctx.keys.base, ctx.keys.job(job_id))
-    reply = yield Eval(script("promote_job"), keys, (job_id, ctx.actor))
-    if reply == -1:
-        raise JobGone(f"job {job_id} is gone", job_id=job_id)
+    yield Eval(script("promote_job"), keys, (job_id, ctx.actor), job=job_id)
 
 
 def _lane_cursor(cursor: str | None) -> tuple[str, str, int]:

@@ -154,7 +154,7 @@ class Runbook:
         ids = self.q.enqueue_many(payloads, name="resize")
         self.say(f"enqueue_many: {len(ids)} resize jobs, {ids[0]} .. {ids[-1]}")
         counts = self.q.counts()
-        self.check(counts["pending"] == BACKLOG, f"{BACKLOG} jobs pending", got=counts)
+        self.check(counts.pending == BACKLOG, f"{BACKLOG} jobs pending", got=counts)
 
     def start_worker(self) -> None:
         self.worker = Worker(self.q.name, handle, url=self.url, concurrency=2, lease_ms=5000)
@@ -162,20 +162,20 @@ class Runbook:
         self.thread.start()
         self.check(self.worker.ready.wait(WAIT_S), "the worker is connected and serving")
         self.say(f"worker: concurrency 2, {int(JOB_S * 1000)} ms per job")
-        self.wait_for(lambda: self.q.counts()["completed"] >= 4, "the worker completes jobs")
+        self.wait_for(lambda: self.q.counts().completed >= 4, "the worker completes jobs")
 
     def pause(self) -> None:
         self.q.pause()
         self.say("pause: HSET meta paused 1 (a field; no set moves)")
         self.check(self.q.is_paused(), "the queue reports paused")
-        self.wait_for(lambda: self.q.counts()["active"] == 0, "jobs in flight finish")
+        self.wait_for(lambda: self.q.counts().active == 0, "jobs in flight finish")
         before = self.r.dump(self.q.keys.pending)
         counts = self.q.counts()
         claimed = self.q.claim(lease_ms=1000)
         self.check(claimed is None, "a claim answers empty", got=claimed)
         time.sleep(0.3)
         after = self.q.counts()
-        self.check(0 < after["pending"] < BACKLOG, f"{after['pending']} jobs wait in pending")
+        self.check(0 < after.pending < BACKLOG, f"{after.pending} jobs wait in pending")
         self.check(
             self.r.dump(self.q.keys.pending) == before and after == counts,
             "the backlog is byte-for-byte intact and the worker claims nothing",
@@ -187,11 +187,11 @@ class Runbook:
         self.say("resume: HDEL meta paused")
         self.check(not self.q.is_paused(), "the queue reports not paused")
         self.wait_for(
-            lambda: self.q.counts()["completed"] == BACKLOG,
+            lambda: self.q.counts().completed == BACKLOG,
             f"the worker serves the rest: {BACKLOG} completed",
         )
         counts = self.q.counts()
-        self.check(counts["pending"] == 0 and counts["active"] == 0, "nothing left pending")
+        self.check(counts.pending == 0 and counts.active == 0, "nothing left pending")
 
     def progress(self) -> None:
         job = self.q.enqueue({"report": "q3"}, name="report", delay_ms=600_000)
@@ -258,7 +258,7 @@ class Runbook:
         )
         counts = self.q.counts()
         self.check(
-            counts["dead"] == 0 and counts["completed"] == BACKLOG + 1,
+            counts.dead == 0 and counts.completed == BACKLOG + 1,
             "dead is empty, the completion counted",
             got=counts,
         )
@@ -269,13 +269,13 @@ class Runbook:
             [{"image": i} for i in range(DRAIN_BACKLOG)], name="resize", group="tenant-a"
         )
         self.say(f"paused, then {len(ids)} jobs enqueued into the lane tenant-a")
-        self.check(self.q.counts()["pending"] == DRAIN_BACKLOG, f"{DRAIN_BACKLOG} pending")
+        self.check(self.q.counts().pending == DRAIN_BACKLOG, f"{DRAIN_BACKLOG} pending")
         drained = self.q.drain()
         self.say(f"drain() -> {drained}")
         counts = self.q.counts()
         self.check(drained == DRAIN_BACKLOG, f"{DRAIN_BACKLOG} jobs drained", got=drained)
         self.check(
-            counts["pending"] == 0 and counts["scheduled"] == 1,
+            counts.pending == 0 and counts.scheduled == 1,
             "pending is empty; the scheduled report job survives",
             got=counts,
         )
@@ -284,10 +284,11 @@ class Runbook:
 
     def obliterate(self) -> None:
         self.stop_worker()
-        self.check(self.q.counts()["active"] == 0, "the worker stopped; nothing in flight")
+        self.check(self.q.counts().active == 0, "the worker stopped; nothing in flight")
         self.q.enqueue_many([{"n": i} for i in range(20)])
         self.q.enqueue_many([{"n": i} for i in range(10)], group="tenant-b")
-        total = sum(v for k, v in self.q.counts().items() if k not in ("completed", "failed"))
+        c = self.q.counts()
+        total = c.pending + c.active + c.scheduled + c.dead
         self.say(f"{total} jobs on the queue (flat, a lane, the scheduled report)")
 
         self.q.resume()

@@ -27,8 +27,9 @@ and carries a stable ``.reason`` string::
 
 Scripts refuse with an error reply whose first words are a stable code
 (``EMQSTALE``, ``EMQSTATE not paused``, ...) or with the sentinel integer ``-1``
-(no such row). :data:`REPLY_CODES` is the one table mapping codes to classes;
-:func:`from_reply` applies it, so Python callers never parse messages.
+(:data:`GONE`, no such row). :data:`REPLY_CODES` is the one table mapping codes to
+classes, by exact code; the runner applies it (and turns ``-1`` into ``JobGone``) for
+every reply, with the job id of the op attached, so no plan parses a message.
 """
 
 from __future__ import annotations
@@ -177,21 +178,27 @@ class StaleToken(Refused):
     reason = "stale"
 
 
-#: Server reply code (the error's leading words) -> exception class. Longest match wins.
+#: The error replies the scripts (and their native twins) answer, by exact code: a fixed
+#: message is its own code (``EMQSTATE not dead``); a message that carries details is
+#: coded by its first word (``EMQSTALE token 3 is not current``). The missing row is no
+#: error reply but the integer :data:`GONE`, which the runner turns into
+#: :class:`JobGone` for an op that names its job.
 REPLY_CODES: dict[str, type[EchoMQError]] = {
-    "EMQGONE": JobGone,
     "EMQLOCK": JobLocked,
     "EMQSTALE": StaleToken,
     "EMQSTATE not dead": JobNotDead,
     "EMQSTATE not pending": JobNotPending,
     "EMQSTATE not scheduled": JobNotScheduled,
     "EMQSTATE not paused": QueueNotPaused,
-    "EMQSTATE active": QueueHasActiveJobs,
-    "EMQKIND": ScriptError,
+    "EMQSTATE active jobs present": QueueHasActiveJobs,
+    # not a refusal: a script's own check of a malformed argument (a raw client's)
     "EMQARG": InvalidArgument,
     # the server's own refusal of a write while over maxmemory (noeviction)
     "OOM": ServerFull,
 }
+
+#: The reply of a script on one job whose row does not exist.
+GONE = -1
 
 #: Every refusal reason, for CLI exit codes and the console.
 REASONS: tuple[str, ...] = (
@@ -205,14 +212,22 @@ REASONS: tuple[str, ...] = (
     "stale",
 )
 
+#: Each refusal class by its ``.reason`` (for replies that name a reason, such as the
+#: per-job answers of ``extend_lock``).
+BY_REASON: dict[str, type[Refused]] = {c.reason: c for c in Refused.__subclasses__()}
 
-def from_reply(message: str) -> EchoMQError | None:
-    """Map a server error message to its echomq exception, or ``None`` if it is not ours."""
-    best: type[EchoMQError] | None = None
-    best_len = -1
-    for code, cls in REPLY_CODES.items():
-        if message.startswith(code) and len(code) > best_len:
-            best, best_len = cls, len(code)
-    if best is None:
+
+def from_reply(message: str, job_id: str | None = None) -> EchoMQError | None:
+    """The error an error reply codes (a refusal carries ``job_id``); ``None`` if it is
+    not ours."""
+    cls = REPLY_CODES.get(message) or REPLY_CODES.get(message.split(" ", 1)[0])
+    if cls is None:
         return None
-    return best(message)
+    if issubclass(cls, Refused):
+        return cls(message, job_id=job_id)
+    return cls(message)
+
+
+def gone(job_id: str | None) -> JobGone:
+    """The refusal of a script that answered :data:`GONE` for ``job_id``."""
+    return JobGone(f"job {job_id} is gone", job_id=job_id)

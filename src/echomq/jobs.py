@@ -1,7 +1,8 @@
 """The job-scope operator verbs: reach into one row, fenced and typed.
 
 Each verb is one script; the id is gated at the key builder before any I/O; a missing
-row is :class:`~echomq.errors.JobGone` and nothing is written.
+row is :class:`~echomq.errors.JobGone` (the runner translates the script's ``-1``, for
+the op's ``job``) and nothing is written.
 """
 
 from __future__ import annotations
@@ -11,15 +12,9 @@ import math
 from typing import Any
 
 from . import checks
-from .context import Context, as_str
-from .errors import InvalidArgument, JobGone
+from .context import Context
+from .errors import InvalidArgument
 from .scripts import Eval, Plan, script
-
-
-def _gone(reply: Any, job_id: str) -> Any:
-    if reply == -1:
-        raise JobGone(f"job {job_id} is gone", job_id=job_id)
-    return reply
 
 
 def _row(ctx: Context, job_id: str) -> tuple[str, str]:
@@ -39,8 +34,7 @@ def update_data(ctx: Context, job_id: str, payload: Any) -> Plan[None]:
     """
     keys = _row(ctx, job_id)
     text = checks.payload(ctx.serializer, payload)
-    reply = yield Eval(script("update_data"), keys, (job_id, text, ctx.actor))
-    _gone(reply, job_id)
+    yield Eval(script("update_data"), keys, (job_id, text, ctx.actor), job=job_id)
 
 
 def progress_text(progress: Any) -> tuple[str, str]:
@@ -86,8 +80,7 @@ def update_progress(ctx: Context, job_id: str, progress: Any) -> Plan[None]:
     """
     keys = _row(ctx, job_id)
     text, kind = progress_text(progress)
-    reply = yield Eval(script("update_progress"), keys, (job_id, text, kind))
-    _gone(reply, job_id)
+    yield Eval(script("update_progress"), keys, (job_id, text, kind), job=job_id)
 
 
 def add_log(ctx: Context, job_id: str, line: str, keep: int = 0) -> Plan[int]:
@@ -108,8 +101,8 @@ def add_log(ctx: Context, job_id: str, line: str, keep: int = 0) -> Plan[int]:
     keys = _row(ctx, job_id)
     line = checks.text(line, "line")
     keep = checks.count(keep, "keep", zero=True)
-    reply = yield Eval(script("add_log"), keys, (job_id, line, str(keep)))
-    return int(_gone(reply, job_id))
+    reply = yield Eval(script("add_log"), keys, (job_id, line, str(keep)), job=job_id)
+    return int(reply)
 
 
 def get_job_logs(ctx: Context, job_id: str) -> Plan[list[str]]:
@@ -125,8 +118,8 @@ def get_job_logs(ctx: Context, job_id: str) -> Plan[list[str]]:
         InvalidJobId: a malformed id, before any I/O.
         JobGone: no such job.
     """
-    reply = yield Eval(script("get_job_logs"), _row(ctx, job_id), (job_id,))
-    return [as_str(x) for x in _gone(reply, job_id)]
+    lines: list[str] = yield Eval(script("get_job_logs"), _row(ctx, job_id), job=job_id)
+    return lines
 
 
 def remove_job(ctx: Context, job_id: str, dedup_id: str | None = None) -> Plan[None]:
@@ -149,8 +142,7 @@ def remove_job(ctx: Context, job_id: str, dedup_id: str | None = None) -> Plan[N
     keys = _row(ctx, job_id)
     if dedup_id is not None:
         ctx.keys.dedup(checks.dedup(dedup_id))
-    reply = yield Eval(script("remove_job"), keys, (job_id, dedup_id or "", ctx.actor))
-    _gone(reply, job_id)
+    yield Eval(script("remove_job"), keys, (job_id, dedup_id or "", ctx.actor), job=job_id)
 
 
 def reprocess_job(ctx: Context, job_id: str) -> Plan[None]:
@@ -171,8 +163,7 @@ def reprocess_job(ctx: Context, job_id: str) -> Plan[None]:
     """
     k = ctx.keys
     keys = (k.job(job_id), k.dead, k.pending, k.base)
-    reply = yield Eval(script("reprocess_job"), keys, (job_id, ctx.actor))
-    _gone(reply, job_id)
+    yield Eval(script("reprocess_job"), keys, (job_id, ctx.actor), job=job_id)
 
 
 def lock_job(ctx: Context, job_id: str, token: int, ttl_ms: int = 60000) -> Plan[None]:
@@ -191,8 +182,7 @@ def lock_job(ctx: Context, job_id: str, token: int, ttl_ms: int = 60000) -> Plan
     keys = _row(ctx, job_id)
     token = checks.token(token)
     ttl_ms = checks.ms(ttl_ms, "ttl_ms")
-    reply = yield Eval(script("lock_job"), keys, (job_id, str(token), str(ttl_ms)))
-    _gone(reply, job_id)
+    yield Eval(script("lock_job"), keys, (job_id, str(token), str(ttl_ms)), job=job_id)
 
 
 def unlock_job(ctx: Context, job_id: str, token: int) -> Plan[bool]:
@@ -212,5 +202,5 @@ def unlock_job(ctx: Context, job_id: str, token: int) -> Plan[bool]:
     """
     keys = _row(ctx, job_id)
     token = checks.token(token)
-    reply = yield Eval(script("unlock_job"), keys, (job_id, str(token)))
-    return bool(_gone(reply, job_id))
+    reply = yield Eval(script("unlock_job"), keys, (job_id, str(token)), job=job_id)
+    return bool(reply)

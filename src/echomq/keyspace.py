@@ -79,7 +79,9 @@ class Keyspace:
         "repeat",
         "ring",
         "schedule",
+        "settled",
         "wake",
+        "workers",
     )
 
     def __init__(self, queue: str) -> None:
@@ -105,6 +107,8 @@ class Keyspace:
         self.metrics_completed = b + "metrics:completed"
         self.metrics_failed = b + "metrics:failed"
         self.audit = b + "audit"
+        self.settled = b + "settled"  # tombstones of settled ids (issue 12)
+        self.workers = b + "workers"  # the worker registry obliterate clears
 
     def job(self, job_id: str) -> str:
         """The row of ``job_id`` (gated)."""

@@ -9,8 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import checks
-from .context import Context, as_str
-from .errors import JobGone
+from .context import Context
 from .keyspace import check_name
 from .scripts import Cmd, Eval, Plan, script
 
@@ -130,11 +129,11 @@ def groups(ctx: Context, page: int = GROUPS_PAGE) -> Plan[list[GroupInfo]]:
     cursor = "0"
     while True:
         r = yield Eval(script("groups"), (ctx.keys.base,), (cursor, str(page)))
-        cursor = as_str(r[0])
+        cursor = r[0]
         for i in range(1, len(r), 6):
-            lim = as_str(r[i + 3])
+            lim = r[i + 3]
             info = GroupInfo(
-                name=as_str(r[i]),
+                name=r[i],
                 depth=int(r[i + 1]),
                 in_flight=int(r[i + 2]),
                 limit=int(lim) if lim else None,
@@ -187,6 +186,4 @@ def reassign(ctx: Context, job_id: str, group: str | None) -> Plan[None]:
     """
     row = ctx.keys.job(job_id)
     target = "" if group is None else _g(group)
-    reply = yield Eval(script("reassign"), (ctx.keys.base, row), (job_id, target, ctx.actor))
-    if reply == -1:
-        raise JobGone(f"job {job_id} is gone", job_id=job_id)
+    yield Eval(script("reassign"), (ctx.keys.base, row), (job_id, target, ctx.actor), job=job_id)

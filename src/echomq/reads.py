@@ -2,50 +2,48 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 from . import checks
-from .context import Context, as_str
+from .context import Context
 from .errors import InvalidArgument
+from .results import JOB_STATES, Counts, JobRow, JobState
 from .scripts import Batch, Cmd, Eval, Plan, script
 
-STATES = ("pending", "active", "scheduled", "dead")
+STATES = JOB_STATES
 _SETS = {"pending": "pending", "active": "active", "scheduled": "schedule", "dead": "dead"}
 
 
-def counts(ctx: Context) -> Plan[dict[str, int]]:
-    """Jobs in every state (lanes counted in pending) and the settled totals.
+def counts(ctx: Context) -> Plan[Counts]:
+    """Jobs in every state (lanes counted in pending), the settled totals and the pause,
+    in one script call.
 
     Returns:
-        ``{"pending", "active", "scheduled", "dead", "completed", "failed"}`` -> int.
+        A :class:`~echomq.results.Counts`.
     """
     r = yield Eval(script("counts"), (ctx.keys.base,))
-    names = ("pending", "active", "scheduled", "dead", "completed", "failed")
-    return {n: int(v) for n, v in zip(names, r)}
+    pending, active, scheduled, dead, completed, failed, paused = (int(v) for v in r)
+    return Counts(pending, active, scheduled, dead, completed, failed, bool(paused))
 
 
-def get_job(ctx: Context, job_id: str) -> Plan[dict[str, Any] | None]:
+def get_job(ctx: Context, job_id: str) -> Plan[JobRow | None]:
     """A job's row, or ``None`` when it does not exist.
 
     Returns:
-        Every row field as text, plus ``"id"`` and ``"data"`` (the deserialized
-        payload).
+        A :class:`~echomq.results.JobRow`: the row's fields typed, and ``data``, the
+        deserialized payload.
     """
-    raw = yield Cmd(("HGETALL", ctx.keys.job(job_id)))
-    if not raw:
+    row = yield Cmd(("HGETALL", ctx.keys.job(job_id)))
+    if not row:
         return None
-    items = raw.items() if isinstance(raw, dict) else zip(raw[::2], raw[1::2])
-    row: dict[str, Any] = {as_str(k): as_str(v) for k, v in items}
-    row["id"] = job_id
-    if "payload" in row:
-        row["data"] = ctx.serializer.loads(row["payload"])
-    return row
+    payload = row.get("payload")
+    data = ctx.serializer.loads(payload) if payload is not None else None
+    return JobRow.from_fields(job_id, row, data)
 
 
-def job_state(ctx: Context, job_id: str) -> Plan[str | None]:
+def job_state(ctx: Context, job_id: str) -> Plan[JobState | None]:
     """``pending``, ``active``, ``scheduled``, ``dead``, or ``None`` when gone."""
-    r = yield Cmd(("HGET", ctx.keys.job(job_id), "state"))
-    return None if r is None else as_str(r)
+    return cast("JobState | None", (yield Cmd(("HGET", ctx.keys.job(job_id), "state"))))
 
 
 #: The orders :func:`browse` pages in.
@@ -77,8 +75,8 @@ def browse(
     if not isinstance(order, str) or order not in ORDERS:
         raise InvalidArgument(f"order must be 'newest' or 'run', got {checks.show(order, 40)}")
     argv = (_SETS[state], str(n), str(offset), "run" if order == "run" else "")
-    r = yield Eval(script("browse"), (ctx.keys.base,), argv)
-    return [as_str(x) for x in r]
+    ids: list[str] = yield Eval(script("browse"), (ctx.keys.base,), argv)
+    return ids
 
 
 def is_paused(ctx: Context) -> Plan[bool]:
@@ -99,9 +97,7 @@ def metrics(ctx: Context) -> Plan[dict[str, dict[str, int]]]:
             Cmd(("HGETALL", ctx.keys.metrics_failed)),
         )
     )
-
-    def table(raw: Any) -> dict[str, int]:
-        items = raw.items() if isinstance(raw, dict) else zip(raw[::2], raw[1::2])
-        return {as_str(k): int(v) for k, v in items}
-
-    return {"completed": table(done), "failed": table(failed)}
+    return {
+        "completed": {k: int(v) for k, v in done.items()},
+        "failed": {k: int(v) for k, v in failed.items()},
+    }

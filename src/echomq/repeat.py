@@ -16,7 +16,6 @@ script checks the slot it replaces.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +23,7 @@ from croniter import croniter
 
 from . import checks, ids
 from .backoff import Backoff
-from .context import Context, as_str, opt_str
+from .context import Context
 from .errors import InvalidArgument
 from .keyspace import check_name
 from .scripts import Batch, Cmd, Eval, Plan, script
@@ -81,7 +80,7 @@ def _valid_cron(expr: str) -> bool:
 
 
 def _server_ms(reply: Any) -> int:
-    return int(as_str(reply[0])) * 1000 + int(as_str(reply[1])) // 1000
+    return int(reply[0]) * 1000 + int(reply[1]) // 1000
 
 
 def repeat(
@@ -173,14 +172,6 @@ def cancel_repeat(ctx: Context, name: str) -> Plan[bool]:
     return bool((yield Eval(script("cancel_repeat"), (ctx.keys.base,), (name, ctx.actor))))
 
 
-def _pairs(raw: Any) -> Iterator[tuple[Any, Any]]:
-    if isinstance(raw, dict):
-        return iter(raw.items())
-    if raw and isinstance(raw[0], (list, tuple)):
-        return ((p[0], p[1]) for p in raw)
-    return zip(raw[::2], raw[1::2])
-
-
 def repeats(ctx: Context, n: int = 1000) -> Plan[list[Repeatable]]:
     """The registered repeatables, soonest first.
 
@@ -191,14 +182,15 @@ def repeats(ctx: Context, n: int = 1000) -> Plan[list[Repeatable]]:
         One :class:`Repeatable` each.
     """
     n = checks.batch(n, "n")
-    raw = yield Cmd(("ZRANGE", ctx.keys.repeat, 0, n - 1, "WITHSCORES"))
-    listed = [(as_str(m), int(float(as_str(s)))) for m, s in _pairs(raw)]
+    listed = [
+        (m, int(s)) for m, s in (yield Cmd(("ZRANGE", ctx.keys.repeat, 0, n - 1, "WITHSCORES")))
+    ]
     if not listed:
         return []
     rows = yield Batch(tuple(Cmd(("HGETALL", ctx.keys.repeat_record(m))) for m, _ in listed))
     out: list[Repeatable] = []
     for (name, next_run), raw_row in zip(listed, rows):
-        row = {as_str(k): as_str(v) for k, v in _pairs(raw_row)}
+        row: dict[str, str] = raw_row
         if not row:
             continue  # cancelled between the two reads
         every = row.get("kind") == "every"
@@ -210,10 +202,10 @@ def repeats(ctx: Context, n: int = 1000) -> Plan[list[Repeatable]]:
                 next_run_ms=next_run,
                 payload=ctx.serializer.loads(row.get("payload", "null")),
                 job_name=row.get("job_name") or name,
-                group=opt_str(row.get("group")),
+                group=row.get("group") or None,
                 priority=int(row.get("priority", "0")),
                 max_attempts=int(row["max_attempts"]) if "max_attempts" in row else None,
-                backoff=opt_str(row.get("backoff")),
+                backoff=row.get("backoff") or None,
                 count=int(row.get("count", "0")),
                 last_run_ms=int(row["last"]) if "last" in row else None,
             )
@@ -238,11 +230,10 @@ def fire_due(ctx: Context, budget: int = 50) -> Plan[list[str]]:
     ops: list[Eval | Cmd] = []
     fire = script("fire_due")
     for i in range(1, len(reply), 4):
-        name, slot = as_str(reply[i]), int(float(as_str(reply[i + 1])))
-        kind, spec = as_str(reply[i + 2]), as_str(reply[i + 3])
+        name, slot, kind, spec = reply[i], int(float(reply[i + 1])), reply[i + 2], reply[i + 3]
         nxt = str(next_cron_ms(spec, max(now, slot))) if kind == "cron" else ""
         ops.append(Eval(fire, (ctx.keys.base,), (name, str(slot), nxt, ids.new_id())))
     if not ops:
         return []
     made = yield Batch(tuple(ops))
-    return [as_str(m) for m in made if m and not isinstance(m, Exception)]
+    return [m for m in made if m and not isinstance(m, Exception)]

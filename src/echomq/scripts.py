@@ -8,8 +8,10 @@ an ``EVALSHA``; on ``NOSCRIPT`` the runner loads the body and retries once.
 A *verb* is written once, as a plan: a generator that yields :class:`Eval`, :class:`Cmd`
 or :class:`Batch` operations, receives their replies and returns the verb's result. The
 sync and async runners (:mod:`echomq.transport`) are the only code that knows about
-I/O; they drive the same plans. A server error whose code is in
-:data:`echomq.errors.REPLY_CODES` is thrown into the plan as the typed exception.
+I/O; they drive the same plans. Every reply passes once through
+:func:`echomq.replies.outcome`: normalised (text as ``str``, one shape per reply), a
+refusal (a code of :data:`echomq.errors.REPLY_CODES`, or ``-1`` from an op naming its
+job) thrown into the plan as the typed exception with the op's job id.
 """
 
 from __future__ import annotations
@@ -45,6 +47,13 @@ class Script:
 # A top-level definition in a lib file: `local function name(` or `local NAME =`.
 _DEFINITION = re.compile(r"^local (?:function )?(\w+)", re.MULTILINE)
 _WORD = re.compile(r"\w+")
+_COMMENT = re.compile(r"--[^\n]*")
+
+
+def _words(code: str) -> set[str]:
+    """The words ``code`` uses, its comments left out (a comment that names a key is
+    no use of it)."""
+    return set(_WORD.findall(_COMMENT.sub("", code)))
 
 
 def _definitions(lib: str) -> list[tuple[str, str]]:
@@ -71,10 +80,10 @@ def splice_lib(lib: str, user: str) -> str:
     call, so a script carries only what it uses."""
     blocks = _definitions(lib)
     names = {n for n, _ in blocks}
-    needed = set(_WORD.findall(user)) & names
+    needed = _words(user) & names
     for name, text in reversed(blocks):  # a definition only uses earlier ones
         if name in needed:
-            needed |= set(_WORD.findall(text)) & names
+            needed |= _words(text) & names
     return "".join(text for name, text in blocks if name in needed)
 
 
@@ -84,22 +93,29 @@ def script(name: str) -> Script:
     replaced by the definitions of ``lua/lib/<lib>.lua`` that the script uses."""
     root = resources.files("echomq") / "lua"
     text = (root / f"{name}.lua").read_text(encoding="utf-8")
-
-    def splice(m: re.Match[str]) -> str:
-        lib = (root / "lib" / f"{m.group(1)}.lua").read_text(encoding="utf-8")
-        return splice_lib(lib, text)
-
-    body = _INCLUDE.sub(splice, text)
+    # A lib may use the libs included before it (common reads the names of keys), so
+    # the last is spliced first and what it carries counts as used by the earlier ones.
+    spliced: dict[str, str] = {}
+    used = text
+    for lib in reversed(_INCLUDE.findall(text)):
+        spliced[lib] = splice_lib((root / "lib" / f"{lib}.lua").read_text(encoding="utf-8"), used)
+        used += spliced[lib]
+    body = _INCLUDE.sub(lambda m: spliced[m.group(1)], text)
     return Script(name, body, hashlib.sha1(body.encode()).hexdigest())
 
 
 @dataclass(frozen=True)
 class Eval:
-    """Run a script by sha with ``keys`` and ``args``."""
+    """Run a script by sha with ``keys`` and ``args``.
+
+    ``job`` names the job a verb on one job is about: a ``-1`` reply is then
+    ``JobGone``, and every refusal the call raises carries it as ``exc.job_id``.
+    """
 
     script: Script
     keys: Sequence[str]
     args: Sequence[Arg] = ()
+    job: str | None = None
 
 
 @dataclass(frozen=True)

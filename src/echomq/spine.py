@@ -13,10 +13,11 @@ from typing import Any
 
 from . import checks, ids
 from .backoff import Backoff
-from .context import Context, as_str, opt_str
-from .errors import JobGone, StaleToken
+from .context import Context
+from .errors import BY_REASON, JobGone, StaleToken
 from .keyspace import check_name
 from .observability import hooks
+from .results import RetryOutcome
 from .scripts import Batch, Cmd, Eval, Plan, script
 
 #: Jobs per enqueue script call; enqueue_many pipelines the chunks in one round trip.
@@ -40,12 +41,6 @@ class Claimed:
     token: int
     name: str | None = None
     group: str | None = None
-
-
-def _gone(reply: Any, job_id: str) -> Any:
-    if reply == -1:
-        raise JobGone(f"job {job_id} is gone", job_id=job_id)
-    return reply
 
 
 def _options(
@@ -156,7 +151,8 @@ def enqueue(
     jid = job_id or ids.new_id()
     check = "0" if job_id is None else "1"
     reply = yield Eval(enq, (ctx.keys.base,), ("1", "4", jid, text, dedup_id or "", check, *opts))
-    return as_str(reply[0])
+    held: str = reply[0]
+    return held
 
 
 def enqueue_many(
@@ -259,11 +255,11 @@ def decode_claimed(ctx: Context, reply: Any) -> list[Claimed]:
     loads = ctx.serializer.loads
     return [
         Claimed(
-            id=as_str(reply[i]),
-            payload=loads(as_str(reply[i + 1])),
+            id=reply[i],
+            payload=loads(reply[i + 1]),
             token=int(reply[i + 2]),
-            name=opt_str(reply[i + 3]),
-            group=opt_str(reply[i + 4]),
+            name=reply[i + 3] or None,
+            group=reply[i + 4] or None,
         )
         for i in range(0, len(reply), 5)
     ]
@@ -349,8 +345,7 @@ def complete(ctx: Context, job_id: str, token: int) -> Plan[None]:
         StaleToken: the job is not active under ``token``.
     """
     tok = _fenced(ctx, job_id, token)
-    reply = yield Eval(script("complete"), _row_keys(ctx, job_id), (job_id, tok))
-    _gone(reply, job_id)
+    yield Eval(script("complete"), _row_keys(ctx, job_id), (job_id, tok), job=job_id)
 
 
 def complete_many(ctx: Context, pairs: Sequence[tuple[str, int]]) -> Plan[list[str]]:
@@ -370,7 +365,7 @@ def complete_ops(ctx: Context, pairs: Sequence[tuple[str, int]]) -> list[Eval]:
     """One ``complete`` script call per ``(job_id, token)``, gated before any I/O;
     read their replies with :func:`fenced_outcomes`."""
     done = script("complete")
-    return [Eval(done, _row_keys(ctx, j), (j, _fenced(ctx, j, t))) for j, t in pairs]
+    return [Eval(done, _row_keys(ctx, j), (j, _fenced(ctx, j, t)), job=j) for j, t in pairs]
 
 
 def fenced_batch(pairs: Sequence[tuple[str, int]], ops: Sequence[Eval]) -> Plan[list[str]]:
@@ -392,7 +387,7 @@ def fenced_outcomes(
     """Read the replies of one token-fenced op per job (in ``pairs`` order).
 
     Returns:
-        ``(gone, stale)``: the ids whose row was gone (``-1`` or ``JobGone``) and the
+        ``(gone, stale)``: the ids whose row was gone (``JobGone``) and the
         ids refused as no longer active under that token.
 
     Raises:
@@ -401,7 +396,7 @@ def fenced_outcomes(
     gone: list[str] = []
     stale: list[str] = []
     for (j, _), r in zip(pairs, replies):
-        if r == -1 or isinstance(r, JobGone):
+        if isinstance(r, JobGone):
             gone.append(j)
         elif isinstance(r, StaleToken):
             stale.append(j)
@@ -418,7 +413,7 @@ def retry(
     *,
     delay_ms: int = 0,
     max_attempts: int | None = None,
-) -> Plan[str]:
+) -> Plan[RetryOutcome]:
     """Record a failure of an active job and schedule it again, or dead-letter it.
 
     Args:
@@ -427,7 +422,8 @@ def retry(
         max_attempts: overrides the row's limit for this decision.
 
     Returns:
-        ``"scheduled"``, or ``"dead"`` when its failures reached ``max_attempts``.
+        ``RetryOutcome.SCHEDULED``, or ``RetryOutcome.DEAD`` when its failures reached
+        ``max_attempts`` (each equal to its text, ``"scheduled"`` / ``"dead"``).
 
     Raises:
         JobGone, StaleToken: refused, nothing changed.
@@ -448,8 +444,9 @@ def retry(
             "" if max_attempts is None else str(max_attempts),
             str(ctx.max_attempts),
         ),
+        job=job_id,
     )
-    return as_str(_gone(reply, job_id))
+    return RetryOutcome(reply)
 
 
 def delay(ctx: Context, job_id: str, token: int, delay_ms: int) -> Plan[int]:
@@ -463,13 +460,13 @@ def delay(ctx: Context, job_id: str, token: int, delay_ms: int) -> Plan[int]:
     """
     tok = _fenced(ctx, job_id, token)
     delay_ms = checks.ms(delay_ms, "delay_ms", zero=True)
-    reply = yield Eval(script("delay"), _row_keys(ctx, job_id), (job_id, tok, str(delay_ms)))
-    return int(_gone(reply, job_id))
+    args = (job_id, tok, str(delay_ms))
+    return int((yield Eval(script("delay"), _row_keys(ctx, job_id), args, job=job_id)))
 
 
 def _release_op(ctx: Context, job_id: str, token: int) -> Eval:
     tok = _fenced(ctx, job_id, token)
-    return Eval(script("release"), _row_keys(ctx, job_id), (job_id, tok))
+    return Eval(script("release"), _row_keys(ctx, job_id), (job_id, tok), job=job_id)
 
 
 def release(ctx: Context, job_id: str, token: int) -> Plan[None]:
@@ -486,9 +483,7 @@ def release(ctx: Context, job_id: str, token: int) -> Plan[None]:
         JobGone: no such job.
         StaleToken: the job is not active under ``token``; nothing changed.
     """
-    reply = yield _release_op(ctx, job_id, token)
-    if reply == -1:
-        raise JobGone(f"job {job_id} is gone", job_id=job_id)
+    yield _release_op(ctx, job_id, token)
 
 
 def release_many(ctx: Context, pairs: Sequence[tuple[str, int]]) -> Plan[list[str]]:
@@ -520,10 +515,8 @@ def extend_lock(ctx: Context, job_id: str, token: int, lease_ms: int) -> Plan[No
         JobGone, StaleToken: refused, nothing changed.
     """
     reply = yield _extend(ctx, [(job_id, token)], lease_ms, 0)
-    if reply:
-        reason = as_str(reply[1])
-        cls = JobGone if reason == "gone" else StaleToken
-        raise cls(f"job {job_id}: {reason}", job_id=job_id)
+    if reply:  # this call answers refusals per job, as reasons: (id, 'gone' | 'stale')
+        raise BY_REASON[reply[1]](f"job {job_id}: {reply[1]}", job_id=job_id)
 
 
 def extend_locks(
@@ -545,7 +538,8 @@ def extend_locks(
         lock_ms = checks.ms(lock_ms, "lock_ms", zero=True)
         return []
     reply = yield _extend(ctx, pairs, lease_ms, lock_ms)
-    return [as_str(reply[i]) for i in range(0, len(reply), 2)]
+    missed: list[str] = reply[::2]
+    return missed
 
 
 def promote(ctx: Context, budget: int = 100) -> Plan[int]:
@@ -583,4 +577,6 @@ def check_stalled(
     max_stalled = checks.count(max_stalled, "max_stalled", zero=True)
     budget = checks.batch(budget, "budget")
     reply = yield Eval(script("check_stalled"), (ctx.keys.base,), (str(max_stalled), str(budget)))
-    return [as_str(x) for x in reply[0]], [as_str(x) for x in reply[1]]
+    back: list[str] = reply[0]
+    dead: list[str] = reply[1]
+    return back, dead

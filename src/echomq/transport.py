@@ -57,6 +57,7 @@ from .errors import InvalidJobId
 from .ids import validate
 from .keyspace import KEYSPACE_VERSION, VERSION_KEY
 from .native import UNASKED, Executor
+from .replies import outcome
 from .scripts import Arg, Batch, Cmd, Eval, Op, Plan, command, is_noscript, map_error
 
 T = TypeVar("T")
@@ -183,12 +184,6 @@ class Request:
 Exchange = Generator[Request, list[Any], Any]
 
 
-def _reply(exc_or_reply: Any) -> Any:
-    if isinstance(exc_or_reply, redis.ResponseError):
-        return map_error(exc_or_reply)
-    return exc_or_reply
-
-
 def native_command(op: Eval | Cmd, executor: Executor | None) -> tuple[Arg, ...]:
     """The command ``op`` sends: a script with a native twin goes as
     ``EMQ.<VERB> numkeys keys... args...`` once ``executor`` resolved to native
@@ -232,7 +227,7 @@ def exchange(op: Op, executor: Executor | None = None) -> Exchange:
             if is_noscript(r) and not loaded:
                 noscript.append(i)
             else:
-                results[i] = _reply(r)
+                results[i] = outcome(ops[i], r)  # the one translation of every reply
         unknown = todo[len(replies) :]
         if failure is not None:
             held = [ops[i] for i in unknown if not resendable(ops[i])]

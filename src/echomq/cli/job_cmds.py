@@ -52,7 +52,7 @@ def show(env: Env, queue: str, job_id: str) -> None:
     found = q.get_job(job_id)
     if found is None:
         raise JobGone(f"job {job_id} is gone", job_id=job_id)
-    row = numbers(dict(found))
+    row = numbers(found.as_dict())
     row.pop("payload", None)
 
     def text() -> None:

@@ -35,7 +35,7 @@ def parse_json(text: str, what: str = "JSON") -> Any:
 
 def queue_summary(q: Queue) -> dict[str, Any]:
     """A queue's counts and pause state, as ``--json`` shows them."""
-    return {"queue": q.name, **q.counts(), "paused": q.is_paused()}
+    return {"queue": q.name, **q.counts().as_dict()}  # the counts carry the pause
 
 
 def _counts_phrase(summary: dict[str, Any]) -> str:
@@ -216,7 +216,7 @@ def obliterate(
 
     def left() -> int:
         counts = q.counts()
-        return sum(counts[s] for s in ("pending", "active", "scheduled", "dead"))
+        return counts.pending + counts.active + counts.scheduled + counts.dead
 
     total = left()
     # The first call runs before any bar is drawn: a refusal shows no progress.
@@ -329,7 +329,7 @@ def jobs(
         rows = page.jobs
         doc.update(order=page.order, total=page.total)
         if state == "pending" and group is None and not env.json:
-            in_lanes = q.counts()["pending"] - page.total
+            in_lanes = q.counts().pending - page.total
             if in_lanes > 0:
                 env.note(f"{in_lanes} more pending jobs wait in lanes: list one with --group")
     else:

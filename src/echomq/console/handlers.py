@@ -206,7 +206,8 @@ class Console:
         return {"redis": self._health, "checked_ms": int(time.time() * 1000)}
 
     async def _summary(self, q: AsyncQueue) -> Reply:
-        counts, paused = await asyncio.gather(q.counts(), q.is_paused())
+        counts = (await q.counts()).as_dict()
+        paused = counts.pop("paused")  # one call: the counts carry the pause
         return {"name": q.name, "paused": paused, "counts": counts}
 
     async def list_queues(self) -> Reply:
@@ -409,7 +410,9 @@ class Console:
         done = await q.obliterate(force=force, budget=budget)
         if done:
             self.directory.forget(queue)
-        return {"ok": True, "done": done, "remaining": await q.counts()}
+        remaining = (await q.counts()).as_dict()
+        del remaining["paused"]  # the reply keeps its shape: the jobs left, by state
+        return {"ok": True, "done": done, "remaining": remaining}
 
     # ------------------------------------------------------------ group verbs
     async def pause_group(self, queue: str, group: str, body: Body) -> Reply:

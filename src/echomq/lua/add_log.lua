@@ -4,8 +4,10 @@
 -- Reply:   the number of lines kept
 -- Refusals: -1 no row (gone): nothing written.
 -- Writes:  RPUSH row:logs, LTRIM to the last `keep` lines when keep > 0.
+local B = KEYS[1]
+--! include keys
 if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
-local lk = KEYS[2] .. ':logs'
+local lk = KEYS[2] .. LOGS
 local n = redis.call('RPUSH', lk, ARGV[2])
 local keep = tonumber(ARGV[3])
 if keep > 0 and n > keep then

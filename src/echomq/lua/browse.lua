@@ -13,6 +13,7 @@
 -- Reply:   an array of at most n ids
 -- Refusals: none. Read-only.
 local B = KEYS[1]
+--! include keys
 local n, off = tonumber(ARGV[2]), tonumber(ARGV[3])
 local rev = ARGV[4] ~= 'run'
 local a = B .. ARGV[1]
@@ -29,7 +30,7 @@ if ARGV[1] ~= 'pending' then
   return out
 end
 
-local b = B .. 'gindex'
+local b = B .. GINDEX
 local na, nb = redis.call('ZCARD', a), redis.call('ZCARD', b)
 -- whether member x (id, score) comes before y in the page's order
 local function before(xi, xs, yi, ys)

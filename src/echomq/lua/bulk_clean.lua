@@ -11,9 +11,10 @@
 --          lock deleted, dedup key released; event 'removed' per job; one audit entry
 --          (verb clean) when any job went.
 local B = KEYS[1]
+--! include keys
 --! include common
 --! include audit
-local dead = B .. 'dead'
+local dead = B .. DEAD
 local cut = now_ms() - tonumber(ARGV[1])
 if ARGV[3] == '1' then
   return {redis.call('ZCOUNT', dead, '-inf', '(' .. cut), 0}
@@ -21,7 +22,7 @@ end
 local scan = tonumber(ARGV[2])
 local ids = redis.call('ZRANGE', dead, '-inf', '(' .. cut, 'BYSCORE', 'LIMIT', 0, scan)
 for _, id in ipairs(ids) do
-  delete_row(id, B .. 'job:' .. id)
+  delete_row(id, B .. JOB .. id)
   emit(ev('removed', id))
 end
 zrem_all(dead, ids)

@@ -13,25 +13,26 @@
 --          the ring for a lane; event 'promoted' per job; one wake token per job (capped);
 --          one audit entry (verb promote_jobs) when any job moved.
 local B = KEYS[1]
+--! include keys
 --! include common
 --! include audit
 --! include bulk
 local off, scan, dry = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
 local f = bulk_filter(4)
-local sched = B .. 'schedule'
+local sched = B .. SCHEDULE
 local ids = redis.call('ZRANGE', sched, off, off + scan - 1)
 local moved, seen = {}, 0
 local over = slicer()
 for i, id in ipairs(ids) do
   if over(i) then break end
   seen = i
-  if bulk_match(id, B .. 'job:' .. id, f) then moved[#moved + 1] = id end
+  if bulk_match(id, B .. JOB .. id, f) then moved[#moved + 1] = id end
 end
 local n = #moved
 if not dry and n > 0 then
   zrem_all(sched, moved)
   for _, id in ipairs(moved) do
-    local jk = B .. 'job:' .. id
+    local jk = B .. JOB .. id
     local r = redis.call('HMGET', jk, 'group', 'priority')
     make_ready(id, jk, r[1], r[2] or 0)
     emit(ev('promoted', id))

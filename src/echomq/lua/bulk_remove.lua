@@ -10,21 +10,22 @@
 -- ARGV[11] actor (optional; '' = none), written to the audit journal
 -- Reply:   {matched (removed, or would be), examined, next offset, done, locked (matching
 --          jobs skipped because a worker holds them: a `lock` field or a :lock key)}
--- Refusals: EMQLOCK for state active (every active job is held by a worker); EMQSTATE
---          for another unknown state. Both before any write.
+-- Refusals: EMQLOCK for state active (every active job is held by a worker); EMQARG
+--          for another unknown state (a malformed argument). Both before any write.
 -- Writes:  (not on a dry run) for each unlocked match, as remove_job: ZREM from the set,
 --          the row, logs and lock deleted, its dedup key released; a lane that lost jobs
 --          has its place on the ring re-synced; event 'removed' per job; one audit entry
 --          (verb remove_jobs) when any job went.
 local B = KEYS[1]
+--! include keys
 --! include common
 --! include audit
 --! include bulk
-local sets = {pending = 'pending', scheduled = 'schedule', dead = 'dead'}
+local sets = {pending = PENDING, scheduled = SCHEDULE, dead = DEAD}
 if ARGV[1] == 'active' then
   return redis.error_reply('EMQLOCK active jobs are held by their workers')
 end
-if not sets[ARGV[1]] then return redis.error_reply('EMQSTATE unknown state ' .. ARGV[1]) end
+if not sets[ARGV[1]] then return redis.error_reply('EMQARG unknown state ' .. ARGV[1]) end
 local lane = ARGV[1] == 'pending' and ARGV[2] ~= '' and ARGV[2] or nil
 local key = lane and lane_key(lane) or (B .. sets[ARGV[1]])
 local off, scan, dry = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5] == '1'
@@ -35,9 +36,9 @@ local over = slicer()
 for i, id in ipairs(ids) do
   if over(i) then break end
   seen = i
-  local jk = B .. 'job:' .. id
+  local jk = B .. JOB .. id
   if bulk_match(id, jk, f) then
-    if redis.call('HEXISTS', jk, 'lock') == 1 or redis.call('EXISTS', jk .. ':lock') == 1 then
+    if redis.call('HEXISTS', jk, 'lock') == 1 or redis.call('EXISTS', jk .. LOCK) == 1 then
       locked = locked + 1
     else
       n = n + 1
@@ -51,7 +52,7 @@ for i, id in ipairs(ids) do
 end
 if not dry then
   zrem_all(key, gone)
-  if lane then zrem_all(B .. 'gindex', gone) end
+  if lane then zrem_all(B .. GINDEX, gone) end
   if lane and n > 0 then ring_sync(lane) end
 end
 local done = (seen == #ids and #ids < scan) and 1 or 0

@@ -15,19 +15,20 @@
 --          served); event 'reprocessed' per job; one wake token per job (capped); one
 --          audit entry (verb reprocess_jobs) when any job moved.
 local B = KEYS[1]
+--! include keys
 --! include common
 --! include audit
 --! include bulk
 local off, scan, dry = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
 local f = bulk_filter(4)
-local dead = B .. 'dead'
+local dead = B .. DEAD
 local ids = redis.call('ZRANGE', dead, off, off + scan - 1)
 local n, lanes, seen = 0, {}, 0
 local over = slicer()
 for i, id in ipairs(ids) do
   if over(i) then break end
   seen = i
-  local jk = B .. 'job:' .. id
+  local jk = B .. JOB .. id
   local ok, g = bulk_match(id, jk, f)
   if ok then
     n = n + 1
@@ -37,10 +38,10 @@ for i, id in ipairs(ids) do
       redis.call('HSET', jk, 'state', 'pending')
       if g then
         redis.call('ZADD', lane_key(g), 0, id)
-        redis.call('ZADD', B .. 'gindex', 0, id)
+        redis.call('ZADD', B .. GINDEX, 0, id)
         lanes[g] = true
       else
-        redis.call('ZADD', B .. 'pending', 0, id)
+        redis.call('ZADD', B .. PENDING, 0, id)
       end
       emit(ev('reprocessed', id))
     end
@@ -49,7 +50,7 @@ end
 local done = (seen == #ids and #ids < scan) and 1 or 0
 if not dry and n > 0 then
   for g in pairs(lanes) do
-    redis.call('SADD', B .. 'groups', g)
+    redis.call('SADD', B .. GROUPS, g)
     -- quiet: the wake tokens below cover these jobs
     ring_sync(g, true)
   end

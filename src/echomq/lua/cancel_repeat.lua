@@ -6,11 +6,12 @@
 -- Writes:  ZREM repeat, DEL repeat:<name>; event 'repeat_removed'; one audit entry
 --          (none on a miss: nothing changed).
 local B = KEYS[1]
+--! include keys
 --! include common
 --! include audit
 local name = ARGV[1]
-if redis.call('ZREM', B .. 'repeat', name) == 0 then return 0 end
-redis.call('DEL', B .. 'repeat:' .. name)
+if redis.call('ZREM', B .. REPEAT, name) == 0 then return 0 end
+redis.call('DEL', B .. REPEAT_RECORD .. name)
 emit(cjson.encode({event = 'repeat_removed', name = name}))
 audit('cancel_repeat', cjson.encode({name = name}), 'ok', 1, ARGV[2])
 return 1

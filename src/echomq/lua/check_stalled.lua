@@ -7,17 +7,18 @@
 -- Writes:  ZREM active, lock deleted, lane slot back, stalled+1, then pending|lane
 --          (+ ring, wake) or dead (+ last_error, metrics:failed); events 'stalled'/'dead'.
 local B = KEYS[1]
+--! include keys
 --! include common
 local maxs = tonumber(ARGV[1])
 local now = now_ms()
-local ids = redis.call('ZRANGEBYSCORE', B .. 'active', '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+local ids = redis.call('ZRANGEBYSCORE', B .. ACTIVE, '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
 local back, dead = {}, {}
 if #ids == 0 then return {back, dead} end
-zrem_all(B .. 'active', ids)
+zrem_all(B .. ACTIVE, ids)
 for _, id in ipairs(ids) do
-  local jk = B .. 'job:' .. id
+  local jk = B .. JOB .. id
   local f = redis.call('HMGET', jk, 'group', 'priority')
-  redis.call('DEL', jk .. ':lock')
+  redis.call('DEL', jk .. LOCK)
   local s = redis.call('HINCRBY', jk, 'stalled', 1)
   -- a job going dead wakes a worker if its slot re-rings the group; one going back
   -- is counted in the wake tokens pushed below
@@ -25,8 +26,8 @@ for _, id in ipairs(ids) do
   if s > maxs then
     local err = 'stalled: lease expired ' .. s .. ' times'
     redis.call('HSET', jk, 'state', 'dead', 'last_error', err)
-    redis.call('ZADD', B .. 'dead', now, id)
-    count_metric('failed', 1, now)
+    redis.call('ZADD', B .. DEAD, now, id)
+    count_metric(B .. METRICS_FAILED, 1, now)
     emit(cjson.encode({event = 'dead', job = id, error = err}))
     dead[#dead + 1] = id
   else

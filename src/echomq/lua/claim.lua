@@ -9,6 +9,7 @@
 -- Writes:  ZPOPMIN pending|lane, attempts + 1 and state active (one HSET), ZADD active deadline,
 --          gactive/ring/gturn for lanes, the :lock key; event 'active'.
 local B = KEYS[1]
+--! include keys
 --! include common
 local lease = tonumber(ARGV[1])
 local count = tonumber(ARGV[2])
@@ -16,13 +17,13 @@ local side = ARGV[3]
 local lockttl = tonumber(ARGV[4])
 local now = now_ms()
 local deadline = now + lease
-local ring = B .. 'ring'
+local ring = B .. RING
 local out = {}
 local flat_dry, ring_dry = false, false
 
 local function pop_flat()
   if flat_dry then return nil end
-  local r = redis.call('ZPOPMIN', B .. 'pending')
+  local r = redis.call('ZPOPMIN', B .. PENDING)
   if #r == 0 then flat_dry = true; return nil end
   return r[1]
 end
@@ -36,21 +37,21 @@ local function pop_lane()
     if not serveable(g) then
       -- defensive: a group that cannot be served leaves the ring
       redis.call('LPOP', ring)
-      redis.call('HDEL', B .. 'gturn', g)
+      redis.call('HDEL', B .. GTURN, g)
     else
       local r = redis.call('ZPOPMIN', lane_key(g))
-      redis.call('ZREM', B .. 'gindex', r[1])
-      redis.call('HINCRBY', B .. 'gactive', g, 1)
+      redis.call('ZREM', B .. GINDEX, r[1])
+      redis.call('HINCRBY', B .. GACTIVE, g, 1)
       if not serveable(g) then
         -- the lane emptied or hit its limit: leave the ring from its head (O(1),
         -- where an LREM would walk a ring of many tenants)
         redis.call('LPOP', ring)
-        redis.call('HDEL', B .. 'gturn', g)
+        redis.call('HDEL', B .. GTURN, g)
       else
         -- a weighted group keeps the head of the ring for `weight` claims per turn
-        local w = tonumber(redis.call('HGET', B .. 'gweight', g) or '1')
-        if w <= 1 or redis.call('HINCRBY', B .. 'gturn', g, 1) >= w then
-          if w > 1 then redis.call('HDEL', B .. 'gturn', g) end
+        local w = tonumber(redis.call('HGET', B .. GWEIGHT, g) or '1')
+        if w <= 1 or redis.call('HINCRBY', B .. GTURN, g, 1) >= w then
+          if w > 1 then redis.call('HDEL', B .. GTURN, g) end
           redis.call('LMOVE', ring, ring, 'LEFT', 'RIGHT')
         end
       end
@@ -71,13 +72,13 @@ while #out < count * 5 do
     if not id then id = pop_flat() end
   end
   if not id then break end
-  local jk = B .. 'job:' .. id
+  local jk = B .. JOB .. id
   -- one read and one write of the row: the new token is attempts + 1
   local f = redis.call('HMGET', jk, 'attempts', 'payload', 'name')
   local tok = (tonumber(f[1]) or 0) + 1
   redis.call('HSET', jk, 'attempts', tok, 'state', 'active')
-  redis.call('ZADD', B .. 'active', deadline, id)
-  if lockttl > 0 then redis.call('SET', jk .. ':lock', tok, 'PX', lockttl) end
+  redis.call('ZADD', B .. ACTIVE, deadline, id)
+  if lockttl > 0 then redis.call('SET', jk .. LOCK, tok, 'PX', lockttl) end
   out[#out + 1] = id
   out[#out + 1] = f[2] or ''
   out[#out + 1] = tok

@@ -6,14 +6,15 @@
 -- Writes:  ZREM active, lane slot back (+ ring), row/logs/lock deleted, dedup key
 --          released, metrics:completed counted; event 'completed'.
 local B = KEYS[1]
+--! include keys
 --! include common
 local id, token = ARGV[1], ARGV[2]
 local jk = KEYS[2]
 local f, refusal = fenced(jk, token, 'group', 'dedup')
 if not f then return refusal end
-redis.call('ZREM', B .. 'active', id)
+redis.call('ZREM', B .. ACTIVE, id)
 if f[3] then give_back(f[3]) end
 delete_row(id, jk, f[4])
-count_metric('completed', 1, now_ms())
+count_metric(B .. METRICS_COMPLETED, 1, now_ms())
 emit(ev('completed', id))
 return 1

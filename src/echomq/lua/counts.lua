@@ -4,14 +4,15 @@
 -- Reply:   {pending, active, scheduled, dead, completed, failed, paused(0|1)}
 -- Refusals: none. Read-only.
 local B = KEYS[1]
+--! include keys
 -- every lane's jobs are in gindex too: the lanes are counted without walking them
-local pending = redis.call('ZCARD', B .. 'pending') + redis.call('ZCARD', B .. 'gindex')
+local pending = redis.call('ZCARD', B .. PENDING) + redis.call('ZCARD', B .. GINDEX)
 return {
   pending,
-  redis.call('ZCARD', B .. 'active'),
-  redis.call('ZCARD', B .. 'schedule'),
-  redis.call('ZCARD', B .. 'dead'),
-  tonumber(redis.call('HGET', B .. 'metrics:completed', 'count') or '0'),
-  tonumber(redis.call('HGET', B .. 'metrics:failed', 'count') or '0'),
-  redis.call('HEXISTS', B .. 'meta', 'paused'),
+  redis.call('ZCARD', B .. ACTIVE),
+  redis.call('ZCARD', B .. SCHEDULE),
+  redis.call('ZCARD', B .. DEAD),
+  tonumber(redis.call('HGET', B .. METRICS_COMPLETED, 'count') or '0'),
+  tonumber(redis.call('HGET', B .. METRICS_FAILED, 'count') or '0'),
+  redis.call('HEXISTS', B .. META, 'paused'),
 }

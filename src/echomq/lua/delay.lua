@@ -6,16 +6,17 @@
 -- Writes:  ZREM active, lane slot back (+ ring), lock deleted, state scheduled,
 --          ZADD schedule; event 'delayed'.
 local B = KEYS[1]
+--! include keys
 --! include common
 local id, token = ARGV[1], ARGV[2]
 local jk = KEYS[2]
 local f, refusal = fenced(jk, token, 'group')
 if not f then return refusal end
 local due = now_ms() + tonumber(ARGV[3])
-redis.call('ZREM', B .. 'active', id)
-redis.call('DEL', jk .. ':lock')
+redis.call('ZREM', B .. ACTIVE, id)
+redis.call('DEL', jk .. LOCK)
 if f[3] then give_back(f[3]) end
 redis.call('HSET', jk, 'state', 'scheduled')
-redis.call('ZADD', B .. 'schedule', due, id)
+redis.call('ZADD', B .. SCHEDULE, due, id)
 emit('{"event":"delayed","job":"' .. id .. '","due":' .. due .. '}')
 return due

@@ -11,6 +11,7 @@
 --          leaves the ring; event 'drained' with the count (when any); one audit entry
 --          per call that drained any (count = this call's, outcome more | done).
 local B = KEYS[1]
+--! include keys
 --! include common
 --! include audit
 --! include bulk
@@ -26,8 +27,8 @@ local function wipe(setkey, lane)
   while left > 0 and not cut do
     local popped = redis.call('ZPOPMIN', setkey, math.min(left, 64))
     for i = 1, #popped, 2 do
-      delete_row(popped[i], B .. 'job:' .. popped[i])
-      if lane then redis.call('ZREM', B .. 'gindex', popped[i]) end
+      delete_row(popped[i], B .. JOB .. popped[i])
+      if lane then redis.call('ZREM', B .. GINDEX, popped[i]) end
     end
     local k = #popped / 2
     left, total, n = left - k, total + k, n + k
@@ -37,15 +38,15 @@ local function wipe(setkey, lane)
   return n
 end
 
-wipe(B .. 'pending')
+wipe(B .. PENDING)
 if left > 0 then
-  for _, g in ipairs(redis.call('SMEMBERS', B .. 'groups')) do
+  for _, g in ipairs(redis.call('SMEMBERS', B .. GROUPS)) do
     -- only a lane that lost jobs can have changed its place on the ring
     if wipe(lane_key(g), true) > 0 then ring_sync(g) end
     if left <= 0 or cut then break end
   end
 end
-if left > 0 and not cut and ARGV[1] == '1' then wipe(B .. 'schedule') end
+if left > 0 and not cut and ARGV[1] == '1' then wipe(B .. SCHEDULE) end
 if total > 0 then emit('{"event":"drained","count":' .. total .. '}') end
 local more = left <= 0 or cut
 if total > 0 then

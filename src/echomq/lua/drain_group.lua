@@ -6,14 +6,15 @@
 -- Writes:  ZREM lane, rows + logs deleted, dedup released, ring; event 'drained';
 --          one audit entry per call that drained any (outcome more | done).
 local B = KEYS[1]
+--! include keys
 --! include common
 --! include audit
 local g = ARGV[1]
 local lane = lane_key(g)
 local ids = redis.call('ZRANGE', lane, 0, tonumber(ARGV[2]) - 1)
-for _, id in ipairs(ids) do delete_row(id, B .. 'job:' .. id) end
+for _, id in ipairs(ids) do delete_row(id, B .. JOB .. id) end
 zrem_all(lane, ids)
-zrem_all(B .. 'gindex', ids)
+zrem_all(B .. GINDEX, ids)
 ring_sync(g)
 if #ids > 0 then
   emit(cjson.encode({event = 'drained', group = g, count = #ids}))

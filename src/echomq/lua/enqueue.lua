@@ -16,6 +16,7 @@
 -- Writes:  the row (state pending|scheduled, attempts 0), pending/lane/schedule,
 --          groups + ring + wake for lanes, de:<dedup> (NX), wake; event 'enqueued'.
 local B = KEYS[1]
+--! include keys
 --! include common
 -- check, then write: every argument that can fail is read before the first write
 local function finite(v)
@@ -68,11 +69,11 @@ local nf = #f
 
 local dest, score
 if due then
-  dest, score = B .. 'schedule', due
+  dest, score = B .. SCHEDULE, due
 elseif g then
   dest, score = lane_key(g), prio or 0
 else
-  dest, score = B .. 'pending', prio or 0
+  dest, score = B .. PENDING, prio or 0
 end
 
 local out = (w == 4) and {} or nil
@@ -80,14 +81,14 @@ local zs = {}
 for i = 0, n - 1 do
   local a = 3 + i * w
   local id = ARGV[a]
-  local jk = B .. 'job:' .. id
+  local jk = B .. JOB .. id
   local holder, dedup = nil, nil
   if w == 4 then
     if ARGV[a + 3] == '1' and redis.call('EXISTS', jk) == 1 then holder = id end
     if ARGV[a + 2] ~= '' then dedup = ARGV[a + 2] end
     if not holder and dedup then
       -- SET NX GET: one command both takes the key and tells who holds it
-      holder = redis.call('SET', B .. 'de:' .. dedup, id, 'NX', 'GET') or nil
+      holder = redis.call('SET', B .. DEDUP .. dedup, id, 'NX', 'GET') or nil
     end
     out[#out + 1] = holder or id
   end
@@ -121,11 +122,11 @@ local function zadd_all(key)
 end
 zadd_all(dest)
 -- a lane's jobs are also in gindex, the index of every lane's jobs (same score)
-if lane_before then zadd_all(B .. 'gindex') end
+if lane_before then zadd_all(B .. GINDEX) end
 local written = nz / 2
 if written > 0 and not due then
   if g then
-    redis.call('SADD', B .. 'groups', g)
+    redis.call('SADD', B .. GROUPS, g)
     lane_grew(g, lane_before, true)
   end
   push_wake(written)

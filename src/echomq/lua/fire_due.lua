@@ -13,10 +13,11 @@
 --          max_attempts, backoff, repeat), pending|lane (+ groups, ring), one wake token,
 --          ZADD repeat next, record count/last; event 'enqueued' (with repeat, slot).
 local B = KEYS[1]
+--! include keys
 --! include common
 local name, slot, id = ARGV[1], tonumber(ARGV[2]), ARGV[4]
-local rk = B .. 'repeat:' .. name
-local score = redis.call('ZSCORE', B .. 'repeat', name)
+local rk = B .. REPEAT_RECORD .. name
+local score = redis.call('ZSCORE', B .. REPEAT, name)
 local now = now_ms()
 if not score or tonumber(score) ~= slot or slot > now then return 0 end
 local r = redis.call('HMGET', rk, 'kind', 'spec', 'payload', 'job_name', 'group',
@@ -30,7 +31,7 @@ else
   next_run = tonumber(ARGV[3])
   if not next_run or next_run <= slot then return 0 end
 end
-local jk = B .. 'job:' .. id
+local jk = B .. JOB .. id
 local f = {'state', 'pending', 'attempts', 0, 'payload', r[3] or '', 'name', r[4] or name,
   'repeat', name}
 local g = r[5]
@@ -42,15 +43,15 @@ if r[8] then f[#f + 1] = 'backoff'; f[#f + 1] = r[8] end
 redis.call('HSET', jk, unpack(f))
 if g then
   redis.call('ZADD', lane_key(g), prio, id)
-  redis.call('ZADD', B .. 'gindex', prio, id)
-  redis.call('SADD', B .. 'groups', g)
+  redis.call('ZADD', B .. GINDEX, prio, id)
+  redis.call('SADD', B .. GROUPS, g)
   -- quiet: the one wake token below covers this job
   ring_sync(g, true)
 else
-  redis.call('ZADD', B .. 'pending', prio, id)
+  redis.call('ZADD', B .. PENDING, prio, id)
 end
 push_wake(1)
-redis.call('ZADD', B .. 'repeat', 'XX', next_run, name)
+redis.call('ZADD', B .. REPEAT, 'XX', next_run, name)
 redis.call('HINCRBY', rk, 'count', 1)
 redis.call('HSET', rk, 'last', slot)
 emit(cjson.encode({event = 'enqueued', job = id, ['repeat'] = name, slot = slot}))

@@ -6,13 +6,14 @@
 -- Refusals: none.
 -- Writes:  none.
 local B = KEYS[1]
+--! include keys
 --! include common
 local now = now_ms()
 local out = {now}
-local due = redis.call('ZRANGEBYSCORE', B .. 'repeat', '-inf', now, 'WITHSCORES',
+local due = redis.call('ZRANGEBYSCORE', B .. REPEAT, '-inf', now, 'WITHSCORES',
   'LIMIT', 0, tonumber(ARGV[1]))
 for i = 1, #due, 2 do
-  local f = redis.call('HMGET', B .. 'repeat:' .. due[i], 'kind', 'spec')
+  local f = redis.call('HMGET', B .. REPEAT_RECORD .. due[i], 'kind', 'spec')
   out[#out + 1] = due[i]
   out[#out + 1] = due[i + 1]
   out[#out + 1] = f[1] or ''

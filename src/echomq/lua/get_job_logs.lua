@@ -3,5 +3,7 @@
 -- ARGV     none
 -- Reply:   an array of lines ({} when none)
 -- Refusals: -1 no row (gone). Read-only.
+local B = KEYS[1]
+--! include keys
 if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
-return redis.call('LRANGE', KEYS[2] .. ':logs', 0, -1)
+return redis.call('LRANGE', KEYS[2] .. LOGS, 0, -1)

@@ -7,14 +7,15 @@
 --          limit ('' = none), weight, paused (0|1)}
 -- Refusals: none. Read-only.
 local B = KEYS[1]
-local page = redis.call('SSCAN', B .. 'groups', ARGV[1], 'COUNT', tonumber(ARGV[2]))
+--! include keys
+local page = redis.call('SSCAN', B .. GROUPS, ARGV[1], 'COUNT', tonumber(ARGV[2]))
 local out = {page[1]}
 for _, g in ipairs(page[2]) do
   out[#out + 1] = g
-  out[#out + 1] = redis.call('ZCARD', B .. 'g:' .. g .. ':pending')
-  out[#out + 1] = tonumber(redis.call('HGET', B .. 'gactive', g) or '0')
-  out[#out + 1] = redis.call('HGET', B .. 'glimit', g) or ''
-  out[#out + 1] = tonumber(redis.call('HGET', B .. 'gweight', g) or '1')
-  out[#out + 1] = redis.call('SISMEMBER', B .. 'gpaused', g)
+  out[#out + 1] = redis.call('ZCARD', B .. LANE .. g .. LANE_END)
+  out[#out + 1] = tonumber(redis.call('HGET', B .. GACTIVE, g) or '0')
+  out[#out + 1] = redis.call('HGET', B .. GLIMIT, g) or ''
+  out[#out + 1] = tonumber(redis.call('HGET', B .. GWEIGHT, g) or '1')
+  out[#out + 1] = redis.call('SISMEMBER', B .. GPAUSED, g)
 end
 return out

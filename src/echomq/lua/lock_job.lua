@@ -6,8 +6,9 @@
 --          Both before any write.
 -- Writes:  SET row:lock token PX ttl_ms (a re-lock by the holder extends it).
 local B = KEYS[1]
+--! include keys
 --! include common
 local f, refusal = fenced(KEYS[2], ARGV[2])
 if not f then return refusal end
-redis.call('SET', KEYS[2] .. ':lock', ARGV[2], 'PX', tonumber(ARGV[3]))
+redis.call('SET', KEYS[2] .. LOCK, ARGV[2], 'PX', tonumber(ARGV[3]))
 return 1

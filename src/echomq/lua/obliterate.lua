@@ -32,20 +32,21 @@
 -- A producer writing into the queue while it is obliterated may leave keys behind:
 -- pause, stop producers, then obliterate.
 local B = KEYS[1]
+--! include keys
 --! include common
 --! include audit
 --! include bulk
-local meta = B .. 'meta'
+local meta = B .. META
 if not redis.call('HGET', meta, 'paused') then
   return redis.error_reply('EMQSTATE not paused')
 end
 local force = ARGV[1] == 'force'
-if not force and redis.call('EXISTS', B .. 'active') == 1 then
+if not force and redis.call('EXISTS', B .. ACTIVE) == 1 then
   return redis.error_reply('EMQSTATE active jobs present')
 end
 local budget = tonumber(ARGV[2])
 local jobs = 0
-local journal = B .. 'audit'
+local journal = B .. AUDIT
 local flags = ',' .. (ARGV[3] or '') .. ','
 local keep = flags:find(',keep,', 1, true) ~= nil
 local scan_all = flags:find(',sweep,', 1, true) ~= nil
@@ -61,8 +62,8 @@ local function sweep(setkey, lane)
     local popped = redis.call('ZPOPMIN', setkey, math.min(budget, 64))
     if #popped == 0 then return false end
     for i = 1, #popped, 2 do
-      delete_row(popped[i], B .. 'job:' .. popped[i])
-      if lane then redis.call('ZREM', B .. 'gindex', popped[i]) end
+      delete_row(popped[i], B .. JOB .. popped[i])
+      if lane then redis.call('ZREM', B .. GINDEX, popped[i]) end
     end
     budget = budget - #popped / 2
     jobs = jobs + #popped / 2
@@ -73,25 +74,25 @@ end
 
 local function run()
   -- 1. the jobs
-  for _, t in ipairs({'active', 'pending', 'schedule', 'dead'}) do
+  for _, t in ipairs({ACTIVE, PENDING, SCHEDULE, DEAD}) do
     if sweep(B .. t) then return 1 end
   end
-  for _, g in ipairs(redis.call('SMEMBERS', B .. 'groups')) do
+  for _, g in ipairs(redis.call('SMEMBERS', B .. GROUPS)) do
     if sweep(lane_key(g), true) then return 1 end
   end
 
   -- 2. the repeat records, under the same budget
-  local names = redis.call('ZPOPMIN', B .. 'repeat', budget)
+  local names = redis.call('ZPOPMIN', B .. REPEAT, budget)
   if #names > 0 then
-    for i = 1, #names, 2 do redis.call('DEL', B .. 'repeat:' .. names[i]) end
+    for i = 1, #names, 2 do redis.call('DEL', B .. REPEAT_RECORD .. names[i]) end
     budget = budget - #names / 2
     if budget <= 0 then return 1 end
   end
 
   -- 3. the keys every queue may have, by name
-  redis.call('DEL', B .. 'metrics:completed', B .. 'metrics:failed', B .. 'groups',
-    B .. 'ring', B .. 'gactive', B .. 'glimit', B .. 'gweight', B .. 'gpaused',
-    B .. 'gturn', B .. 'wake', B .. 'repeat', B .. 'gindex', B .. 'settled', B .. 'workers')
+  redis.call('DEL', B .. METRICS_COMPLETED, B .. METRICS_FAILED, B .. GROUPS,
+    B .. RING, B .. GACTIVE, B .. GLIMIT, B .. GWEIGHT, B .. GPAUSED,
+    B .. GTURN, B .. WAKE, B .. REPEAT, B .. GINDEX, B .. SETTLED, B .. WORKERS)
 
   -- 4. with 'sweep' only: a scan for keys no registry names. A step that finds more
   -- than the budget deletes `budget` of them and keeps its starting cursor, so the

@@ -7,10 +7,11 @@
 -- Writes:  HSETNX meta paused 1 (an already paused queue is left exactly as it is);
 --          event 'paused' and one audit entry, only when the gate was open.
 local B = KEYS[1]
+--! include keys
 --! include audit
-local changed = redis.call('HSETNX', B .. 'meta', 'paused', '1') == 1
+local changed = redis.call('HSETNX', B .. META, 'paused', '1') == 1
 if changed then
-  redis.call('PUBLISH', B .. 'events', '{"event":"paused"}')
+  redis.call('PUBLISH', B .. EVENTS, '{"event":"paused"}')
   audit('pause', '{}', 'ok', 1, ARGV[1])
 end
 return 1

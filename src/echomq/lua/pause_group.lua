@@ -6,10 +6,11 @@
 -- Writes:  SADD gpaused, SADD groups (so groups() lists a group paused before its
 --          first job), the group leaves the ring; event 'group_paused'; one audit entry.
 local B = KEYS[1]
+--! include keys
 --! include common
 --! include audit
-redis.call('SADD', B .. 'gpaused', ARGV[1])
-redis.call('SADD', B .. 'groups', ARGV[1])
+redis.call('SADD', B .. GPAUSED, ARGV[1])
+redis.call('SADD', B .. GROUPS, ARGV[1])
 ring_sync(ARGV[1])
 emit(cjson.encode({event = 'group_paused', group = ARGV[1]}))
 audit('pause_group', cjson.encode({group = ARGV[1]}), 'ok', 1, ARGV[2])

@@ -6,13 +6,14 @@
 -- Writes:  ZREM schedule, state pending, ZADD pending|lane (score = priority),
 --          ring for lanes, wake; event 'promoted'.
 local B = KEYS[1]
+--! include keys
 --! include common
-local ids = redis.call('ZRANGEBYSCORE', B .. 'schedule', '-inf', now_ms(),
+local ids = redis.call('ZRANGEBYSCORE', B .. SCHEDULE, '-inf', now_ms(),
   'LIMIT', 0, tonumber(ARGV[1]))
 if #ids == 0 then return 0 end
-zrem_all(B .. 'schedule', ids)
+zrem_all(B .. SCHEDULE, ids)
 for _, id in ipairs(ids) do
-  local jk = B .. 'job:' .. id
+  local jk = B .. JOB .. id
   local f = redis.call('HMGET', jk, 'group', 'priority')
   make_ready(id, jk, f[1], f[2] or 0)
   emit(ev('promoted', id))

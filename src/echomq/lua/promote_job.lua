@@ -7,11 +7,12 @@
 -- Writes:  ZREM schedule, state pending, ZADD pending|lane (score = priority), `groups`
 --          and the ring for a lane; one wake token; event 'promoted'; one audit entry.
 local B = KEYS[1]
+--! include keys
 --! include common
 --! include audit
 local id, jk = ARGV[1], KEYS[2]
 if redis.call('EXISTS', jk) == 0 then return -1 end
-if redis.call('ZREM', B .. 'schedule', id) ~= 1 then
+if redis.call('ZREM', B .. SCHEDULE, id) ~= 1 then
   return redis.error_reply('EMQSTATE not scheduled')
 end
 local r = redis.call('HMGET', jk, 'group', 'priority')

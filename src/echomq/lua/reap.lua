@@ -7,15 +7,16 @@
 -- Writes:  ZREM active, lock deleted, lane slot back (give_back), state pending, ZADD pending|lane,
 --          ring, wake; event 'stalled'.
 local B = KEYS[1]
+--! include keys
 --! include common
-local ids = redis.call('ZRANGEBYSCORE', B .. 'active', '-inf', now_ms(),
+local ids = redis.call('ZRANGEBYSCORE', B .. ACTIVE, '-inf', now_ms(),
   'LIMIT', 0, tonumber(ARGV[1]))
 if #ids == 0 then return 0 end
-zrem_all(B .. 'active', ids)
+zrem_all(B .. ACTIVE, ids)
 for _, id in ipairs(ids) do
-  local jk = B .. 'job:' .. id
+  local jk = B .. JOB .. id
   local f = redis.call('HMGET', jk, 'group', 'priority')
-  redis.call('DEL', jk .. ':lock')
+  redis.call('DEL', jk .. LOCK)
   if f[1] then give_back(f[1], true) end
   make_ready(id, jk, f[1], f[2] or 0)
   emit(ev('stalled', id))

@@ -6,6 +6,7 @@
 -- Writes:  ZREM old lane|pending, ZADD new lane|pending (same score), row group,
 --          groups, ring of both groups; event 'reassigned'; one audit entry.
 local B = KEYS[1]
+--! include keys
 --! include common
 --! include audit
 local id, jk, to = ARGV[1], KEYS[2], ARGV[2]
@@ -13,19 +14,19 @@ local f = redis.call('HMGET', jk, 'state', 'group')
 if not f[1] then return -1 end
 if f[1] ~= 'pending' then return redis.error_reply('EMQSTATE not pending') end
 local from = f[2]
-local src = from and lane_key(from) or (B .. 'pending')
+local src = from and lane_key(from) or (B .. PENDING)
 local score = redis.call('ZSCORE', src, id) or '0'
 redis.call('ZREM', src, id)
-if from then redis.call('ZREM', B .. 'gindex', id) end
+if from then redis.call('ZREM', B .. GINDEX, id) end
 if to == '' then
   redis.call('HDEL', jk, 'group')
-  redis.call('ZADD', B .. 'pending', score, id)
+  redis.call('ZADD', B .. PENDING, score, id)
   push_wake(1)
 else
   redis.call('HSET', jk, 'group', to)
   redis.call('ZADD', lane_key(to), score, id)
-  redis.call('ZADD', B .. 'gindex', score, id)
-  redis.call('SADD', B .. 'groups', to)
+  redis.call('ZADD', B .. GINDEX, score, id)
+  redis.call('SADD', B .. GROUPS, to)
   -- quiet: the one wake token below covers the job, whether or not the group rejoined
   ring_sync(to, true)
   push_wake(1)

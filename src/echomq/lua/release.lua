@@ -10,13 +10,14 @@
 --          state pending, ZADD pending|lane at its priority (+ ring), one wake token;
 --          event 'released'.
 local B = KEYS[1]
+--! include keys
 --! include common
 local id, token = ARGV[1], ARGV[2]
 local jk = KEYS[2]
 local f, refusal = fenced(jk, token, 'group', 'priority')
 if not f then return refusal end
-redis.call('ZREM', B .. 'active', id)
-redis.call('DEL', jk .. ':lock')
+redis.call('ZREM', B .. ACTIVE, id)
+redis.call('DEL', jk .. LOCK)
 if f[3] then give_back(f[3], true) end
 make_ready(id, jk, f[3], f[4] or 0)
 push_wake(1)

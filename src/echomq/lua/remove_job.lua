@@ -10,27 +10,28 @@
 --          row, logs, lock deleted; the row's dedup key and ARGV[2]'s released when
 --          they name this job. Event 'removed'; one audit entry.
 local B = KEYS[1]
+--! include keys
 --! include common
 --! include audit
 local id, jk = ARGV[1], KEYS[2]
 if redis.call('EXISTS', jk) == 0 then return -1 end
 local f = redis.call('HMGET', jk, 'group', 'lock')
-if f[2] or redis.call('EXISTS', jk .. ':lock') == 1 then
+if f[2] or redis.call('EXISTS', jk .. LOCK) == 1 then
   return redis.error_reply('EMQLOCK job ' .. id .. ' is locked')
 end
 local g = f[1]
-local was_active = redis.call('ZREM', B .. 'active', id) == 1
-redis.call('ZREM', B .. 'pending', id)
-redis.call('ZREM', B .. 'schedule', id)
-redis.call('ZREM', B .. 'dead', id)
+local was_active = redis.call('ZREM', B .. ACTIVE, id) == 1
+redis.call('ZREM', B .. PENDING, id)
+redis.call('ZREM', B .. SCHEDULE, id)
+redis.call('ZREM', B .. DEAD, id)
 if g then
   redis.call('ZREM', lane_key(g), id)
-  redis.call('ZREM', B .. 'gindex', id)
+  redis.call('ZREM', B .. GINDEX, id)
   -- the slot the claim took is given back exactly once, here
   if was_active then slot_back(g) end
 end
 if ARGV[2] ~= '' then
-  local dk = B .. 'de:' .. ARGV[2]
+  local dk = B .. DEDUP .. ARGV[2]
   if redis.call('GET', dk) == id then redis.call('DEL', dk) end
 end
 delete_row(id, jk)

@@ -13,12 +13,13 @@
 -- Writes:  repeat:<name> hash replaced (count/last kept), ZADD repeat; event
 --          'repeat_added'; one audit entry (args: name, kind, spec).
 local B = KEYS[1]
+--! include keys
 --! include common
 --! include audit
 local name, kind, spec = ARGV[1], ARGV[2], ARGV[3]
-local rk = B .. 'repeat:' .. name
+local rk = B .. REPEAT_RECORD .. name
 local old = redis.call('HMGET', rk, 'kind', 'spec', 'count', 'last')
-local next_run = redis.call('ZSCORE', B .. 'repeat', name)
+local next_run = redis.call('ZSCORE', B .. REPEAT, name)
 if not (old[1] == kind and old[2] == spec and next_run) then
   if kind == 'every' then
     next_run = now_ms() + tonumber(ARGV[4])
@@ -35,7 +36,7 @@ for i, k in ipairs(opt) do
   if ARGV[5 + i] ~= '' then f[#f + 1] = k; f[#f + 1] = ARGV[5 + i] end
 end
 redis.call('HSET', rk, unpack(f))
-redis.call('ZADD', B .. 'repeat', next_run, name)
+redis.call('ZADD', B .. REPEAT, next_run, name)
 emit(cjson.encode({event = 'repeat_added', name = name, next = next_run}))
 audit('repeat', cjson.encode({name = name, kind = kind, spec = spec}), 'ok', 1, ARGV[11])
 return next_run

@@ -11,6 +11,7 @@
 --          event 'reprocessed'; one audit entry. The pause is not read here: on a paused queue the job
 --          waits in pending until a claim after resume.
 local B = KEYS[4]
+--! include keys
 --! include common
 --! include audit
 local jk, id = KEYS[1], ARGV[1]
@@ -23,8 +24,8 @@ redis.call('HSET', jk, 'state', 'pending')
 local g = redis.call('HGET', jk, 'group')
 if g then
   redis.call('ZADD', lane_key(g), 0, id)
-  redis.call('ZADD', B .. 'gindex', 0, id)
-  redis.call('SADD', B .. 'groups', g)
+  redis.call('ZADD', B .. GINDEX, 0, id)
+  redis.call('SADD', B .. GROUPS, g)
   -- quiet: the one wake token below covers this job
   ring_sync(g, true)
 else

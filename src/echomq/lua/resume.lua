@@ -9,13 +9,14 @@
 --          wake tokens for the ready work (flat pending plus the groups on the ring,
 --          capped) so idle workers come back, event 'resumed' and one audit entry.
 local B = KEYS[1]
+--! include keys
 --! include common
 --! include audit
-local meta = B .. 'meta'
+local meta = B .. META
 local changed = redis.call('HDEL', meta, 'paused') == 1
 if changed then
   redis.call('HDEL', meta, 'sweep')
-  push_wake(redis.call('ZCARD', B .. 'pending') + redis.call('LLEN', B .. 'ring'))
+  push_wake(redis.call('ZCARD', B .. PENDING) + redis.call('LLEN', B .. RING))
   emit('{"event":"resumed"}')
   audit('resume', '{}', 'ok', 1, ARGV[1])
 end

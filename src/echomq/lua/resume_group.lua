@@ -6,9 +6,10 @@
 -- Writes:  SREM gpaused, the group rejoins the ring (+ wake) when it can be served;
 --          event 'group_resumed'; one audit entry.
 local B = KEYS[1]
+--! include keys
 --! include common
 --! include audit
-redis.call('SREM', B .. 'gpaused', ARGV[1])
+redis.call('SREM', B .. GPAUSED, ARGV[1])
 ring_sync(ARGV[1])
 emit(cjson.encode({event = 'group_resumed', group = ARGV[1]}))
 audit('resume_group', cjson.encode({group = ARGV[1]}), 'ok', 1, ARGV[2])

@@ -7,14 +7,15 @@
 -- Writes:  HSET/HDEL glimit; the ring follows (a raised limit re-rings + wakes); one audit
 --          entry (verb set_group_limit, or clear_group_limit).
 local B = KEYS[1]
+--! include keys
 --! include common
 --! include audit
 if ARGV[2] == '' then
-  redis.call('HDEL', B .. 'glimit', ARGV[1])
+  redis.call('HDEL', B .. GLIMIT, ARGV[1])
 else
-  redis.call('HSET', B .. 'glimit', ARGV[1], ARGV[2])
+  redis.call('HSET', B .. GLIMIT, ARGV[1], ARGV[2])
 end
-redis.call('SADD', B .. 'groups', ARGV[1])
+redis.call('SADD', B .. GROUPS, ARGV[1])
 ring_sync(ARGV[1])
 if ARGV[2] == '' then
   audit('clear_group_limit', cjson.encode({group = ARGV[1]}), 'ok', 1, ARGV[3])

@@ -7,15 +7,16 @@
 -- Writes:  HSET/HDEL gweight, HDEL gturn; groups (added with a weight, forgotten when
 --          clearing it leaves the group holding nothing); one audit entry.
 local B = KEYS[1]
+--! include keys
 --! include common
 --! include audit
-redis.call('HDEL', B .. 'gturn', ARGV[1])
+redis.call('HDEL', B .. GTURN, ARGV[1])
 if ARGV[2] == '1' then
-  redis.call('HDEL', B .. 'gweight', ARGV[1])
+  redis.call('HDEL', B .. GWEIGHT, ARGV[1])
   prune_group(ARGV[1])
 else
-  redis.call('HSET', B .. 'gweight', ARGV[1], ARGV[2])
-  redis.call('SADD', B .. 'groups', ARGV[1])
+  redis.call('HSET', B .. GWEIGHT, ARGV[1], ARGV[2])
+  redis.call('SADD', B .. GROUPS, ARGV[1])
 end
 audit('set_group_weight', cjson.encode({group = ARGV[1], weight = tonumber(ARGV[2])}), 'ok', 1,
   ARGV[3])

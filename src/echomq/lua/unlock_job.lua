@@ -5,7 +5,9 @@
 -- Refusals: -1 no row (gone); EMQSTALE the lock carries another token. Both before
 --          any write.
 -- Writes:  DEL row:lock.
-local lk = KEYS[2] .. ':lock'
+local B = KEYS[1]
+--! include keys
+local lk = KEYS[2] .. LOCK
 if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
 local held = redis.call('GET', lk)
 if not held then return 0 end

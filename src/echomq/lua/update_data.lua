@@ -6,6 +6,7 @@
 -- Writes:  HSET row payload; event 'updated'; one audit entry (args: job, the payload's
 --          size in bytes: the payload itself is not journaled).
 local B = KEYS[1]
+--! include keys
 --! include common
 --! include audit
 if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end

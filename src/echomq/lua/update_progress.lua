@@ -6,6 +6,7 @@
 -- Refusals: -1 no row (gone): nothing written, nothing published.
 -- Writes:  HSET row progress; PUBLISH {"event":"progress","job":id,"progress":value}.
 local B = KEYS[1]
+--! include keys
 --! include common
 if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
 redis.call('HSET', KEYS[2], 'progress', ARGV[2])

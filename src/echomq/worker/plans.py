@@ -25,6 +25,7 @@ import redis
 from .. import spine
 from ..backoff import Backoff
 from ..context import Context, as_str, opt_str
+from ..replies import text
 from ..scripts import Batch, Cmd, Plan, is_noscript, map_error
 from ..spine import Claimed, retry
 from .waker import Woke
@@ -137,4 +138,4 @@ def claim_after_wait(
         return []
     if isinstance(reply, redis.ResponseError):
         raise map_error(reply)
-    return spine.decode_claimed(ctx, reply)
+    return spine.decode_claimed(ctx, text(reply))  # it came past the runner: normalise it

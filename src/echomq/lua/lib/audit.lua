@@ -1,4 +1,5 @@
--- lib/audit: the operator journal (spliced in by the loader; the script defines `B`).
+-- lib/audit: the operator journal (spliced in by the loader; the script defines `B` and
+-- includes lib/keys first).
 -- Every operator verb's script appends one entry to the capped per-queue stream
 -- emq:{q}:audit after its last check, so a refused call writes none and a done call
 -- cannot miss it; a call that changed nothing writes none either. The entry id is the
@@ -8,6 +9,6 @@
 local AUDIT_CAP = 10000
 
 local function audit(verb, args, outcome, count, actor)
-  redis.call('XADD', B .. 'audit', 'MAXLEN', '~', AUDIT_CAP, '*', 'verb', verb,
+  redis.call('XADD', B .. AUDIT, 'MAXLEN', '~', AUDIT_CAP, '*', 'verb', verb,
     'args', args, 'outcome', outcome, 'count', count, 'actor', actor or '')
 end

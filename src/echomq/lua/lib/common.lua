@@ -9,7 +9,7 @@ local function now_ms()
 end
 
 local function emit(json)
-  redis.call('PUBLISH', B .. 'events', json)
+  redis.call('PUBLISH', B .. EVENTS, json)
 end
 
 local function ev(name, id)
@@ -18,7 +18,7 @@ end
 
 -- push up to n wake tokens, never past the cap: idle workers block on this list
 local function push_wake(n)
-  local wk = B .. 'wake'
+  local wk = B .. WAKE
   local room = WAKE_CAP - redis.call('LLEN', wk)
   if n > room then n = room end
   if n > 0 then
@@ -29,16 +29,16 @@ local function push_wake(n)
 end
 
 local function lane_key(g)
-  return B .. 'g:' .. g .. ':pending'
+  return B .. LANE .. g .. LANE_END
 end
 
 -- a group can be served now: work in its lane, not paused, under its limit
 local function serveable(g)
   if redis.call('ZCARD', lane_key(g)) == 0 then return false end
-  if redis.call('SISMEMBER', B .. 'gpaused', g) == 1 then return false end
-  local lim = redis.call('HGET', B .. 'glimit', g)
+  if redis.call('SISMEMBER', B .. GPAUSED, g) == 1 then return false end
+  local lim = redis.call('HGET', B .. GLIMIT, g)
   if lim then
-    local act = tonumber(redis.call('HGET', B .. 'gactive', g) or '0')
+    local act = tonumber(redis.call('HGET', B .. GACTIVE, g) or '0')
     if act >= tonumber(lim) then return false end
   end
   return true
@@ -62,11 +62,11 @@ end
 -- path that gives a group work or a setting adds it back.
 local function prune_group(g)
   if redis.call('EXISTS', lane_key(g)) == 0
-    and not redis.call('HGET', B .. 'gactive', g)
-    and redis.call('HEXISTS', B .. 'glimit', g) == 0
-    and redis.call('HEXISTS', B .. 'gweight', g) == 0
-    and redis.call('SISMEMBER', B .. 'gpaused', g) == 0 then
-    redis.call('SREM', B .. 'groups', g)
+    and not redis.call('HGET', B .. GACTIVE, g)
+    and redis.call('HEXISTS', B .. GLIMIT, g) == 0
+    and redis.call('HEXISTS', B .. GWEIGHT, g) == 0
+    and redis.call('SISMEMBER', B .. GPAUSED, g) == 0 then
+    redis.call('SREM', B .. GROUPS, g)
   end
 end
 
@@ -75,7 +75,7 @@ end
 -- `quiet`: the caller pushes one token per job it made ready and a second would only
 -- wake a worker for nothing.
 local function ring_sync(g, quiet)
-  local ring = B .. 'ring'
+  local ring = B .. RING
   local on = redis.call('LPOS', ring, g)
   if serveable(g) then
     if not on then
@@ -85,7 +85,7 @@ local function ring_sync(g, quiet)
   else
     if on then
       redis.call('LREM', ring, 0, g)
-      redis.call('HDEL', B .. 'gturn', g)
+      redis.call('HDEL', B .. GTURN, g)
     end
     prune_group(g)
   end
@@ -93,8 +93,8 @@ end
 
 -- give back the lane slot a claim took (exactly once per claimed grouped job)
 local function slot_back(g)
-  if redis.call('HINCRBY', B .. 'gactive', g, -1) <= 0 then
-    redis.call('HDEL', B .. 'gactive', g)
+  if redis.call('HINCRBY', B .. GACTIVE, g, -1) <= 0 then
+    redis.call('HDEL', B .. GACTIVE, g)
   end
 end
 
@@ -104,9 +104,9 @@ end
 -- was serveable with one more job in flight, i.e. iff it was not at its limit then.
 -- A re-ringed group pushes a wake token unless `quiet` (the caller pushes its own).
 local function give_back(g, quiet)
-  local left = redis.call('HINCRBY', B .. 'gactive', g, -1)
+  local left = redis.call('HINCRBY', B .. GACTIVE, g, -1)
   if left <= 0 then
-    redis.call('HDEL', B .. 'gactive', g)
+    redis.call('HDEL', B .. GACTIVE, g)
     prune_group(g)
   end
   if left < 0 then
@@ -117,10 +117,10 @@ local function give_back(g, quiet)
   end
   -- not serveable now: it was not before either, so it is not on the ring
   if not serveable(g) then return end
-  local lim = redis.call('HGET', B .. 'glimit', g)
+  local lim = redis.call('HGET', B .. GLIMIT, g)
   if lim and left + 1 >= tonumber(lim) then
     -- it was held at its limit, off the ring: this slot lets it back on
-    redis.call('RPUSH', B .. 'ring', g)
+    redis.call('RPUSH', B .. RING, g)
     if not quiet then push_wake(1) end
   end
 end
@@ -131,7 +131,7 @@ end
 -- served. Either way the ring is never searched.
 local function lane_grew(g, before, quiet)
   if before == 0 and serveable(g) then
-    redis.call('RPUSH', B .. 'ring', g)
+    redis.call('RPUSH', B .. RING, g)
     if not quiet then push_wake(1) end
   end
 end
@@ -150,11 +150,11 @@ local function make_ready(id, jk, g, score)
     local lane = lane_key(g)
     local before = redis.call('ZCARD', lane)
     redis.call('ZADD', lane, score, id)
-    redis.call('ZADD', B .. 'gindex', score, id)
-    redis.call('SADD', B .. 'groups', g)
+    redis.call('ZADD', B .. GINDEX, score, id)
+    redis.call('SADD', B .. GROUPS, g)
     lane_grew(g, before, true)
   else
-    redis.call('ZADD', B .. 'pending', score, id)
+    redis.call('ZADD', B .. PENDING, score, id)
   end
 end
 
@@ -164,10 +164,10 @@ local function delete_row(id, jk, dedup)
   local d = dedup
   if d == nil then d = redis.call('HGET', jk, 'dedup') end
   if d then
-    local dk = B .. 'de:' .. d
+    local dk = B .. DEDUP .. d
     if redis.call('GET', dk) == id then redis.call('DEL', dk) end
   end
-  redis.call('DEL', jk, jk .. ':logs', jk .. ':lock')
+  redis.call('DEL', jk, jk .. LOGS, jk .. LOCK)
 end
 
 -- ZREM many members in chunks that stay under Lua's unpack limit
@@ -180,9 +180,9 @@ local function zrem_all(key, ids)
   end
 end
 
--- count n settled jobs: a running total plus per-minute buckets kept for a day
-local function count_metric(which, n, now)
-  local mk = B .. 'metrics:' .. which
+-- count n settled jobs in metrics hash mk (B .. METRICS_COMPLETED or METRICS_FAILED): a
+-- running total plus per-minute buckets kept for a day
+local function count_metric(mk, n, now)
   redis.call('HINCRBY', mk, 'count', n)
   local minute = math.floor(now / 60000)
   if redis.call('HINCRBY', mk, tostring(minute), n) == n then

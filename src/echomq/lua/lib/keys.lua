@@ -1,0 +1,40 @@
+-- lib/keys: the one key schema of the scripts. Every key of a queue is its base B
+-- (emq:{q}:, KEYS[1]) followed by one of these suffixes; echomq/keyspace.py builds
+-- the same keys and a test holds the two to the same suffixes. Include it before
+-- lib/common, whose helpers read these names. Each is a constant string: it costs
+-- nothing per call (a key concatenated here would cost one string per call, used or
+-- not), and a script carries only the names it uses.
+local PENDING = 'pending'
+local ACTIVE = 'active'
+local SCHEDULE = 'schedule'
+local DEAD = 'dead'
+local META = 'meta'
+local EVENTS = 'events'
+local WAKE = 'wake'
+local RING = 'ring'
+local GROUPS = 'groups'
+local GACTIVE = 'gactive'
+local GINDEX = 'gindex'
+local GLIMIT = 'glimit'
+local GWEIGHT = 'gweight'
+local GPAUSED = 'gpaused'
+local GTURN = 'gturn'
+local REPEAT = 'repeat'
+local METRICS_COMPLETED = 'metrics:completed'
+local METRICS_FAILED = 'metrics:failed'
+local AUDIT = 'audit'
+local SETTLED = 'settled'
+local WORKERS = 'workers'
+-- a job's row: B .. JOB .. id
+local JOB = 'job:'
+-- the row's log list: row .. LOGS
+local LOGS = ':logs'
+-- the row's worker lock: row .. LOCK
+local LOCK = ':lock'
+-- a dedup key: B .. DEDUP .. dedup_id
+local DEDUP = 'de:'
+-- a repeatable's record: B .. REPEAT_RECORD .. name
+local REPEAT_RECORD = 'repeat:'
+-- a group's lane: B .. LANE .. group .. LANE_END
+local LANE = 'g:'
+local LANE_END = ':pending'
