@@ -19,7 +19,7 @@ import redis
 from conftest import queue_keys
 from echomq import Queue, new_id
 from echomq.keyspace import Keyspace
-from echomq.scripts import script
+from echomq.scripts import all_scripts, script
 
 LUA = resources.files("echomq") / "lua"
 _CONST = re.compile(r"^local ([A-Z_]+) = '([^']*)'$")
@@ -157,12 +157,15 @@ def test_every_key_the_verbs_leave_is_one_keyspace_names(q: Queue, r: redis.Redi
     }  # fmt: skip
 
 
-def test_a_script_carries_the_key_names_its_helpers_use_and_no_others() -> None:
+def test_the_loader_puts_each_suffix_in_place_of_its_name() -> None:
+    """lib/keys costs nothing per call: its names become the literal suffixes, in the
+    script and in the helpers spliced into it (no local, no upvalue per call)."""
+    lua = lua_suffixes()
+    for s in all_scripts():
+        code = re.sub(r"--[^\n]*", "", s.body)
+        assert not re.search(r"\b(" + "|".join(lua) + r")\b", code), s.name
     body = script("complete").body
-    # complete names ACTIVE itself; give_back (from lib/common) reads GACTIVE and GLIMIT
-    for name in ("ACTIVE", "GACTIVE", "GLIMIT", "METRICS_COMPLETED", "LOCK"):
-        assert re.search(rf"^local {name} = '", body, re.M), name
-    # named only in comments (count_metric's) or used by nobody here
-    for name in ("METRICS_FAILED", "REPEAT_RECORD", "SCHEDULE", "JOB"):
-        assert not re.search(rf"^local {name} = '", body, re.M), name
-    assert body.index("local GACTIVE = ") < body.index("local function give_back(")
+    # complete spells active itself; give_back (from lib/common) reads gactive and glimit
+    for key in ("B .. 'active'", "B .. 'gactive'", "B .. 'glimit'", "jk .. ':lock'"):
+        assert key in body, key
+    assert "local GACTIVE" not in body and "--! include" not in body

@@ -98,10 +98,30 @@ def script(name: str) -> Script:
     spliced: dict[str, str] = {}
     used = text
     for lib in reversed(_INCLUDE.findall(text)):
-        spliced[lib] = splice_lib((root / "lib" / f"{lib}.lua").read_text(encoding="utf-8"), used)
+        source = (root / "lib" / f"{lib}.lua").read_text(encoding="utf-8")
+        spliced[lib] = "" if lib in _INLINED else splice_lib(source, used)
         used += spliced[lib]
     body = _INCLUDE.sub(lambda m: spliced[m.group(1)], text)
+    for lib in _INLINED & set(spliced):
+        body = inline_constants((root / "lib" / f"{lib}.lua").read_text(encoding="utf-8"), body)
     return Script(name, body, hashlib.sha1(body.encode()).hexdigest())
+
+
+#: Libs of constant strings that are put in place of their names rather than spliced:
+#: lib/keys' suffixes. As locals they would be upvalues of every helper that reads
+#: them, made anew on each call (measured: +0.3 to +0.6 us a call on claim/complete).
+_INLINED = frozenset({"keys"})
+_CONSTANT = re.compile(r"^local ([A-Z][A-Z0-9_]*) = ('[^'\n]*')$", re.MULTILINE)
+
+
+def inline_constants(lib: str, body: str) -> str:
+    """``body`` with each name ``lib`` defines as ``local NAME = 'text'`` replaced by
+    ``'text'``: the script runs as if the suffix were spelled where it is used."""
+    consts = dict(_CONSTANT.findall(lib))
+    if not consts:
+        return body
+    names = re.compile(r"\b(" + "|".join(sorted(consts, key=len, reverse=True)) + r")\b")
+    return names.sub(lambda m: consts[m.group(1)], body)
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 -- lib/keys: the one key schema of the scripts. Every key of a queue is its base B
 -- (emq:{q}:, KEYS[1]) followed by one of these suffixes; echomq/keyspace.py builds
 -- the same keys and a test holds the two to the same suffixes. Include it before
--- lib/common, whose helpers read these names. Each is a constant string: it costs
--- nothing per call (a key concatenated here would cost one string per call, used or
--- not), and a script carries only the names it uses.
+-- lib/common, whose helpers read these names. Only constant strings live here: the
+-- loader puts each in place of its name (in the script and its spliced helpers), so a
+-- name costs nothing per call (as a local it would be an upvalue of each helper).
 local PENDING = 'pending'
 local ACTIVE = 'active'
 local SCHEDULE = 'schedule'
