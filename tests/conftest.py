@@ -126,6 +126,27 @@ def dump(r: redis.Redis, queue: Queue | AsyncQueue) -> dict[str, Any]:
     return out
 
 
+def native(queue: Queue | AsyncQueue) -> bool:
+    """Whether the queue's verbs run on the native module (whose claim keeps no claim
+    records yet: CONTRACTS.md)."""
+    return bool(getattr(queue.ctx.executor, "native", False))
+
+
+def tombstones(queue: Queue | AsyncQueue) -> set[str]:
+    """The settled-tombstone key a completion leaves ({} on the native executor, whose
+    complete keeps none yet: CONTRACTS.md)."""
+    return set() if native(queue) else {queue.keys.settled}
+
+
+def claim_records(r: redis.Redis, queue: Queue | AsyncQueue) -> set[str]:
+    """The claim request records (``claimreq:<rid>``, kept 60 s) a queue holds: each
+    claim that leased a job leaves one, so a re-sent claim answers the same jobs."""
+    return set(r.scan_iter(match=queue.keys.base + "claimreq:*", count=1000))
+
+
 def queue_keys(r: redis.Redis, queue: Queue | AsyncQueue) -> set[str]:
-    """The names of every key the queue has."""
-    return set(r.scan_iter(match=queue.keys.pattern(), count=1000))
+    """The names of every key the queue has, less its claim records and their index
+    (``claimreqs``): 60 s receipts of each claim that leased a job, which the native
+    claim does not keep (yet); :func:`claim_records` lists them."""
+    receipts = claim_records(r, queue) | {queue.keys.claimreqs}
+    return set(r.scan_iter(match=queue.keys.pattern(), count=1000)) - receipts

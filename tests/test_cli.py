@@ -315,7 +315,8 @@ def test_job_verbs(emq: Any, fast: Any, q: Queue, r: redis.Redis) -> None:
 
     p = emq("--json", "job", "remove", q.name, jid, "--dedup-id", "once", "--yes")
     assert p.returncode == 0 and as_json(p) == {"id": jid, "removed": True}
-    assert queue_keys(r, q) == {q.keys.base + "wake", q.keys.audit}
+    assert r.zscore(q.keys.settled, jid) is not None  # the settled tombstone
+    assert queue_keys(r, q) == {q.keys.base + "wake", q.keys.audit, q.keys.settled}
 
     gone_before = dump(r, q)
     for args in (("job", "show"), ("job", "logs"), ("job", "reprocess")):

@@ -276,7 +276,9 @@ def test_remove_job_in_every_state(q: Queue, r: redis.Redis, state: str, group: 
     before = dump(r, q)
     assert q.remove_job(jid) is None
     after = dump(r, q)
-    expected = {q.keys.job(jid), q.keys.logs(jid), holder, q.keys.audit}
+    # the settled tombstone: a re-sent enqueue of this id answers duplicate for 60 s
+    expected = {q.keys.job(jid), q.keys.logs(jid), holder, q.keys.audit, q.keys.settled}
+    assert r.zscore(q.keys.settled, jid) is not None
     if group and state == "pending":
         expected.add(q.keys.ring)  # the lane emptied, so the group left the ring
         expected.add(q.keys.gindex)  # and the lanes' index lost the job

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import redis
 
-from conftest import dump, queue_keys
+from conftest import claim_records, dump, native, queue_keys, tombstones
 from echomq import (
     InvalidArgument,
     InvalidJobId,
@@ -421,6 +421,9 @@ def test_claim_leases_the_head(q: Queue, r: redis.Redis) -> None:
     deadline = r.zscore(q.keys.active, jid)
     assert deadline is not None and lo + 20_000 <= deadline <= hi + 20_000
     assert r.exists(q.keys.pending, q.keys.lock(jid)) == 0
+    if not native(q):
+        (record,) = claim_records(r, q)  # what a re-sent claim would answer
+        assert r.get(record) == jid and 0 < r.pttl(record) <= 60_000
     assert queue_keys(r, q) == {q.keys.job(jid), q.keys.active, q.keys.wake}
 
 
@@ -493,7 +496,11 @@ def test_complete_deletes_the_row_and_counts(q: Queue, r: redis.Redis) -> None:
     assert metrics["count"] == "1"
     minutes = {str(lo // 60000), str(hi // 60000)}
     assert set(metrics) - {"count"} <= minutes and len(metrics) == 2
-    assert queue_keys(r, q) == {q.keys.wake, q.keys.metrics_completed}
+    # the settled tombstone: a re-sent enqueue of this id answers duplicate for 60 s
+    tomb = r.zscore(q.keys.settled, jid)
+    assert native(q) or (tomb is not None and lo <= tomb <= hi)
+    assert len(claim_records(r, q)) == (0 if native(q) else 1)
+    assert queue_keys(r, q) == {q.keys.wake, q.keys.metrics_completed, *tombstones(q)}
     assert q.job_state(jid) is None and q.get_job(jid) is None
 
 
@@ -838,6 +845,7 @@ def test_get_job_and_job_state(q: Queue, r: redis.Redis) -> None:
     assert row is not None and row.last_error == "e" and row.state == "scheduled"
     ghost = new_id()
     assert q.get_job(ghost) is None and q.job_state(ghost) is None
+    assert len(claim_records(r, q)) == (0 if native(q) else 1)
     assert queue_keys(r, q) == {q.keys.job(jid), q.keys.schedule, q.keys.wake}
 
 

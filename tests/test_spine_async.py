@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import redis
 
-from conftest import dump, queue_keys
+from conftest import claim_records, dump, native, queue_keys, tombstones
 from echomq import (
     AsyncQueue,
     InvalidArgument,
@@ -68,7 +68,10 @@ async def test_enqueue_claim_complete(aq: AsyncQueue, r: redis.Redis) -> None:
     assert (c.id, c.payload, c.token, c.name, c.group) == (jid, {"a": 1}, 1, "n", None)
     assert row(r, aq, jid)["state"] == "active"
     assert await aq.complete(c.id, c.token) is None
-    assert queue_keys(r, aq) == {aq.keys.wake, aq.keys.metrics_completed}
+    # the settled tombstone (the native complete keeps none yet: CONTRACTS.md)
+    assert (r.zscore(aq.keys.settled, jid) is None) == native(aq)
+    assert len(claim_records(r, aq)) == (0 if native(aq) else 1)
+    assert queue_keys(r, aq) == {aq.keys.wake, aq.keys.metrics_completed, *tombstones(aq)}
     assert await aq.counts() == Counts(
         pending=0, active=0, scheduled=0, dead=0, completed=1, failed=0, paused=False
     )

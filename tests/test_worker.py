@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import redis
 
-from conftest import dump
+from conftest import claim_records, dump
 from echomq import (
     AsyncQueue,
     Backoff,
@@ -32,8 +32,12 @@ from worker_support import FAST, job_keys, running, server_ms, wait_until
 
 
 def settled_keys(r: redis.Redis, q: Queue) -> set[str]:
-    """What a queue keeps once every job completed: the metrics and wake tokens."""
-    return set(r.scan_iter(match=q.keys.pattern())) - {q.keys.metrics_completed, q.keys.wake}
+    """What a queue keeps once every job completed, beyond the metrics, the wake
+    tokens and the 60 s receipts of at-most-once sending (the settled tombstones, one
+    record per claim that leased a job)."""
+    kept = {q.keys.metrics_completed, q.keys.wake, q.keys.settled, q.keys.claimreqs}
+    kept |= claim_records(r, q)
+    return set(r.scan_iter(match=q.keys.pattern())) - kept
 
 
 def test_async_handler_runs_each_job_with_its_context(q: Queue, r: redis.Redis) -> None:

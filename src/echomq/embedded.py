@@ -1,7 +1,9 @@
 """A private ``valkey-server`` or ``redis-server`` for tests, the demo and the CLI.
 
 It listens on a free loopback port (or a unix socket), keeps nothing on disk
-(``--save "" --appendonly no``) and is stopped by its own pid. When echomq's server
+(``--save "" --appendonly no``) unless asked for an append-only file, and is stopped
+by its own pid. The fault suite also kills it (SIGKILL, a crash) and starts it again
+on the same port and directory, where its AOF brings the data back. When echomq's server
 module is built (``native/echomq.so``, see docs/native.md) the server loads it with
 ``--loadmodule`` and says so in the log; when it is not, a warning says the scripts
 serve.
@@ -60,6 +62,10 @@ class EmbeddedServer:
         extra_args: more server arguments.
         module: load echomq's native module: ``None`` (default) when it is built,
             ``True`` to require it (built now if need be), ``False`` never, or a path.
+        appendonly: keep an append-only file, synced on every write
+            (``appendfsync always``), so a crash loses no acknowledged write.
+        data_dir: the server's directory (kept by :meth:`stop`); a temporary one,
+            removed by :meth:`stop`, when omitted.
 
     Attributes:
         module_path: the module the server loaded, or None (the scripts serve).
@@ -75,6 +81,8 @@ class EmbeddedServer:
         binary: str | None = None,
         extra_args: tuple[str, ...] = (),
         module: bool | str | None = None,
+        appendonly: bool = False,
+        data_dir: str | None = None,
     ) -> None:
         self.binary = binary or find_server_binary()
         self.unix_socket = unix_socket
@@ -82,6 +90,8 @@ class EmbeddedServer:
         self.extra_args = extra_args
         self.module = module
         self.module_path: str | None = None
+        self.appendonly = appendonly
+        self.data_dir = data_dir
         self.proc: subprocess.Popen[bytes] | None = None
         self._dir: str | None = None
 
@@ -103,13 +113,15 @@ class EmbeddedServer:
                 "no valkey-server or redis-server on PATH (install one: apt-get install "
                 "redis-server)"
             )
-        self._dir = tempfile.mkdtemp(prefix="echomq-server-")
+        if self._dir is None:  # a restart after kill() keeps its directory
+            self._dir = self.data_dir or tempfile.mkdtemp(prefix="echomq-server-")
+        aof = ["yes", "--appendfsync", "always"] if self.appendonly else ["no"]
         args = [
             self.binary,
             "--port", str(self.port),
             "--bind", "127.0.0.1",
             "--save", "",
-            "--appendonly", "no",
+            "--appendonly", *aof,
             "--daemonize", "no",
             "--dir", self._dir,
             "--logfile", "",
@@ -169,8 +181,17 @@ class EmbeddedServer:
         except OSError:
             return False
 
+    def kill(self) -> None:
+        """Kill the server (SIGKILL: a crash, nothing flushed at exit). Its directory
+        stays, so :meth:`start` brings back what its append-only file kept."""
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
+
     def stop(self) -> None:
-        """Stop the server by its own pid and remove its directory."""
+        """Stop the server by its own pid and remove its directory (unless it was
+        given as ``data_dir``)."""
         proc, self.proc = self.proc, None
         if proc is not None and proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
@@ -180,7 +201,8 @@ class EmbeddedServer:
                 proc.kill()
                 proc.wait(timeout=5)
         if self._dir:
-            shutil.rmtree(self._dir, ignore_errors=True)
+            if self.data_dir is None:
+                shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
 
     def __enter__(self) -> Self:

@@ -62,6 +62,7 @@ class Keyspace:
         "active",
         "audit",
         "base",
+        "claimreqs",
         "dead",
         "events",
         "gactive",
@@ -109,6 +110,8 @@ class Keyspace:
         self.audit = b + "audit"
         self.settled = b + "settled"  # tombstones of settled ids (issue 12)
         self.workers = b + "workers"  # the worker registry obliterate clears
+        # the claim records' index (rid -> expiry ms), so obliterate finds them
+        self.claimreqs = b + "claimreqs"
 
     def job(self, job_id: str) -> str:
         """The row of ``job_id`` (gated)."""
@@ -125,6 +128,10 @@ class Keyspace:
     def dedup(self, dedup_id: str) -> str:
         """The dedup key for ``dedup_id`` (gated)."""
         return self.base + "de:" + check_dedup(dedup_id)
+
+    def claim_request(self, rid: str) -> str:
+        """The record of one claim request: the ids it claimed, for a repeat to answer."""
+        return self.base + "claimreq:" + rid
 
     def lane(self, group: str) -> str:
         """The pending lane of ``group`` (gated)."""

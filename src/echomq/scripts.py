@@ -161,9 +161,19 @@ Op = Eval | Cmd | Batch
 Plan = Generator[Op, Any, T]
 
 
+# the server's refusal of a write over maxmemory (a ResponseError when a redis-py
+# lacks the class)
+_OOM: type[Exception] = getattr(redis.exceptions, "OutOfMemoryError", redis.ResponseError)
+if _OOM is redis.ResponseError:
+    _OOM = type("_NoOOMClass", (Exception,), {})
+
+
 def map_error(exc: redis.ResponseError) -> Exception:
     """Translate a server error reply into the echomq tree (or a ScriptError)."""
     msg = str(exc)
+    if isinstance(exc, _OOM):
+        # redis-py takes the leading "OOM" off the message as it picks this class
+        return errors.ServerFull(f"OOM {msg}")
     mapped = errors.from_reply(msg)
     if mapped is not None:
         return mapped

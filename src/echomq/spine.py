@@ -7,6 +7,7 @@ I/O, yields the operations to run and decodes their replies. ``Queue`` and
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from . import checks, ids
 from .backoff import Backoff
 from .context import Context
-from .errors import BY_REASON, JobGone, StaleToken
+from .errors import BY_REASON, EnqueuePartial, JobGone, StaleToken
 from .keyspace import check_name
 from .observability import hooks
 from .results import RetryOutcome
@@ -177,6 +178,9 @@ def enqueue_many(
 
     Raises:
         InvalidName, InvalidArgument: before anything is sent.
+        EnqueuePartial: some chunks landed and some did not (a full server refuses
+            a chunk whole); ``.landed`` holds the ids written, ``.cause`` the error.
+        ServerFull: nothing landed, the server is out of memory.
     """
     opts = _options(
         name=name,
@@ -203,10 +207,24 @@ def enqueue_many(
         args[3 : 3 + 2 * len(chunk) : 2] = chunk
         ops.append(Eval(enq, keys, args))
     replies = yield Batch(tuple(ops))
-    for reply in replies:
-        if isinstance(reply, Exception):
-            raise reply
-    return minted
+    failed = [(k, r) for k, r in enumerate(replies) if isinstance(r, Exception)]
+    if not failed:
+        return minted
+    if len(failed) == len(replies):
+        raise failed[0][1]  # nothing landed: the error as it came
+    # some chunks landed (a full server refuses a chunk whole, before its first write)
+    landed = [
+        j
+        for k in range(len(replies))
+        if not isinstance(replies[k], Exception)
+        for j in minted[k * ENQUEUE_CHUNK : (k + 1) * ENQUEUE_CHUNK]
+    ]
+    first = failed[0][1]
+    raise EnqueuePartial(
+        f"enqueue_many: {len(landed)} of {len(minted)} jobs landed ({first})",
+        landed=landed,
+        cause=first,
+    )
 
 
 # The claim in explicit pieces. Every claimer composes them (``claim_many`` here, the
@@ -236,6 +254,11 @@ def gate_open(reply: Any) -> bool:
     return not int(reply)
 
 
+def request_id() -> str:
+    """A fresh claim request id: 16 hex digits (a test may fix it)."""
+    return os.urandom(8).hex()
+
+
 def claim_op(ctx: Context, count: int, lease_ms: int, lock_ms: int) -> Eval:
     """The claim script call: lease up to ``count`` jobs (no pause logic of its own).
 
@@ -243,10 +266,14 @@ def claim_op(ctx: Context, count: int, lease_ms: int, lock_ms: int) -> Eval:
     :func:`decode_claimed`. Each call flips which side (flat pending or the ring of
     lanes) the next claim tries first, so neither starves the other. The arguments
     are gated by the caller's verb (``claim_many`` checks them before any I/O).
+
+    Each call carries a fresh request id (the last argument): a call re-sent after a
+    lost reply answers the jobs the first run claimed instead of leasing more.
     """
     side = "f" if ctx.flat_first else "g"  # the script's wire word for which side first
     ctx.flat_first = not ctx.flat_first
-    return Eval(script("claim"), (ctx.keys.base,), (str(lease_ms), str(count), side, str(lock_ms)))
+    args = (str(lease_ms), str(count), side, str(lock_ms), request_id())
+    return Eval(script("claim"), (ctx.keys.base,), args)
 
 
 def decode_claimed(ctx: Context, reply: Any) -> list[Claimed]:

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- cancel_repeat: remove a repeatable; jobs it already made are not touched.
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  name;  ARGV[2] actor (optional; '' = none), written to the audit journal

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- check_stalled: like reap, but count each expiry on the row's `stalled` counter and
 -- dead-letter a job that has stalled more than max_stalled times (bounded).
 -- KEYS[1]  the queue base emq:{q}:

@@ -1,13 +1,22 @@
+#!lua flags=allow-oom
 -- claim: lease up to `count` ready jobs, alternating flat pending and the lane ring.
 -- The queue-wide pause is NOT read here: the claim function reads meta.paused in its
 -- own round trip first (the separate gate), so this transition carries no pause logic.
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  lease_ms;  ARGV[2] count;  ARGV[3] 'f' (flat first) or 'g' (lanes first)
 -- ARGV[4]  lock ttl in ms: when > 0 the job's :lock key is set to its token
+-- ARGV[5]  rid, the claim request id (text; '' or omitted = none). With a rid whose
+--          record claimreq:<rid> exists (a re-sent call), nothing new is claimed: the
+--          reply lists the jobs recorded there that are still active, each with its
+--          row's current attempts as token, in the original order. Otherwise the call
+--          claims as below and, when it claimed any, records their ids (space-separated)
+--          in claimreq:<rid> with PX 60000, and indexes the rid in the zset `claimreqs`
+--          (score = its expiry in ms; at most 4 expired entries trimmed per record)
+--          so that obliterate finds the records without scanning the keyspace.
 -- Reply:   a flat array, 5 entries per job: id, payload, token, name, group ('' = none)
 -- Refusals: none (an empty array when nothing is ready).
 -- Writes:  ZPOPMIN pending|lane, attempts + 1 and state active (one HSET), ZADD active deadline,
---          gactive/ring/gturn for lanes, the :lock key; event 'active'.
+--          gactive/ring/gturn for lanes, the :lock key, claimreq:<rid>; event 'active'.
 local B = KEYS[1]
 --! include keys
 --! include common
@@ -15,6 +24,26 @@ local lease = tonumber(ARGV[1])
 local count = tonumber(ARGV[2])
 local side = ARGV[3]
 local lockttl = tonumber(ARGV[4])
+local rid = ARGV[5] or ''
+if rid ~= '' then
+  local seen = redis.call('GET', B .. CLAIMREQ .. rid)
+  if seen then
+    -- a repeat of a request that ran: answer what it claimed, claim nothing new
+    local again = {}
+    for id in string.gmatch(seen, '%S+') do
+      local f = redis.call('HMGET', B .. JOB .. id, 'state', 'attempts', 'payload',
+        'name', 'group')
+      if f[1] == 'active' then
+        again[#again + 1] = id
+        again[#again + 1] = f[3] or ''
+        again[#again + 1] = tonumber(f[2])
+        again[#again + 1] = f[4] or ''
+        again[#again + 1] = f[5] or ''
+      end
+    end
+    return again
+  end
+end
 local now = now_ms()
 local deadline = now + lease
 local ring = B .. RING
@@ -86,5 +115,14 @@ while #out < count * 5 do
   out[#out + 1] = g or ''
   emit('{"event":"active","job":"' .. id .. '","attempt":' .. tok .. '}')
   side = (side == 'f') and 'g' or 'f'
+end
+if rid ~= '' and #out > 0 then
+  local got = {}
+  for i = 1, #out, 5 do got[#got + 1] = out[i] end
+  redis.call('SET', B .. CLAIMREQ .. rid, table.concat(got, ' '), 'PX', 60000)
+  local ix = B .. CLAIMREQS
+  redis.call('ZADD', ix, now + 60000, rid)
+  local old = redis.call('ZRANGE', ix, '-inf', '(' .. now, 'BYSCORE', 'LIMIT', 0, 4)
+  if #old > 0 then redis.call('ZREM', ix, unpack(old)) end
 end
 return out

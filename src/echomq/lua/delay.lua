@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- delay: move an active job back to the schedule without counting a failure.
 -- KEYS[1]  the queue base emq:{q}:;  KEYS[2] the row emq:{q}:job:<id>
 -- ARGV[1]  job id;  ARGV[2] token;  ARGV[3] delay_ms

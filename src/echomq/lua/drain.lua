@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- drain: delete the pending backlog (flat and every lane) and, when asked, the schedule,
 -- at most `budget` jobs per call. Active jobs and the repeat registry are not touched.
 -- KEYS[1]  the queue base emq:{q}:
@@ -8,7 +9,8 @@
 -- Refusals: none.
 -- Writes:  ZPOPMIN from pending/lanes/schedule; each row deleted with its logs and lock,
 --          its dedup key released when it still names the job; a lane left empty
---          leaves the ring; event 'drained' with the count (when any); one audit entry
+--          leaves the ring; the settled tombstones (`settled`) deleted; event 'drained'
+--          with the count (when any); one audit entry
 --          per call that drained any (count = this call's, outcome more | done).
 local B = KEYS[1]
 --! include keys
@@ -48,6 +50,8 @@ if left > 0 then
 end
 if left > 0 and not cut and ARGV[1] == '1' then wipe(B .. SCHEDULE) end
 if total > 0 then emit('{"event":"drained","count":' .. total .. '}') end
+-- the settled tombstones go with the backlog (the wire contract: drain deletes them)
+redis.call('DEL', B .. SETTLED)
 local more = left <= 0 or cut
 if total > 0 then
     audit('drain', cjson.encode({include_schedule = ARGV[1] == '1', budget = tonumber(ARGV[2])}),

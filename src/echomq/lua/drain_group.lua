@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- drain_group: delete one group's pending lane, at most `budget` jobs per call.
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  group;  ARGV[2] budget;  ARGV[3] actor (optional), for the audit journal

@@ -2,13 +2,16 @@
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  n, the number of jobs;  ARGV[2] w, the fields per job: 2 or 4
 -- ARGV[3 .. 2+n*w]  per job: id, payload; with w = 4 also dedup ('' = none) and
---          check ('1' when the caller chose the id: an existing row is a duplicate)
+--          check ('1' when the caller chose the id). Every id is checked whatever
+--          `check` says: an existing row, or an id in `settled` (completed or removed
+--          in the last 60 s, the tombstone), is a duplicate, so a re-sent enqueue whose
+--          first run landed writes nothing.
 -- ARGV[3+n*w ..]  options shared by every job, in this order; '' or omitted = absent:
 --          priority, name, group, max_attempts, delay_ms, run_at_ms, backoff,
 --          trace (the producer's W3C trace context, written to the row's `trace`)
 -- Reply:   w = 4: an array of n ids, the new job's id or, for a duplicate id / held
 --          dedup key, the id of the job that already holds it (nothing written for it).
---          w = 2 (minted ids, no dedup): n, the number of jobs written.
+--          w = 2 (minted ids, no dedup): the number of jobs written (duplicates skipped).
 -- Refusals: EMQARG when n or w is not a number, fewer than n jobs' arguments came, or
 --          a numeric option (priority, max_attempts, delay_ms, run_at_ms) is not a
 --          finite number; checked before the first write, so a refused call writes
@@ -78,13 +81,17 @@ end
 
 local out = (w == 4) and {} or nil
 local zs = {}
+-- the tombstones are read only when there are any (most queues settle nothing lately)
+local tomb_now = redis.call('EXISTS', B .. SETTLED) == 1 and now_ms() or nil
 for i = 0, n - 1 do
   local a = 3 + i * w
   local id = ARGV[a]
   local jk = B .. JOB .. id
   local holder, dedup = nil, nil
+  if redis.call('EXISTS', jk) == 1 or (tomb_now and settled_recently(id, tomb_now)) then
+    holder = id
+  end
   if w == 4 then
-    if ARGV[a + 3] == '1' and redis.call('EXISTS', jk) == 1 then holder = id end
     if ARGV[a + 2] ~= '' then dedup = ARGV[a + 2] end
     if not holder and dedup then
       -- SET NX GET: one command both takes the key and tells who holds it

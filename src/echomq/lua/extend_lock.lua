@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- extend_lock: move the lease deadline of active jobs forward (token-fenced, per job).
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  lease_ms;  ARGV[2] lock ttl ms (0 = leave :lock keys alone)

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- lock_job: mark a claimed job as held by its worker (what remove_job honours).
 -- KEYS[1]  the queue base emq:{q}:;  KEYS[2] the row emq:{q}:job:<id>
 -- ARGV[1]  job id;  ARGV[2] token;  ARGV[3] ttl_ms (about two leases)

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- obliterate: destroy a paused queue down to nothing, bounded by a per-call budget.
 -- KEYS[1]  the queue base emq:{q}: (meta and every other key derived from it)
 -- ARGV[1]  'force' or '';  ARGV[2] budget (jobs, then keys, per call; a call also stops
@@ -13,7 +14,8 @@
 -- Writes:  in order, each step only once the one before is done, `budget` at most:
 --          1. active (forced), pending, schedule, dead, every lane: each row with its
 --             logs and lock, its dedup key released;
---          2. the repeat records (emq:{q}:repeat:<name>) named by the registry;
+--          2. the repeat records (emq:{q}:repeat:<name>) named by the registry, then
+--             the claim records (claimreq:<rid>) named by their index `claimreqs`;
 --          3. the named queue keys: metrics, lane structures (and gindex), wake, the
 --             registry, the settled tombstones, the workers registry;
 --          4. only with 'sweep': every other key under the base (an orphan dedup key or
@@ -22,9 +24,8 @@
 --          5. meta itself (the paused flag); event 'obliterated'.
 --          Without 'sweep' every key is found from the queue's own sets and registries,
 --          never by scanning the keyspace: a call costs the same beside a queue of any
---          size. Keys no registry names are then left: a claim request id
---          (claimreq:<rid>) and a worker's beat (worker:<wid>) expire on their own
---          within a minute; an orphan needs 'sweep'.
+--          size. Keys no registry names are then left: a worker's beat
+--          (worker:<wid>) expires on its own within a minute; an orphan needs 'sweep'.
 --          Every call appends one audit entry (count = the jobs it deleted, outcome
 --          more | gone). The journal emq:{q}:audit goes with the queue in the last step,
 --          unless ARGV[3] is 'keep': then it survives, ending with the 'gone' entry that
@@ -86,6 +87,12 @@ local function run()
   if #names > 0 then
     for i = 1, #names, 2 do redis.call('DEL', B .. REPEAT_RECORD .. names[i]) end
     budget = budget - #names / 2
+    if budget <= 0 then return 1 end
+  end
+  local rids = redis.call('ZPOPMIN', B .. CLAIMREQS, budget)
+  if #rids > 0 then
+    for i = 1, #rids, 2 do redis.call('DEL', B .. CLAIMREQ .. rids[i]) end
+    budget = budget - #rids / 2
     if budget <= 0 then return 1 end
   end
 

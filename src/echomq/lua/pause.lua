@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- pause: close the claim gate of the whole queue. A field, not a move on any set, so
 -- the backlog stays byte-for-byte as it was; idempotent.
 -- KEYS[1]  the queue base emq:{q}: (meta and events derived from it)

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- promote: move due scheduled jobs to pending or their lane (bounded).
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  budget: at most this many jobs per call

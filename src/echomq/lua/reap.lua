@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- reap: return jobs whose lease expired to pending or their lane (bounded).
 -- The attempts token is kept, so the old holder's token is stale after the next claim.
 -- KEYS[1]  the queue base emq:{q}:

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- release: hand an active job back to the ready backlog (a worker shutting down).
 -- The job is not failed: attempts (the token), failures and stalled are kept, so the
 -- next claim serves it with attempts + 1 and the released holder's token is stale.

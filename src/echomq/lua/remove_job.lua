@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- remove_job: delete one job in any state, unless a worker holds it.
 -- KEYS[1]  the queue base emq:{q}:;  KEYS[2] the row emq:{q}:job:<id>
 -- ARGV[1]  job id;  ARGV[2] a dedup id to release when it names this job ('' = none)
@@ -8,7 +9,8 @@
 -- Writes:  ZREM from pending/active/schedule/dead and its lane; an in-flight grouped
 --          job gives its lane slot back; the lane's place on the ring is re-synced;
 --          row, logs, lock deleted; the row's dedup key and ARGV[2]'s released when
---          they name this job. Event 'removed'; one audit entry.
+--          they name this job; the id's tombstone in `settled` (at most 4 expired ones
+--          trimmed). Event 'removed'; one audit entry.
 local B = KEYS[1]
 --! include keys
 --! include common
@@ -35,6 +37,7 @@ if ARGV[2] ~= '' then
   if redis.call('GET', dk) == id then redis.call('DEL', dk) end
 end
 delete_row(id, jk)
+tombstone(id, now_ms())
 if g then ring_sync(g) end
 emit(ev('removed', id))
 audit('remove_job', cjson.encode({job = id}), 'ok', 1, ARGV[3])

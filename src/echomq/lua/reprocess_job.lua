@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- reprocess_job: move one dead job back to the ready backlog (the seed's @reprocess2).
 -- KEYS[1]  the row emq:{q}:job:<id>;  KEYS[2] dead;  KEYS[3] pending;  KEYS[4] the base
 -- ARGV[1]  job id;  ARGV[2] actor (optional: the seed's line without it still works),

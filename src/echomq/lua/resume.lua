@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- resume: open the claim gate again; the next claim serves the head of pending.
 -- Idempotent: resuming a running queue changes nothing.
 -- KEYS[1]  the queue base emq:{q}: (meta derived from it)

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- resume_group: serve a paused group again. Idempotent.
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  group;  ARGV[2] actor (optional; '' = none), written to the audit journal

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- retry: record a failure of an active job; schedule it again or dead-letter it.
 -- KEYS[1]  the queue base emq:{q}:;  KEYS[2] the row emq:{q}:job:<id>
 -- ARGV[1]  job id;  ARGV[2] token;  ARGV[3] error text;  ARGV[4] delay_ms

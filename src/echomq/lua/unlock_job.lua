@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- unlock_job: clear a job's worker lock, only when it still carries this token.
 -- KEYS[1]  the queue base emq:{q}:;  KEYS[2] the row emq:{q}:job:<id>
 -- ARGV[1]  job id;  ARGV[2] token

@@ -170,6 +170,23 @@ local function delete_row(id, jk, dedup)
   redis.call('DEL', jk, jk .. LOGS, jk .. LOCK)
 end
 
+-- settled tombstones: complete and remove_job leave the id they delete in `settled`
+-- (score = server ms) for SETTLED_MS, and enqueue treats such an id as a duplicate, so
+-- an enqueue re-sent after a lost reply cannot bring back a job that already ran.
+-- Each tombstone trims at most 4 expired ones: bounded, and it keeps up with the rate.
+local SETTLED_MS = 60000
+local function tombstone(id, now)
+  local sk = B .. SETTLED
+  redis.call('ZADD', sk, now, id)
+  local old = redis.call('ZRANGE', sk, '-inf', '(' .. (now - SETTLED_MS), 'BYSCORE',
+    'LIMIT', 0, 4)
+  if #old > 0 then redis.call('ZREM', sk, unpack(old)) end
+end
+local function settled_recently(id, now)
+  local s = redis.call('ZSCORE', B .. SETTLED, id)
+  return s ~= false and tonumber(s) >= now - SETTLED_MS
+end
+
 -- ZREM many members in chunks that stay under Lua's unpack limit
 local function zrem_all(key, ids)
   local i = 1

@@ -25,6 +25,8 @@ local METRICS_FAILED = 'metrics:failed'
 local AUDIT = 'audit'
 local SETTLED = 'settled'
 local WORKERS = 'workers'
+-- the claim records' index (rid -> expiry ms)
+local CLAIMREQS = 'claimreqs'
 -- a job's row: B .. JOB .. id
 local JOB = 'job:'
 -- the row's log list: row .. LOGS
@@ -33,6 +35,8 @@ local LOGS = ':logs'
 local LOCK = ':lock'
 -- a dedup key: B .. DEDUP .. dedup_id
 local DEDUP = 'de:'
+-- a claim request's record: B .. CLAIMREQ .. rid
+local CLAIMREQ = 'claimreq:'
 -- a repeatable's record: B .. REPEAT_RECORD .. name
 local REPEAT_RECORD = 'repeat:'
 -- a group's lane: B .. LANE .. group .. LANE_END

@@ -1,0 +1,51 @@
+"""A worker process for the fault suite: ``python worker_proc.py QUEUE VIA_URL DIRECT_URL``.
+
+It serves ``QUEUE`` through ``VIA_URL`` (the fault proxy) and records every run of its
+handler, ``<job id>:<token>``, on the list ``faults:<QUEUE>:runs`` through
+``DIRECT_URL`` (the server itself, so the record is never what a fault loses). It
+prints ``ready`` once serving, and stops on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+
+import redis
+
+from echomq import JobContext, Worker, WorkerConfig
+
+#: Short leases so a killed or stopped worker's jobs come back within a second or two.
+CONFIG = WorkerConfig(
+    concurrency=8, lease_ms=1500, beat_ms=150, grace_ms=1000, max_stalled=1000, claim_batch=8
+)
+
+
+def main() -> None:
+    queue, via, direct = sys.argv[1:4]
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    recorder = redis.Redis.from_url(direct, socket_timeout=2)
+    runs = f"faults:{queue}:runs"
+
+    def handle(job: JobContext) -> None:
+        # record the run; the server may be restarting: keep trying
+        while True:
+            try:
+                recorder.rpush(runs, f"{job.id}:{job.attempt}")
+                return
+            except (redis.ConnectionError, redis.TimeoutError):
+                time.sleep(0.05)
+
+    worker = Worker(queue, handle, url=via, config=CONFIG)
+    signal.signal(signal.SIGTERM, lambda *_: worker.request_stop())
+    print("ready", flush=True)
+    worker.run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""The transitions made safe to send twice, on the server (the wire contract of
+CONTRACTS.md): the settled tombstone and the claim request id. Then the same through
+a lost reply (the fault proxy), where the transport sends them again.
+
+Each test checks the reply and the keys left; a repeat that must change nothing is
+checked against a byte-for-byte dump.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from conftest import claim_records, dump
+from echomq import JobGone, Queue, new_id
+from echomq.embedded import EmbeddedServer
+from echomq.scripts import Eval, script
+from faults.proxy import FaultProxy
+
+SETTLED_MS = 60_000
+
+
+def text(reply: list[object]) -> list[object]:
+    """A claim reply with its byte strings decoded (the queue's client does not)."""
+    return [x.decode() if isinstance(x, bytes) else x for x in reply]
+
+
+def server_ms(r: redis.Redis) -> int:
+    s, us = r.time()
+    return s * 1000 + us // 1000
+
+
+@pytest.fixture()
+def proxy(server: EmbeddedServer) -> Iterator[FaultProxy]:
+    with FaultProxy(server.port) as p:
+        yield p
+
+
+@pytest.fixture()
+def pq(proxy: FaultProxy, qname: str) -> Iterator[Queue]:
+    q = Queue(qname, url=proxy.url)
+    yield q
+    q.close()
+
+
+# ---------------------------------------------------------------- the settled tombstone
+
+
+def test_enqueue_of_a_just_completed_id_is_a_duplicate(q: Queue, r: redis.Redis) -> None:
+    jid = q.enqueue({"a": 1}, job_id=new_id())
+    c = q.claim()
+    assert c is not None and c.id == jid
+    q.complete(c.id, c.token)
+    assert r.zscore(q.keys.settled, jid) is not None
+    before = dump(r, q)
+    assert q.enqueue({"a": 2}, job_id=jid) == jid  # duplicate: nothing written
+    assert dump(r, q) == before
+    assert r.exists(q.keys.job(jid)) == 0 and r.zcard(q.keys.pending) == 0
+
+
+def test_enqueue_many_skips_settled_ids(q: Queue, r: redis.Redis) -> None:
+    # the short form (minted ids) counts only what it wrote: a settled id is skipped
+    jid = new_id()
+    q.enqueue("x", job_id=jid)
+    q.remove_job(jid)
+    other = new_id()
+    reply = q.runner.execute(
+        Eval(script("enqueue"), (q.keys.base,), ("2", "2", jid, '"y"', other, '"z"'))
+    )
+    assert reply == 1
+    assert r.zrange(q.keys.pending, 0, -1) == [other]
+    assert r.exists(q.keys.job(jid)) == 0
+
+
+def test_an_expired_tombstone_lets_the_id_back_and_is_trimmed(q: Queue, r: redis.Redis) -> None:
+    old = [new_id() for _ in range(6)]
+    long_ago = server_ms(r) - SETTLED_MS - 1000
+    r.zadd(q.keys.settled, {j: long_ago for j in old})
+    assert q.enqueue("back", job_id=old[0]) == old[0]  # expired: a new job
+    assert r.hget(q.keys.job(old[0]), "payload") == '"back"'
+    c = q.claim()
+    assert c is not None and c.id == old[0]
+    q.complete(c.id, c.token)
+    # the completion renewed old[0]'s tombstone and trimmed 4 of the 5 expired ones
+    left = r.zrange(q.keys.settled, 0, -1)
+    assert old[0] in left and len(left) == 2
+
+
+def test_drain_and_obliterate_delete_the_tombstones(q: Queue, r: redis.Redis) -> None:
+    jid = q.enqueue("x")
+    q.remove_job(jid)
+    assert r.exists(q.keys.settled) == 1
+    q.enqueue("y")
+    assert q.drain() == 1
+    assert r.exists(q.keys.settled) == 0
+    jid = q.enqueue("z")
+    q.remove_job(jid)
+    q.pause()
+    while not q.obliterate():
+        pass
+    assert r.exists(q.keys.settled) == 0
+    assert set(r.scan_iter(match=q.keys.pattern())) <= {q.keys.audit}
+
+
+# ---------------------------------------------------------------- the claim request id
+
+
+def claim_call(q: Queue, rid: str, count: int = 2) -> Eval:
+    return Eval(script("claim"), (q.keys.base,), ("30000", str(count), "f", "0", rid))
+
+
+def test_a_repeated_claim_request_answers_the_same_jobs(q: Queue, r: redis.Redis) -> None:
+    a, b, c = q.enqueue("a"), q.enqueue("b"), q.enqueue("c")
+    first = text(q.runner.execute(claim_call(q, "req-1")))
+    assert first[0::5] == [a, b] and first[2::5] == [1, 1]
+    assert r.get(q.keys.claim_request("req-1")) == f"{a} {b}"
+    assert 0 < r.pttl(q.keys.claim_request("req-1")) <= 60_000
+    q.complete(a, 1)
+    before = dump(r, q)
+    again = text(q.runner.execute(claim_call(q, "req-1")))
+    # b is still active (a settled): only b, same shape and token, nothing new leased
+    assert again == first[5:]
+    assert dump(r, q) == before
+    assert r.zrange(q.keys.pending, 0, -1) == [c]
+
+
+def test_a_claim_that_got_nothing_leaves_no_record(q: Queue, r: redis.Redis) -> None:
+    assert q.runner.execute(claim_call(q, "req-empty")) == []
+    assert r.exists(q.keys.claim_request("req-empty")) == 0
+    assert claim_records(r, q) == set()
+
+
+def test_a_claim_without_a_request_id_claims_as_before(q: Queue, r: redis.Redis) -> None:
+    a = q.enqueue("a")
+    got = text(q.runner.execute(claim_call(q, "")))
+    assert got[0] == a
+    assert claim_records(r, q) == set()
+    assert r.zrange(q.keys.active, 0, -1) == [a]
+
+
+# ---------------------------------------------------------------- through a lost reply
+
+
+def test_a_claim_whose_reply_is_lost_is_resent_and_leases_nothing_more(
+    pq: Queue, proxy: FaultProxy, r: redis.Redis
+) -> None:
+    ids = [pq.enqueue(i) for i in range(4)]
+    pq.is_paused()  # warm: the gate read goes first in the claim
+    proxy.drop_replies(1)
+    got = pq.claim_many(2)
+    assert proxy.replies_dropped == 1
+    # the gate read's or the claim's reply was lost; either way one lease of two jobs
+    assert [c.id for c in got] == ids[:2] and [c.token for c in got] == [1, 1]
+    assert r.zrange(pq.keys.active, 0, -1) == ids[:2]
+    assert r.zrange(pq.keys.pending, 0, -1) == ids[2:]
+    assert [r.hget(pq.keys.job(j), "attempts") for j in ids] == ["1", "1", "0", "0"]
+
+
+def test_a_complete_whose_reply_is_lost_answers_job_gone(
+    pq: Queue, proxy: FaultProxy, r: redis.Redis
+) -> None:
+    jid = pq.enqueue("x")
+    c = pq.claim()
+    assert c is not None
+    proxy.drop_replies(1)
+    with pytest.raises(JobGone):  # the re-send found the row gone: it was settled
+        pq.complete(c.id, c.token)
+    assert r.exists(pq.keys.job(jid)) == 0
+    assert r.hget(pq.keys.metrics_completed, "count") == "1"  # counted once
+    assert r.zscore(pq.keys.settled, jid) is not None
