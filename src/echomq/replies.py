@@ -74,6 +74,8 @@ def outcome(op: Eval | Cmd, raw: Any) -> Any:
     job: str | None = getattr(op, "job", None)  # only a script call names a job
     if isinstance(raw, redis.ResponseError):
         message = str(raw)
+        if type(raw).__name__ == "OutOfMemoryError":
+            message = f"OOM {message}"  # redis-py takes the code off as it picks the class
         return errors.from_reply(message, job) or errors.ScriptError(message)
     if job is not None and raw == errors.GONE:
         return errors.gone(job)
