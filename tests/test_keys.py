@@ -50,6 +50,7 @@ COMPOSED: dict[str, tuple[tuple[str, ...], Callable[[Keyspace], str], str]] = {
     "dedup": (("DEDUP",), lambda k: k.dedup(DEDUP_ID), DEDUP_ID),
     "lane": (("LANE", "LANE_END"), lambda k: k.lane(GROUP), GROUP),
     "repeat_record": (("REPEAT_RECORD",), lambda k: k.repeat_record(REPEAT_NAME), REPEAT_NAME),
+    "claim_request": (("CLAIMREQ",), lambda k: k.claim_request("0123abcd"), "0123abcd"),
 }
 #: Keyspace members that are not keys of the queue's schema.
 NOT_KEYS = {"name", "base", "state_set", "pattern"}
@@ -153,7 +154,7 @@ def test_every_key_the_verbs_leave_is_one_keyspace_names(q: Queue, r: redis.Redi
         k.gactive, k.glimit, k.gweight, k.gpaused, k.repeat, k.metrics_completed,
         k.metrics_failed, k.job(b), k.job(c), k.lock(c), k.job(held), k.logs(held),
         k.job(laned), k.job(later), k.dedup(DEDUP_ID), k.lane(GROUP),
-        k.repeat_record(REPEAT_NAME), k.audit, k.gindex,
+        k.repeat_record(REPEAT_NAME), k.audit, k.gindex, k.settled,
     }  # fmt: skip
 
 
