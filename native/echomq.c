@@ -54,6 +54,9 @@ static int eq(Str a, Str b) { return a.p && b.p && a.n == b.n && memcmp(a.p, b.p
 
 static int eqc(Str a, const char *c) { return eq(a, S(c)); }
 
+/* Lua's %s: space, \t, \n, \v, \f, \r */
+static int is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
 /* a .. b .. c, in memory freed when the command returns */
 static Str cat3(Q *q, Str a, Str b, Str c) {
     size_t n = a.n + b.n + c.n;
@@ -261,6 +264,38 @@ static void count_metric(Q *q, const char *which, long long n, long long now) {
     }
 }
 
+/* settled tombstones (lib/common.lua): complete leaves the id it deleted in `settled`
+ * (score = server ms) for SETTLED_MS and trims at most 4 expired ones; enqueue treats
+ * a recent one as a duplicate */
+#define SETTLED_MS 60000
+
+static void tombstone(Q *q, Str id, long long now) {
+    RedisModuleCtx *c = q->ctx;
+    Str sk = K(q, "settled"), ns = num(q, (double)now);
+    RedisModule_Call(c, "ZADD", "!bbb", sk.p, sk.n, ns.p, ns.n, id.p, id.n);
+    Str upto = cat3(q, S("("), num14(q, (double)(now - SETTLED_MS)), NONE);
+    Rep *old = RedisModule_Call(c, "ZRANGE", "!bcbcccc", sk.p, sk.n, "-inf", upto.p, upto.n,
+                                "BYSCORE", "LIMIT", "0", "4");
+    size_t n = old && RedisModule_CallReplyType(old) == REDISMODULE_REPLY_ARRAY
+                   ? RedisModule_CallReplyLength(old)
+                   : 0;
+    if (n > 0) {
+        RedisModuleString *v[4];
+        for (size_t i = 0; i < n && i < 4; i++) {
+            Str m = rstr(elem(old, i));
+            v[i] = RedisModule_CreateString(c, m.p, m.n);
+        }
+        RedisModule_Call(c, "ZREM", "!bv", sk.p, sk.n, v, n < 4 ? n : 4);
+    }
+}
+
+static int settled_recently(Q *q, Str id, long long now) {
+    Str sk = K(q, "settled");
+    Str sc = rstr(RedisModule_Call(q->ctx, "ZSCORE", "!bb", sk.p, sk.n, id.p, id.n));
+    double v;
+    return sc.p && tonum(sc, &v) && v >= (double)(now - SETTLED_MS);
+}
+
 /* ---- JSON text as lua-cjson writes it ---- */
 
 static Str json_str(Q *q, Str s) {
@@ -448,10 +483,45 @@ static int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     Str meta = K(&q, "meta");
     if (rint_(RedisModule_Call(ctx, "HEXISTS", "!bc", meta.p, meta.n, "paused")) == 1)
         return RedisModule_ReplyWithArray(ctx, 0);
+    Str rid = A(&l, 4), ridkey = NONE;
+    if (rid.p && rid.n > 0) {
+        ridkey = cat3(&q, q.b, S("claimreq:"), rid);
+        Str seen = rstr(RedisModule_Call(ctx, "GET", "!b", ridkey.p, ridkey.n));
+        if (seen.p) {
+            /* a repeat of a request that ran: answer what it claimed, claim nothing new */
+            long again = 0;
+            RedisModule_ReplyWithArray(ctx, REDISMODULE_POSTPONED_LEN);
+            size_t i = 0;
+            while (i < seen.n) {
+                while (i < seen.n && is_space(seen.p[i])) i++;
+                size_t start = i;
+                while (i < seen.n && !is_space(seen.p[i])) i++;
+                if (i == start) break;
+                Str id = {seen.p + start, i - start};
+                Str jk = job_key(&q, id);
+                Rep *f = RedisModule_Call(ctx, "HMGET", "!bccccc", jk.p, jk.n, "state",
+                                          "attempts", "payload", "name", "group");
+                if (eqc(rstr(elem(f, 0)), "active")) {
+                    Str pay = rstr(elem(f, 2)), nm = rstr(elem(f, 3)), gr = rstr(elem(f, 4));
+                    double t = 0;
+                    tonum(rstr(elem(f, 1)), &t);
+                    RedisModule_ReplyWithStringBuffer(ctx, id.p, id.n);
+                    RedisModule_ReplyWithStringBuffer(ctx, pay.p ? pay.p : "", pay.n);
+                    RedisModule_ReplyWithLongLong(ctx, (long long)t);
+                    RedisModule_ReplyWithStringBuffer(ctx, nm.p ? nm.p : "", nm.n);
+                    RedisModule_ReplyWithStringBuffer(ctx, gr.p ? gr.p : "", gr.n);
+                    again += 5;
+                }
+            }
+            RedisModule_ReplySetArrayLength(ctx, again);
+            return REDISMODULE_OK;
+        }
+    }
     long long now = now_ms();
     Str deadline = num(&q, (double)now + lease);
     Str active = K(&q, "active");
     Claim c = {&q, K(&q, "ring"), 0, 0};
+    Str got = NONE; /* the claimed ids, space-separated, for claimreq:<rid> */
     long out = 0;
     RedisModule_ReplyWithArray(ctx, REDISMODULE_POSTPONED_LEN);
     while ((double)out < count * 5) {
@@ -486,11 +556,14 @@ static int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
         RedisModule_ReplyWithStringBuffer(ctx, name.p ? name.p : "", name.n);
         RedisModule_ReplyWithStringBuffer(ctx, g.p ? g.p : "", g.n);
         out += 5;
+        if (ridkey.p) got = got.p ? cat3(&q, got, S(" "), id) : cat3(&q, id, NONE, NONE);
         Str t14 = num14(&q, (double)tok);
         Str head = cat3(&q, S("{\"event\":\"active\",\"job\":\""), id, S("\",\"attempt\":"));
         emit(&q, cat3(&q, head, t14, S("}")));
         flat = !flat;
     }
+    if (ridkey.p && out > 0)
+        RedisModule_Call(ctx, "SET", "!bbcc", ridkey.p, ridkey.n, got.p, got.n, "PX", "60000");
     RedisModule_ReplySetArrayLength(ctx, out);
     return REDISMODULE_OK;
 }
@@ -535,7 +608,9 @@ static int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     Str g = rstr(elem(f, 2));
     if (g.p) give_back(&q, g, 0);
     delete_row(&q, id, jk, rstr(elem(f, 3)));
-    count_metric(&q, "completed", 1, now_ms());
+    long long now = now_ms();
+    tombstone(&q, id, now);
+    count_metric(&q, "completed", 1, now);
     emit(&q, ev(&q, "completed", id));
     return RedisModule_ReplyWithLongLong(ctx, 1);
 }
@@ -710,15 +785,19 @@ static int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
     RedisModuleString *scores = mk(ctx, score);
     RedisModuleString **zs = RedisModule_PoolAlloc(ctx, sizeof(*zs) * (size_t)(2 * n + 1));
     int nz = 0;
+    /* the tombstones are read only when there are any */
+    Str sk = K(&q, "settled");
+    int tombs = rint_(RedisModule_Call(ctx, "EXISTS", "!b", sk.p, sk.n)) == 1;
+    long long tomb_now = tombs ? now_ms() : 0;
     if (w == 4) RedisModule_ReplyWithArray(ctx, n);
     for (int i = 0; i < n; i++) {
         int a = 2 + i * w;
         Str id = A(&l, a), jk = job_key(&q, id);
         Str holder = NONE, dedup = NONE;
+        if (rint_(RedisModule_Call(ctx, "EXISTS", "!b", jk.p, jk.n)) == 1 ||
+            (tombs && settled_recently(&q, id, tomb_now)))
+            holder = id;
         if (w == 4) {
-            if (eqc(A(&l, a + 3), "1") &&
-                rint_(RedisModule_Call(ctx, "EXISTS", "!b", jk.p, jk.n)) == 1)
-                holder = id;
             dedup = opt(&l, a + 2);
             if (!holder.p && dedup.p) {
                 Str dk = cat3(&q, q.b, S("de:"), dedup);

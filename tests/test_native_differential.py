@@ -52,8 +52,12 @@ def norm(value: bytes) -> bytes:
 def picture(r: redis.Redis, q: Queue) -> dict[bytes, Any]:
     """Every key of the queue: type, normalised value (server order kept), ttl presence."""
     out: dict[bytes, Any] = {}
+    requests: list[Any] = []
     for key in sorted(r.scan_iter(match=q.keys.pattern(), count=1000)):
         kind = r.type(key)
+        if b":claimreq:" in key:  # a claim's request id is random: compare the records
+            requests.append((r.get(key), r.pttl(key) > 0))
+            continue
         value: Any
         if kind == b"string":
             value = norm(r.get(key) or b"")
@@ -77,6 +81,7 @@ def picture(r: redis.Redis, q: Queue) -> dict[bytes, Any]:
         else:
             value = r.dump(key)
         out[key] = (kind, value, r.pttl(key) > 0)
+    out[b"claimreq:*"] = sorted(requests)
     return out
 
 
