@@ -562,8 +562,27 @@ static int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
         emit(&q, cat3(&q, head, t14, S("}")));
         flat = !flat;
     }
-    if (ridkey.p && out > 0)
+    if (ridkey.p && out > 0) {
         RedisModule_Call(ctx, "SET", "!bbcc", ridkey.p, ridkey.n, got.p, got.n, "PX", "60000");
+        /* the records' index (rid -> expiry), trimmed of at most 4 expired entries */
+        Str ix = K(&q, "claimreqs"), exp = num(&q, (double)now + 60000);
+        RedisModule_Call(ctx, "ZADD", "!bbb", ix.p, ix.n, exp.p, exp.n, rid.p, rid.n);
+        Str upto = cat3(&q, S("("), num14(&q, (double)now), NONE);
+        Rep *old = RedisModule_Call(ctx, "ZRANGE", "!bcbcccc", ix.p, ix.n, "-inf", upto.p,
+                                    upto.n, "BYSCORE", "LIMIT", "0", "4");
+        size_t n = old && RedisModule_CallReplyType(old) == REDISMODULE_REPLY_ARRAY
+                       ? RedisModule_CallReplyLength(old)
+                       : 0;
+        if (n > 4) n = 4;
+        if (n > 0) {
+            RedisModuleString *v[4];
+            for (size_t i = 0; i < n; i++) {
+                Str m = rstr(elem(old, i));
+                v[i] = RedisModule_CreateString(ctx, m.p, m.n);
+            }
+            RedisModule_Call(ctx, "ZREM", "!bv", ix.p, ix.n, v, n);
+        }
+    }
     RedisModule_ReplySetArrayLength(ctx, out);
     return REDISMODULE_OK;
 }
