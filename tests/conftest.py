@@ -127,14 +127,13 @@ def dump(r: redis.Redis, queue: Queue | AsyncQueue) -> dict[str, Any]:
 
 
 def native(queue: Queue | AsyncQueue) -> bool:
-    """Whether the queue's verbs run on the native module (whose claim keeps no claim
-    records yet: CONTRACTS.md)."""
-    return bool(getattr(queue.ctx.executor, "native", False))
+    """Whether the queue's verbs run on a native module that keeps no claim records and
+    no tombstones. Ours keeps both, as the scripts do (native/echomq.c): never."""
+    return False
 
 
 def tombstones(queue: Queue | AsyncQueue) -> set[str]:
-    """The settled-tombstone key a completion leaves ({} on the native executor, whose
-    complete keeps none yet: CONTRACTS.md)."""
+    """The settled-tombstone key a completion leaves (under either executor)."""
     return set() if native(queue) else {queue.keys.settled}
 
 

@@ -197,6 +197,7 @@ def test_native_equals_scripts(
         return [ids.encode(base + k) for k in range(n)]
 
     monkeypatch.setattr(spine_mod.ids, "new_ids", fixed_ids)
+
     # the claim request ids: the same on both sides too (when the claim carries one)
     def fixed_rid() -> str:  # each side claims at most once per step
         return f"r{seed[0]}"
