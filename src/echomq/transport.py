@@ -309,6 +309,7 @@ class Outage:
         self.since: float | None = None
         self.errors = 0
         self._last_line = -1e9
+        self._said = False  # whether this outage's first line was logged
 
     def transient(self, exc: BaseException) -> None:
         """A failure the transport recovers from by itself: DEBUG only."""
@@ -321,19 +322,22 @@ class Outage:
         log.debug("echomq: %s: %s", self.where, exc, exc_info=exc)
         if self.since is None:
             self.since = now
-            if now - self._last_line >= self.QUIET_S:
+            # a link that flaps faster than QUIET_S logs its first outage only
+            self._said = now - self._last_line >= self.QUIET_S
+            if self._said:
                 self._last_line = now
                 log.warning("echomq: lost the server at %s: %s", self.where, exc)
 
     def ok(self) -> None:
         """A success: ends an outage with its one line."""
-        if self.since is not None:
+        if self.since is not None and self._said:
             log.warning(
                 "echomq: server at %s recovered after %.1f s (%d failed calls)",
                 self.where,
                 time.monotonic() - self.since,
                 self.errors,
             )
+        if self.since is not None:
             self.since, self.errors = None, 0
 
 
