@@ -538,6 +538,51 @@ class SyncTransport:
                 conn.disconnect()
 
 
+class HeldConnection:
+    """One pooled connection held for an exchange of several steps, so a blocking
+    exchange leaves through the transport too: the idle worker's wait (``WATCH`` and
+    the pause-gate read, then ``BLPOP`` with a claim written behind it) sends on it
+    and reads its replies in order.
+
+    Leaving the block with an exception (a cancel, a cut between replies) drops the
+    connection, whose replies are out of step; the pool gets it back either way.
+    Nothing here re-sends: the caller owns the exchange's meaning.
+    """
+
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool
+        self.conn: Any = None
+
+    async def __aenter__(self) -> HeldConnection:
+        if _takes_name(self.pool):
+            self.conn = await self.pool.get_connection("_")
+        else:
+            self.conn = await self.pool.get_connection()
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            if exc_type is not None:
+                await self.conn.disconnect()
+        finally:
+            await self.pool.release(self.conn)
+
+    async def send(self, *cmds: Sequence[Arg]) -> None:
+        """Write ``cmds`` in one buffer."""
+        await self.conn.send_packed_command(self.conn.pack_commands([tuple(c) for c in cmds]))
+
+    async def read(self, n: int) -> list[Any]:
+        """The next ``n`` replies, an error reply as its exception (the parser has
+        read it whole, so the connection stays in step)."""
+        out: list[Any] = []
+        for _ in range(n):
+            try:
+                out.append(await self.conn.read_response())
+            except redis.ResponseError as exc:
+                out.append(exc)
+        return out
+
+
 class AsyncTransport:
     """Sends an asyncio client's commands (a kept connection in use by another task
     makes the call take a pooled one).

@@ -10,9 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import redis
-
 from ..scripts import Arg
+from ..transport import HeldConnection
 
 log = logging.getLogger("echomq.worker")
 
@@ -102,18 +101,6 @@ class Woke:
     refused: Exception | None = None
 
 
-async def _read(conn: Any, n: int) -> list[Any]:
-    """The next ``n`` replies on ``conn``, an error reply as its exception (the
-    parser has read it whole, so the connection stays in step)."""
-    out: list[Any] = []
-    for _ in range(n):
-        try:
-            out.append(await conn.read_response())
-        except redis.ResponseError as exc:
-            out.append(exc)
-    return out
-
-
 class Waker:
     """The idle worker's wait on the wake list, on a connection of its own.
 
@@ -163,48 +150,39 @@ class Waker:
         pool = getattr(self.blocker, "connection_pool", None)
         if pool is None:
             return await self._pipelined(timeout_s)
-        conn = await pool.get_connection()
         try:
-            self._enter(WaitState.READING_GATE)
-            await conn.send_packed_command(
-                conn.pack_commands([("CLIENT", "ID"), ("WATCH", self.meta_key), self.gate])
-            )
-            client_id, watched, gate = await _read(conn, 3)
-            for reply in (client_id, watched):
-                if isinstance(reply, Exception):
-                    raise reply
-            self.client_id = int(client_id)
-            if not isinstance(gate, Exception) and not int(gate) and self._with_claim():
-                return await self._with_claim_behind(conn, timeout_s, claim)
-            # closed (or claims go plainly): no claim behind, the gate read again after
-            self._enter(WaitState.WAITING)
-            await conn.send_packed_command(
-                conn.pack_commands([("UNWATCH",), ("BLPOP", self.wake_key, timeout_s), self.gate])
-            )
-            _, _, gate = await _read(conn, 3)
-            self._enter(WaitState.CLAIMING)
-            return Woke(claim_sent=False, gate=gate)
+            async with HeldConnection(pool) as conn:
+                self._enter(WaitState.READING_GATE)
+                await conn.send(("CLIENT", "ID"), ("WATCH", self.meta_key), self.gate)
+                client_id, watched, gate = await conn.read(3)
+                for reply in (client_id, watched):
+                    if isinstance(reply, Exception):
+                        raise reply
+                self.client_id = int(client_id)
+                if not isinstance(gate, Exception) and not int(gate) and self._with_claim():
+                    return await self._with_claim_behind(conn, timeout_s, claim)
+                # closed (or claims go plainly): no claim behind, the gate read again after
+                self._enter(WaitState.WAITING)
+                await conn.send(("UNWATCH",), ("BLPOP", self.wake_key, timeout_s), self.gate)
+                _, _, gate = await conn.read(3)
+                self._enter(WaitState.CLAIMING)
+                return Woke(claim_sent=False, gate=gate)
         except BaseException:
-            # cancelled or cut off between replies: the connection is out of step
+            # cancelled or cut off between replies: the held connection was dropped
             self._enter(WaitState.IDLE)
-            await conn.disconnect()
             raise
-        finally:
-            await pool.release(conn)
 
     def _with_claim(self) -> bool:
         return time.monotonic() >= self.plain_until
 
-    async def _with_claim_behind(self, conn: Any, timeout_s: float, claim: Sequence[Arg]) -> Woke:
+    async def _with_claim_behind(
+        self, conn: HeldConnection, timeout_s: float, claim: Sequence[Arg]
+    ) -> Woke:
         self._enter(WaitState.WAITING_WITH_CLAIM)
-        await conn.send_packed_command(
-            conn.pack_commands(
-                [("BLPOP", self.wake_key, timeout_s), ("MULTI",), tuple(claim), ("EXEC",)]
-            )
-        )
-        await _read(conn, 1)  # the token, or nil after the timeout or an unblock
+        await conn.send(("BLPOP", self.wake_key, timeout_s), ("MULTI",), claim, ("EXEC",))
+        await conn.read(1)  # the token, or nil after the timeout or an unblock
         self._enter(WaitState.CLAIMING)  # the claim has run: its reply must be read
-        _, queued, replies = await _read(conn, 3)  # OK, QUEUED, the EXEC reply
+        _, queued, replies = await conn.read(3)  # OK, QUEUED, the EXEC reply
         if isinstance(replies, Exception):
             # refused as a whole (EXECABORT: the claim was refused when queued, e.g.
             # OOM at maxmemory): nothing ran; claim plainly for a while
