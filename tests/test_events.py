@@ -9,7 +9,7 @@ from typing import Any
 import redis
 
 from echomq import AsyncQueue, Backoff, Event, JobContext, Queue, Worker
-from echomq.events import decode
+from echomq.events import decode, every_queue
 from worker_support import FAST, running, wait_until
 
 
@@ -179,3 +179,26 @@ async def test_async_stream_subscribes_again_after_a_lost_connection(
         else:
             raise AssertionError("no event after the connection was cut")
         assert stream.reconnects >= 1
+
+
+async def test_every_queue_stream_names_each_events_queue(
+    aq: AsyncQueue, server: Any, r: redis.Redis
+) -> None:
+    other = AsyncQueue(aq.name + "-other", url=server.url)
+    try:
+        async with every_queue(aq.client) as stream:
+            a = await aq.enqueue("x")
+            b = await other.enqueue("y")
+            got = []
+            while len(got) < 2:
+                event = await stream.get(timeout=10)
+                assert event is not None
+                if event.queue in (aq.name, other.name):
+                    got.append((event.queue, event.name, event.job))
+        assert got == [(aq.name, "enqueued", a), (other.name, "enqueued", b)]
+        assert r.exists(aq.keys.job(a), other.keys.job(b)) == 2
+    finally:
+        await other.pause()
+        while not await other.obliterate(force=True):
+            pass
+        await other.aclose()

@@ -25,6 +25,7 @@ import redis
 from typing_extensions import Self
 
 from .context import as_str
+from .keyspace import EVENTS_PATTERN, queue_of_key
 
 #: How long one wait on the socket lasts before the loop looks again (seconds).
 POLL_S = 1.0
@@ -58,7 +59,7 @@ class Event:
 def decode(queue: str, message: Mapping[str, Any] | None) -> Event | None:
     """Turn a pub/sub message into an :class:`Event`; ``None`` for anything else
     (subscribe confirmations, text that is not an event object)."""
-    if not message or as_str(message.get("type")) != "message":
+    if not message or as_str(message.get("type")) not in ("message", "pmessage"):
         return None
     try:
         doc = json.loads(as_str(message["data"]))
@@ -163,8 +164,9 @@ class AsyncEventStream:
         channel: the queue's events channel.
     """
 
-    def __init__(self, client: Any, queue: str, channel: str) -> None:
+    def __init__(self, client: Any, queue: str, channel: str, *, pattern: bool = False) -> None:
         self._client, self.queue, self.channel = client, queue, channel
+        self.pattern = pattern  # channel is a pattern; each event names its own queue
         self._pubsub: Any = None
         self.reconnects = 0
 
@@ -172,7 +174,10 @@ class AsyncEventStream:
         """Subscribe now (idempotent), so later events are not missed."""
         if self._pubsub is None:
             pubsub = self._client.pubsub(ignore_subscribe_messages=True)
-            await pubsub.subscribe(self.channel)
+            if self.pattern:
+                await pubsub.psubscribe(self.channel)
+            else:
+                await pubsub.subscribe(self.channel)
             self._pubsub = pubsub
         return self
 
@@ -191,7 +196,10 @@ class AsyncEventStream:
                 await asyncio.sleep(_retry_delay(failures))
                 failures += 1
                 continue
-            event = decode(self.queue, msg)
+            queue = self.queue
+            if self.pattern and msg:
+                queue = queue_of_key(as_str(msg.get("channel")) or "") or ""
+            event = decode(queue, msg)
             if event is not None:
                 return event
             if _expired(deadline):
@@ -215,3 +223,14 @@ class AsyncEventStream:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def every_queue(client: Any) -> AsyncEventStream:
+    """Every queue's events on the server ``client`` talks to, for asyncio (one
+    pattern subscription; each :class:`Event` names its queue). The console's
+    all-queues page reads this.
+
+    Args:
+        client: a ``redis.asyncio.Redis``.
+    """
+    return AsyncEventStream(client, "*", EVENTS_PATTERN, pattern=True)

@@ -18,7 +18,6 @@ adapter (a test, a different framework) can call the handlers directly.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
@@ -27,11 +26,10 @@ from typing import Any
 
 import redis.asyncio
 
-from .. import __version__
-from ..context import as_str
+from .. import __version__, events
 from ..discovery import QueueDirectory, server_label
 from ..errors import EchoMQError, InvalidArgument, JobGone
-from ..keyspace import EVENTS_PATTERN, queue_of_key
+from ..events import Event
 from ..queue import DEFAULT_URL, AsyncQueue
 from ..views import MAX_PAGE, SEARCH_BUDGET, SEARCH_FIELDS, STATES, LenientJson
 
@@ -344,28 +342,15 @@ class Console:
             yield None
             while True:
                 event = await stream.get(HEARTBEAT_S)
-                if event is None:
-                    yield None
-                    continue
-                out: Reply = {"event": event.name}
-                if event.job is not None:
-                    out["job"] = event.job
-                out.update(event.fields)
-                out["queue"] = event.queue
-                yield out
+                yield None if event is None else _event_reply(event)
 
     async def _every_queue_events(self) -> AsyncGenerator[Reply | None, None]:
-        # a pattern subscription; a lost link ends the stream and the browser's
-        # EventSource reconnects on its own
-        pubsub = self.client.pubsub()
-        try:
-            await pubsub.psubscribe(EVENTS_PATTERN)
+        # every queue: one pattern subscription, which subscribes again after a lost link
+        async with events.every_queue(self.client) as stream:
             yield None
             while True:
-                msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=HEARTBEAT_S)
-                yield None if msg is None else _event(msg)
-        finally:
-            await pubsub.aclose()
+                event = await stream.get(HEARTBEAT_S)
+                yield None if event is None else _event_reply(event)
 
     # ------------------------------------------------------------ queue verbs
     async def pause(self, queue: str, body: Body) -> Reply:
@@ -517,16 +502,13 @@ class Console:
         return {"ok": True}
 
 
-def _event(msg: Mapping[str, Any]) -> Reply:
-    channel = as_str(msg.get("channel", ""))
-    text = as_str(msg.get("data", ""))
-    try:
-        decoded = json.loads(text)
-    except ValueError:
-        decoded = None
-    event: Reply = decoded if isinstance(decoded, dict) else {"event": "raw", "data": text}
-    event["queue"] = queue_of_key(channel)
-    return event
+def _event_reply(event: Event) -> Reply:
+    out: Reply = {"event": event.name}
+    if event.job is not None:
+        out["job"] = event.job
+    out.update(event.fields)
+    out["queue"] = event.queue
+    return out
 
 
 QueueVerb = Callable[[Console, str, Body], Awaitable[Reply]]
