@@ -27,6 +27,7 @@ import redis.asyncio
 
 from echomq import AsyncQueue, Queue, native
 from echomq.embedded import EmbeddedServer
+from faults.proxy import FaultProxy
 
 _names = itertools.count()
 _built = native.build(quiet=True)
@@ -149,3 +150,18 @@ def queue_keys(r: redis.Redis, queue: Queue | AsyncQueue) -> set[str]:
     claim does not keep (yet); :func:`claim_records` lists them."""
     receipts = claim_records(r, queue) | {queue.keys.claimreqs}
     return set(r.scan_iter(match=queue.keys.pattern(), count=1000)) - receipts
+
+
+@pytest.fixture()
+def proxy(server: EmbeddedServer) -> Iterator[FaultProxy]:
+    """A TCP fault proxy in front of the private server (tests/faults/proxy.py)."""
+    with FaultProxy(server.port) as p:
+        yield p
+
+
+@pytest.fixture()
+def pq(proxy: FaultProxy, qname: str) -> Iterator[Queue]:
+    """A queue that talks to the server through the fault proxy."""
+    q = Queue(qname, url=proxy.url)
+    yield q
+    q.close()

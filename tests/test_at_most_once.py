@@ -8,14 +8,11 @@ checked against a byte-for-byte dump.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import redis
 
 from conftest import claim_records, dump
 from echomq import JobGone, Queue, new_id
-from echomq.embedded import EmbeddedServer
 from echomq.scripts import Eval, script
 from faults.proxy import FaultProxy
 
@@ -30,19 +27,6 @@ def text(reply: list[object]) -> list[object]:
 def server_ms(r: redis.Redis) -> int:
     s, us = r.time()
     return s * 1000 + us // 1000
-
-
-@pytest.fixture()
-def proxy(server: EmbeddedServer) -> Iterator[FaultProxy]:
-    with FaultProxy(server.port) as p:
-        yield p
-
-
-@pytest.fixture()
-def pq(proxy: FaultProxy, qname: str) -> Iterator[Queue]:
-    q = Queue(qname, url=proxy.url)
-    yield q
-    q.close()
 
 
 # ---------------------------------------------------------------- the settled tombstone

@@ -13,7 +13,6 @@ import asyncio
 import logging
 import os
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -42,20 +41,6 @@ def kept_id(q: Queue) -> int:
     assert conn is not None
     conn.send_command("CLIENT", "ID")
     return int(conn.read_response())
-
-
-@pytest.fixture()
-def proxy(server: EmbeddedServer) -> Iterator[FaultProxy]:
-    with FaultProxy(server.port) as p:
-        yield p
-
-
-@pytest.fixture()
-def pq(proxy: FaultProxy, qname: str) -> Iterator[Queue]:
-    """A queue that talks to the server through the fault proxy."""
-    q = Queue(qname, url=proxy.url)
-    yield q
-    q.close()
 
 
 def test_every_script_decides_whether_it_may_be_resent() -> None:
