@@ -147,8 +147,9 @@ class Rig:
         still = set()
         for key in ("pending", "active", "schedule", "dead"):
             still |= set(self.direct.zrange(base + key, 0, -1))
-        runs = self.direct.lrange(f"faults:{queue}:runs", 0, -1)
-        twice = sum(1 for _, k in Counter(runs).items() if k > 1)
+        # one entry per handler call (a re-pushed record repeats its run id)
+        runs = set(self.direct.lrange(f"faults:{queue}:runs", 0, -1))
+        twice = sum(1 for k in Counter(r.rsplit(":", 1)[0] for r in runs).values() if k > 1)
         return Report(
             scenario=scenario,
             enqueued=len(ids),

@@ -1,8 +1,11 @@
 """A worker process for the fault suite: ``python worker_proc.py QUEUE VIA_URL DIRECT_URL``.
 
 It serves ``QUEUE`` through ``VIA_URL`` (the fault proxy) and records every run of its
-handler, ``<job id>:<token>``, on the list ``faults:<QUEUE>:runs`` through
-``DIRECT_URL`` (the server itself, so the record is never what a fault loses). It
+handler, ``<job id>:<token>:<run id>``, on the list ``faults:<QUEUE>:runs`` through
+``DIRECT_URL`` (the server itself, so the record is never what a fault loses). The run
+id is fresh per handler call: when the server dies after an RPUSH but before its reply,
+the record is pushed again, and the copy carries the same run id, so it is not counted as
+a second run. It
 prints ``ready`` once serving, and stops on SIGTERM.
 """
 
@@ -12,6 +15,7 @@ import logging
 import signal
 import sys
 import time
+import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
@@ -34,9 +38,10 @@ def main() -> None:
 
     def handle(job: JobContext) -> None:
         # record the run; the server may be restarting: keep trying
+        record = f"{job.id}:{job.attempt}:{uuid.uuid4().hex}"
         while True:
             try:
-                recorder.rpush(runs, f"{job.id}:{job.attempt}")
+                recorder.rpush(runs, record)
                 return
             except (redis.ConnectionError, redis.TimeoutError):
                 time.sleep(0.05)
