@@ -1,0 +1,200 @@
+"""What a job costs the server: scripts vs native vs a raw list loop, in one run.
+
+For the lifecycle enqueue -> claim -> complete of no-op jobs, each row runs the same
+number of jobs on one private server (an ``EmbeddedServer`` with echomq's module
+loaded) under ``executor="scripts"``, ``executor="native"`` and, as the floor, a raw
+redis-py loop that pushes and pops the same number of items on a list. Workloads:
+
+- ``one by one``: ``enqueue``, ``claim``, ``complete``, one call each (the raw loop:
+  ``LPUSH`` then ``BRPOP``, one round trip each);
+- ``batches of B``: ``enqueue_many`` of B jobs, then the worker's own round trip
+  (``worker.plans.complete_and_claim``: the last batch's completions pipelined with the
+  next claim of B, as a worker does), so every job is claimed and completed in batches
+  (the raw loop: ``LPUSH`` of B items, then ``RPOP key B``).
+
+Per job it prints:
+
+- ``own us``: the server's time in the commands the client sent, from ``INFO
+  commandstats`` (``usec`` of ``evalsha`` and the pause gate's ``hexists`` for scripts,
+  of the ``emq.*`` commands for native, of ``lpush``/``brpop``/``rpop`` for raw; a
+  script's or a module command's time includes the commands it runs);
+- ``cpu us``: the server process's CPU (``INFO cpu``, user + sys), which also counts
+  the sockets, the event loop and the replies: what one primary really spends;
+- ``sent``: the commands the client sent; ``cmds``: every command the server ran,
+  those run inside a script or a module command included (``INFO commandstats``
+  ``calls``; the ``INFO`` calls of the bench itself left out).
+
+Then the ratios native/scripts and native/raw of both times. Each figure is the
+median of ``--repeat`` runs, the three kinds interleaved so that the machine's drift
+hits them alike. ``--detail`` also prints, per kind, the calls and usec per job of each
+command the server ran (what a script spends its time on).
+
+Run: ``.venv/bin/python bench/server_cost.py`` (about a minute; ``--jobs``,
+``--batch``, ``--repeat``).
+"""
+
+from __future__ import annotations
+
+import sys
+
+# bench/ holds an ``operator.py``, which would shadow the stdlib module of that name
+# for every later import while this directory leads sys.path; move it to the end.
+if __name__ == "__main__" and sys.path and sys.path[0].rstrip("/").endswith("bench"):
+    sys.path.append(sys.path.pop(0))
+
+import argparse
+import itertools
+import os
+from collections.abc import Callable
+from typing import Any
+
+import redis
+
+from _common import median, report
+from echomq import Queue, native
+from echomq.embedded import EmbeddedServer
+from echomq.worker.plans import complete_and_claim
+
+KINDS = ("scripts", "native", "raw")
+#: The commands each kind sends itself (their usec include what runs inside them).
+SENT = {
+    "scripts": ("evalsha", "hexists"),
+    "native": ("emq.enqueue", "emq.claim", "emq.complete"),
+    "raw": ("lpush", "brpop", "rpop"),
+}
+_names = itertools.count()
+
+Stats = dict[str, tuple[int, int]]
+
+
+def stats(r: redis.Redis) -> tuple[Stats, float]:
+    """Per command (calls, usec), and the server's CPU seconds so far."""
+    cs = r.info("commandstats")
+    per = {k.removeprefix("cmdstat_"): (int(v["calls"]), int(v["usec"])) for k, v in cs.items()}
+    cpu = r.info("cpu")
+    return per, float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+
+
+def one_by_one(q: Queue, n: int) -> None:
+    for _ in range(n):
+        jid = q.enqueue(None)
+        got = q.claim()
+        assert got is not None and got.id == jid
+        q.complete(got.id, got.token)
+
+
+def batched(q: Queue, n: int, batch: int) -> None:
+    done: list[tuple[str, int]] = []
+    for _ in range(n // batch):
+        q.enqueue_many([None] * batch)
+        got = q.runner.drive(complete_and_claim(q.ctx, done, batch, 30000, 0))
+        assert len(got.claimed) == batch and not got.gone and not got.stale
+        done = [(c.id, c.token) for c in got.claimed]
+    got = q.runner.drive(complete_and_claim(q.ctx, done, 0, 30000, 0))
+    assert not got.gone and not got.stale
+
+
+def raw(r: redis.Redis, n: int, batch: int) -> None:
+    key = f"bench-raw-{os.getpid()}-{next(_names)}"
+    if batch == 1:
+        for _ in range(n):
+            r.lpush(key, "x")
+            r.brpop([key], 1)
+        return
+    items = ["x"] * batch
+    for _ in range(n // batch):
+        r.lpush(key, *items)
+        r.rpop(key, batch)
+
+
+Figures = tuple[float, float, float, float]  # own us, cpu us, sent, cmds (per job)
+
+
+def measure(r: redis.Redis, kind: str, run: Callable[[], None], n: int, detail: Stats) -> Figures:
+    before, cpu0 = stats(r)
+    run()
+    after, cpu1 = stats(r)
+    usec = sent = calls = 0
+    for name, (c1, u1) in after.items():
+        c0, u0 = before.get(name, (0, 0))
+        if name == "info":
+            continue
+        calls += c1 - c0
+        if name in SENT[kind]:
+            usec, sent = usec + u1 - u0, sent + c1 - c0
+        dc, du = detail.get(name, (0, 0))
+        detail[name] = (dc + c1 - c0, du + u1 - u0)
+    return usec / n, (cpu1 - cpu0) * 1e6 / n, sent / n, calls / n
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=2000, help="jobs per one-by-one run")
+    ap.add_argument("--batch", type=int, default=100, help="jobs per batch")
+    ap.add_argument("--batched-jobs", type=int, default=20000, help="jobs per batched run")
+    ap.add_argument("--repeat", type=int, default=5, help="runs per figure (median)")
+    ap.add_argument("--detail", action="store_true", help="per-command calls and usec per job")
+    args = ap.parse_args()
+    url = os.environ.get("EMQ_URL")
+    srv: EmbeddedServer | None = None
+    if url is None:
+        if native.build(quiet=True) is None:
+            sys.exit("bench/server_cost.py: the native module did not build (make -C native)")
+        srv = EmbeddedServer(module=True).start()
+        url = srv.url
+    try:
+        r = redis.Redis.from_url(url)
+        rows: list[list[Any]] = [
+            ["workload", "kind", "own us/job", "cpu us/job", "sent/job", "cmds/job"]
+        ]
+        details: list[tuple[str, str, int, Stats]] = []
+        for label, n, batch in (
+            ("one by one", args.jobs, 1),
+            (f"batches of {args.batch}", args.batched_jobs, args.batch),
+        ):
+            got: dict[str, list[Figures]] = {k: [] for k in KINDS}
+            detail: dict[str, Stats] = {k: {} for k in KINDS}
+            for _ in range(args.repeat):
+                for kind in KINDS:
+                    if kind == "raw":
+                        work: Callable[[], None] = lambda n=n, b=batch: raw(r, n, b)  # noqa: E731
+                        got[kind].append(measure(r, kind, work, n, detail[kind]))
+                        continue
+                    name = f"bench-cost-{os.getpid()}-{next(_names)}"
+                    with Queue(name, url=url, executor=kind) as q:
+                        q.counts()  # the fence, the executor's MODULE LIST and the scripts
+                        q.enqueue_many([None])
+                        q.complete_many([(c.id, c.token) for c in q.claim_many(1)])
+                        assert q.ctx.executor.native is (kind == "native")
+                        work = (
+                            (lambda q=q, n=n: one_by_one(q, n))
+                            if batch == 1
+                            else (lambda q=q, n=n, b=batch: batched(q, n, b))
+                        )
+                        got[kind].append(measure(r, kind, work, n, detail[kind]))
+            for kind in KINDS:
+                rows.append([label, kind, *(median(c) for c in zip(*got[kind]))])
+                details.append((label, kind, n * args.repeat, detail[kind]))
+            own = {k: median(x[0] for x in got[k]) for k in KINDS}
+            cpu = {k: median(x[1] for x in got[k]) for k in KINDS}
+            rows.append([label, "native/scripts", own["native"] / own["scripts"],
+                         cpu["native"] / cpu["scripts"], "", ""])  # fmt: skip
+            rows.append([label, "native/raw", own["native"] / own["raw"],
+                         cpu["native"] / cpu["raw"], "", ""])  # fmt: skip
+        report(rows)
+        if args.detail:
+            for label, kind, jobs, per in details:
+                print(f"\n{label}, {kind}: calls/job and usec/job of each command")
+                ranked = sorted(per.items(), key=lambda kv: -kv[1][1])
+                report(
+                    [["command", "calls/job", "usec/job"]]
+                    + [[c, k / jobs, u / jobs] for c, (k, u) in ranked if k]
+                )
+        r.close()
+    finally:
+        if srv is not None:
+            srv.stop()
+
+
+if __name__ == "__main__":
+    main()
