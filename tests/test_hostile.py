@@ -218,6 +218,9 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
         "sweep": h(flags),
     },
     "audit": {"n": h(budgets)},
+    "workers": {"n": h(budgets)},
+    "latency": {},
+    "cancel_job": {"job_id": h(job_ids, optional=False)},
     "update_data": {"job_id": h(job_ids, optional=False), "payload": payloads},
     "update_progress": {"job_id": h(job_ids, optional=False), "progress": payloads},
     "add_log": {

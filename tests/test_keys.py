@@ -51,6 +51,7 @@ COMPOSED: dict[str, tuple[tuple[str, ...], Callable[[Keyspace], str], str]] = {
     "lane": (("LANE", "LANE_END"), lambda k: k.lane(GROUP), GROUP),
     "repeat_record": (("REPEAT_RECORD",), lambda k: k.repeat_record(REPEAT_NAME), REPEAT_NAME),
     "claim_request": (("CLAIMREQ",), lambda k: k.claim_request("0123abcd"), "0123abcd"),
+    "worker": (("WORKER",), lambda k: k.worker("0123abcd"), "0123abcd"),
 }
 #: Keyspace members that are not keys of the queue's schema.
 NOT_KEYS = {"name", "base", "state_set", "pattern"}

@@ -21,6 +21,7 @@ from echomq import (
     EchoMQError,
     JobGone,
     JobLocked,
+    JobNotActive,
     JobNotDead,
     JobNotPending,
     Queue,
@@ -116,6 +117,7 @@ def test_job_gone_carries_the_id_from_every_verb_on_a_job(q: Queue, r: redis.Red
         lambda: q.get_job_logs(ghost),
         lambda: q.remove_job(ghost),
         lambda: q.reprocess_job(ghost),
+        lambda: q.cancel_job(ghost),
         lambda: q.lock_job(ghost, 1),
         lambda: q.unlock_job(ghost, 1),
         lambda: q.reassign(ghost, "g"),
@@ -140,6 +142,9 @@ def test_error_refusals_carry_the_job_id(q: Queue, r: redis.Redis) -> None:
     )
     not_pending = _refuse(q, r, lambda: q.reassign(active, "g"), JobNotPending)
     assert not_pending.job_id == active and not_pending.reason == "not_pending"
+    pending, _ = put_job(q, "pending")
+    not_active = _refuse(q, r, lambda: q.cancel_job(pending), JobNotActive)
+    assert not_active.job_id == pending and not_active.reason == "not_active"
     not_dead = _refuse(q, r, lambda: q.reprocess_job(active), JobNotDead)
     assert not_dead.job_id == active and not_dead.reason == "not_dead"
     q.lock_job(active, token)

@@ -545,6 +545,34 @@ async def test_bulk_verbs_by_filter(twin: Twin, r: redis.Redis) -> None:
     assert {"pending", "g:g:pending", "audit"} <= t.key_names()
 
 
+@scenario("cancel_job", "workers")
+async def test_cancel_and_the_worker_registry(twin: Twin, r: redis.Redis) -> None:
+    t = twin
+    await t("enqueue", "a", job_id=J(1))
+    await t("enqueue", "b", job_id=J(2))
+    c = await t("claim")
+    assert field(c, "id") == J(1)
+    assert await t("cancel_job", J(1)) is True
+    assert await t("cancel_job", J(1)) is False  # asked already: nothing written
+    assert field(await t.outcome("cancel_job", J(2)), "reason") == "not_active"
+    assert field(await t.outcome("cancel_job", J(9)), "reason") == "gone"
+    assert await t("workers") == []
+    # a record as a beat writes it (a live worker is the worker scenario's), and the
+    # index entry of one whose record expired: the read lists one, trims the other
+    live, dead = "0123456789abcdef", "fedcba9876543210"
+    r.hset(
+        t.q.keys.worker(live),
+        mapping={"host": "h", "pid": "7", "queues": '["x"]', "jobs": "1", "beat": "1"},
+    )
+    r.zadd(t.q.keys.workers, {live: 1, dead: 0})
+    got = await t("workers", 10)
+    assert [(field(w, "id"), field(w, "pid"), field(w, "queues")) for w in got] == [
+        (live, 7, ["x"])
+    ]
+    assert r.zrange(t.q.keys.workers, 0, -1) == [live]
+    t.keys()
+
+
 @scenario("audit")
 async def test_the_audit_journal(twin: Twin, r: redis.Redis) -> None:
     t = twin
@@ -565,6 +593,7 @@ async def test_the_audit_journal(twin: Twin, r: redis.Redis) -> None:
 @scenario(
     "server_time",
     "queue_exists",
+    "latency",
     "job_page",
     "find_jobs",
     "job_view",
@@ -574,6 +603,7 @@ async def test_the_audit_journal(twin: Twin, r: redis.Redis) -> None:
 async def test_views(twin: Twin, r: redis.Redis) -> None:
     t = twin
     assert await t("queue_exists") is False
+    assert await t("latency") is None
     assert isinstance(await t("server_time"), int)
     await t("enqueue", {"to": "ann"}, job_id=J(1), name="mail")
     await t("enqueue", {"to": "bob"}, job_id=J(2), name="sms", priority=1)
@@ -582,6 +612,7 @@ async def test_views(twin: Twin, r: redis.Redis) -> None:
     assert c.id == J(1)
     await t("add_log", J(1), "sending")
     assert await t("queue_exists") is True
+    assert isinstance(await t._call("latency"), int)  # an age: timing alone
     page = await t("job_page", "pending", n=10)
     assert [field(j, "id") for j in field(page, "jobs")] == [J(2)]
     lane = await t("job_page", "pending", group="g1")

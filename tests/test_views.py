@@ -13,10 +13,11 @@ import pytest
 import redis
 
 from conftest import dump
-from echomq import AsyncQueue, Queue
+from echomq import AsyncQueue, Queue, ids
 from echomq.errors import InvalidArgument, InvalidJobId, InvalidName
 from echomq.keyspace import check_name
 from echomq.views import MAX_PAGE, LenientJson, to_json
+from worker_support import server_ms
 
 
 def dead(q: Queue, error: str, **kw: Any) -> str:
@@ -192,6 +193,18 @@ def test_queue_exists(make_queue: Any, qname: str) -> None:
     other = make_queue(qname + "-x")
     other.enqueue({"x": 1}, delay_ms=60000)
     assert other.queue_exists() is True
+
+
+def test_latency_is_the_age_of_the_oldest_head(q: Queue, r: redis.Redis) -> None:
+    assert q.latency() is None
+    now = server_ms(r)
+    old = ids.encode((now - 60_000 - ids.EPOCH_MS) << (ids.NODE_BITS + ids.SEQ_BITS))
+    q.enqueue("new")
+    assert 0 <= q.latency() < 60_000  # type: ignore[operator]
+    q.enqueue("old", job_id=old, group="g")  # the lanes' head is older
+    assert 60_000 <= q.latency() < 120_000  # type: ignore[operator]
+    q.drain()
+    assert q.latency() is None
 
 
 def test_dot_names_are_refused() -> None:

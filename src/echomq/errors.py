@@ -21,6 +21,7 @@ and carries a stable ``.reason`` string::
         ├── JobNotDead         not_dead    reprocess of a job that is not dead
         ├── JobNotPending      not_pending reassign of a job that is not pending
         ├── JobNotScheduled    not_scheduled promote_job of a job that is not scheduled
+        ├── JobNotActive       not_active  cancel_job of a job that is not running
         ├── QueueNotPaused     not_paused  obliterate of a queue that is not paused
         ├── QueueHasActiveJobs active      obliterate (unforced) with jobs in flight
         └── StaleToken         stale       the fencing token is not the current one
@@ -120,7 +121,7 @@ class Refused(EchoMQError):
 
     Attributes:
         reason: a stable code (``gone``, ``locked``, ``not_dead``, ``not_pending``,
-            ``not_paused``, ``active``, ``stale``).
+            ``not_scheduled``, ``not_active``, ``not_paused``, ``active``, ``stale``).
     """
 
     reason: str = "refused"
@@ -160,6 +161,12 @@ class JobNotScheduled(Refused):
     reason = "not_scheduled"
 
 
+class JobNotActive(Refused):
+    """``cancel_job`` was asked of a job that is not active (nothing runs to cancel)."""
+
+    reason = "not_active"
+
+
 class QueueNotPaused(Refused):
     """Obliterate was asked of a queue that is not paused."""
 
@@ -189,6 +196,7 @@ REPLY_CODES: dict[str, type[EchoMQError]] = {
     "EMQSTATE not dead": JobNotDead,
     "EMQSTATE not pending": JobNotPending,
     "EMQSTATE not scheduled": JobNotScheduled,
+    "EMQSTATE not active": JobNotActive,
     "EMQSTATE not paused": QueueNotPaused,
     "EMQSTATE active jobs present": QueueHasActiveJobs,
     # not a refusal: a script's own check of a malformed argument (a raw client's)
@@ -207,6 +215,7 @@ REASONS: tuple[str, ...] = (
     "not_dead",
     "not_pending",
     "not_scheduled",
+    "not_active",
     "not_paused",
     "active",
     "stale",

@@ -204,3 +204,32 @@ def unlock_job(ctx: Context, job_id: str, token: int) -> Plan[bool]:
     token = checks.token(token)
     reply = yield Eval(script("unlock_job"), keys, (job_id, str(token)), job=job_id)
     return bool(reply)
+
+
+def cancel_job(ctx: Context, job_id: str) -> Plan[bool]:
+    """Ask the worker running an active job to stop it (cooperative).
+
+    The worker holding the lease sees the request on its next beat: the handler's
+    ``job.cancelled`` turns true (``check_cancelled()``, ``progress()`` and ``log()``
+    then raise ``JobCancelled``; an ``async def`` handler is also cancelled at its next
+    ``await``). A handler that stops that way sends the job to dead with the error
+    ``JobCancelled: cancelled by an operator`` (reprocess it to run it again); one that
+    returns normally all the same completes it. The request names the current run
+    only: a later run of the job (after a crash and a reap) is not cancelled by it.
+
+    Args:
+        job_id: the job.
+
+    Returns:
+        ``True`` when the request was written, ``False`` when it was already made for
+        this run (nothing written).
+
+    Raises:
+        InvalidJobId: a malformed id, before any I/O.
+        JobGone: no such job.
+        JobNotActive: the job is pending, scheduled or dead: nothing runs to cancel;
+            nothing changed.
+    """
+    keys = _row(ctx, job_id)
+    reply = yield Eval(script("cancel_job"), keys, (job_id, ctx.actor), job=job_id)
+    return bool(int(reply))

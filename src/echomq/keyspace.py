@@ -37,6 +37,20 @@ def check_name(name: str, what: str = "queue") -> str:
     return name
 
 
+WORKER_ID_RE = re.compile(r"[0-9a-f]{8,32}")
+
+
+def check_worker_id(wid: str) -> str:
+    """Return ``wid`` if it is a worker id (8 to 32 lowercase hex digits).
+
+    Raises:
+        InvalidName: it is not.
+    """
+    if not isinstance(wid, str) or WORKER_ID_RE.fullmatch(wid) is None:
+        raise InvalidName(f"invalid worker id: {show(wid)} (want [0-9a-f]{{8,32}})")
+    return wid
+
+
 def check_dedup(dedup_id: str) -> str:
     """Return ``dedup_id`` if it is a non-empty string of at most 256 characters.
 
@@ -132,6 +146,10 @@ class Keyspace:
     def claim_request(self, rid: str) -> str:
         """The record of one claim request: the ids it claimed, for a repeat to answer."""
         return self.base + "claimreq:" + rid
+
+    def worker(self, wid: str) -> str:
+        """The registry record of worker ``wid`` (gated: ``[0-9a-f]{8,32}``)."""
+        return self.base + "worker:" + check_worker_id(wid)
 
     def lane(self, group: str) -> str:
         """The pending lane of ``group`` (gated)."""

@@ -17,7 +17,7 @@ import redis
 import redis.asyncio
 from typing_extensions import ParamSpec, Self
 
-from . import admin, bulk, jobs, journal, lanes, reads, spine, views
+from . import admin, bulk, jobs, journal, lanes, reads, registry, spine, views
 from . import repeat as repeating
 from .context import DEFAULT_MAX_ATTEMPTS, Context, JsonSerializer, Serializer
 from .events import AsyncEventStream, EventStream
@@ -153,6 +153,9 @@ class _Verbs:
     reprocess_job = _Verb(jobs.reprocess_job)
     lock_job = _Verb(jobs.lock_job)
     unlock_job = _Verb(jobs.unlock_job)
+    cancel_job = _Verb(jobs.cancel_job)
+    # the worker registry
+    workers = _Verb(registry.workers)
     # the audit journal
     audit = _Verb(journal.audit)
     # bulk verbs by filter
@@ -177,6 +180,7 @@ class _Verbs:
     repeats = _Verb(repeating.repeats)
     # views for the operator's tools (bounded pages, search, one job)
     server_time = _Verb(views.server_time)
+    latency = _Verb(views.latency)
     queue_exists = _Verb(views.queue_exists)
     job_page = _Verb(views.job_page)
     find_jobs = _Verb(views.find_jobs)

@@ -535,6 +535,13 @@ def _extend(ctx: Context, pairs: Sequence[tuple[str, int]], lease_ms: int, lock_
     return Eval(script("extend_lock"), (ctx.keys.base,), args)
 
 
+def extend_op(ctx: Context, pairs: Sequence[tuple[str, int]], lease_ms: int, lock_ms: int) -> Eval:
+    """The ``extend_locks`` call as one op, for a plan that batches it with others (the
+    worker's beat); its reply is the flat ``(id, reason)`` list of the jobs not extended.
+    """
+    return _extend(ctx, checks.pairs(pairs, limit=checks.MAX_BATCH), lease_ms, lock_ms)
+
+
 def extend_lock(ctx: Context, job_id: str, token: int, lease_ms: int) -> Plan[None]:
     """Move an active job's lease deadline to now + ``lease_ms``.
 

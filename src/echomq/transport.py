@@ -126,6 +126,13 @@ RESEND: dict[str, bool] = {
     "bulk_promote": False,
     "bulk_clean": False,
     "promote_job": False,
+    # a repeat finds the request made: 0 ("already asked"), true of the moment it answers
+    "cancel_job": True,
+    # the registry: a beat again writes the same record; a leave again finds none (0);
+    # the read's trim removes only entries whose record is gone
+    "worker_beat": True,
+    "worker_leave": True,
+    "workers": True,
 }
 
 

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from . import checks
+from . import checks, ids
 from .context import Context, JsonSerializer, as_str
 from .errors import InvalidArgument
 from .lanes import GroupInfo
@@ -282,6 +282,31 @@ def _range(key: str, start: int, stop: int, rev: bool) -> Cmd:
 def server_time(ctx: Context) -> Plan[int]:
     """The server's clock in ms since the epoch (``TIME``)."""
     return _time_ms((yield Cmd(("TIME",))))
+
+
+def latency(ctx: Context) -> Plan[int | None]:
+    """The queue's latency: how long the job at the head of the backlog has waited.
+
+    The head of the flat pending set and the head of the lanes' index (the next job
+    each side would serve) are read, and the older one's age is its creation time
+    (read from its id) to the server's clock now: a job that waited in the schedule
+    first counts that wait too. Three commands, each ``O(log N)``.
+
+    Returns:
+        The age in ms, or ``None`` when nothing is pending.
+    """
+    now, flat, laned = yield Batch(
+        (
+            Cmd(("TIME",)),
+            Cmd(("ZRANGE", ctx.keys.pending, 0, 0)),
+            Cmd(("ZRANGE", ctx.keys.gindex, 0, 0)),
+        )
+    )
+    heads = [as_str(x) for x in (*flat, *laned)]
+    if not heads:
+        return None
+    oldest = min(ids.minted_at_ms(h) for h in heads)
+    return max(0, _time_ms(now) - oldest)
 
 
 def queue_exists(ctx: Context) -> Plan[bool]:

@@ -33,6 +33,7 @@ REFUSED: dict[str, int] = {
     "active": 15,
     "stale": 16,
     "not_scheduled": 17,
+    "not_active": 18,
 }
 _REASON_MEANING = {
     "gone": "no such job",
@@ -43,6 +44,7 @@ _REASON_MEANING = {
     "active": "jobs are in flight; --force deletes them too (obliterate)",
     "stale": "the fencing token is not the current one",
     "not_scheduled": "the job is not scheduled (job promote)",
+    "not_active": "the job is not running (job cancel)",
 }
 #: A refusal whose reason this table does not know (a newer server script).
 REFUSED_OTHER = 19

@@ -1,5 +1,6 @@
-"""Operator-plane commands of issue 13: the audit journal (``emq audit``), the bulk
-verbs by filter (``emq bulk reprocess|remove|promote|clean``) and ``emq job promote``."""
+"""Operator-plane commands of issues 13 and 16: the audit journal (``emq audit``), the
+bulk verbs by filter (``emq bulk reprocess|remove|promote|clean``), ``emq job
+promote``, ``emq job cancel`` and the worker registry (``emq workers``)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
+from .. import ids
 from ..bulk import DEFAULT_SCAN, MAX_SCAN, BulkResult
 from ..errors import JobLocked
 from ..journal import DEFAULT_AUDIT_ENTRIES
+from ..registry import DEFAULT_WORKERS, MAX_WORKERS
 from .app import Env, cli, confirm, pass_env
 from .job_cmds import job
 from .text import clean
@@ -225,3 +228,71 @@ def job_promote(env: Env, queue: str, job_id: str) -> None:
     """Run scheduled job ID of QUEUE now (refused unless it is scheduled)."""
     env.queue(queue).promote_job(job_id)
     env.emit({"id": job_id, "promoted": True}, f"promoted {job_id}")
+
+
+@job.command("cancel")
+@click.argument("queue")
+@click.argument("job_id", metavar="ID")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@pass_env
+def job_cancel(env: Env, queue: str, job_id: str, yes: bool) -> None:
+    """Ask the worker running job ID of QUEUE to stop it (refused unless it is active).
+
+    The worker sees the request on its next beat; a handler that stops sends the job
+    dead ("JobCancelled: cancelled by an operator"), one that finishes anyway completes.
+    """
+    q = env.queue(queue)
+    ids.validate(job_id)
+    confirm(env, yes, lambda: f"cancel running job {job_id} of {queue} {env.on_server()}?")
+    asked = q.cancel_job(job_id)
+    text = f"asked the worker to cancel {job_id}" if asked else f"{job_id}: cancel already asked"
+    env.emit({"id": job_id, "requested": asked}, text)
+
+
+def _ago(ms: int) -> str:
+    s = ms / 1000
+    if s < 120:
+        return f"{s:.1f}s"
+    if s < 7200:
+        return f"{s / 60:.0f}m"
+    return f"{s / 3600:.1f}h"
+
+
+@cli.command()
+@click.argument("queue")
+@click.option(
+    "-n",
+    "count",
+    type=click.IntRange(1, MAX_WORKERS),
+    default=DEFAULT_WORKERS,
+    show_default=True,
+    help="How many workers, newest beat first.",
+)
+@pass_env
+def workers(env: Env, queue: str, count: int) -> None:
+    """The live workers of QUEUE: host, pid, jobs in hand, last beat (the registry)."""
+    found = env.queue(queue).workers(count)
+
+    def show() -> None:
+        if not found:
+            env.out.print(f"no live workers for {queue} {env.on_server()}", markup=False)
+            return
+        env.heading(f"workers of {queue} {env.on_server()}")
+        table = Table(
+            "worker", "host", "pid", "jobs", "concurrency", "done", "failed", "up", "last beat"
+        )
+        for w in found:
+            table.add_row(
+                clean(w.id),
+                clean(w.host),
+                str(w.pid),
+                str(w.jobs),
+                str(w.concurrency),
+                str(w.completed),
+                str(w.failed),
+                _ago(max(0, w.beat_ms - w.started_ms)),
+                _ago(w.age_ms) + " ago",
+            )
+        env.out.print(table)
+
+    env.emit({"queue": queue, "workers": [asdict(w) for w in found]}, show)

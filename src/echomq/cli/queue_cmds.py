@@ -89,9 +89,10 @@ def queues(env: Env, scan_limit: int) -> None:
 @click.argument("queue")
 @pass_env
 def stats(env: Env, queue: str) -> None:
-    """Counts of every state, the pause state and the lanes of QUEUE."""
+    """Counts of every state, the pause state, the latency and the lanes of QUEUE."""
     q = env.queue(queue)
     summary = queue_summary(q)
+    summary["latency_ms"] = q.latency()
     groups = [asdict(g) for g in q.groups()]
     summary["groups"] = groups
 
@@ -101,6 +102,8 @@ def stats(env: Env, queue: str) -> None:
         for c in _COUNT_COLUMNS:
             table.add_row(c, str(summary[c]))
         table.add_row("paused", "yes" if summary["paused"] else "no")
+        latency = summary["latency_ms"]
+        table.add_row("latency", "-" if latency is None else f"{latency / 1000:.1f}s")
         env.out.print(table)
         if groups:
             print_groups(env, groups)

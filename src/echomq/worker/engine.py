@@ -6,9 +6,12 @@ two round trips (the completions pipelined with the pause-gate read, then one cl
 script call), and starts a task per job. When nothing is ready it blocks on the
 queue's wake list (``BLPOP`` on a connection of its own, see
 :class:`~echomq.worker.waker.Waker`) instead of polling. The beat extends every
-in-flight lease in one ``extend_locks`` call and runs the stalled check, promote and
-the due repeatables, bounded, so scheduled and crashed work moves without any other
-process.
+in-flight lease in one ``extend_locks`` call, riding in the same round trip as the
+worker's record in the registry (:mod:`echomq.registry`) and the read of the cancel
+requests for the jobs it holds; then it runs the stalled check, promote and the due
+repeatables, bounded, so scheduled and crashed work moves without any other process.
+A job an operator cancelled (``cancel_job``) is cancelled in its handler's context;
+if the handler then stops, the job goes dead (:func:`~echomq.worker.plans.fail_cancelled`).
 
 Every job claimed ends in exactly one counter of :class:`WorkerStats`. An outcome
 (a completion, a failure, a release) stays queued here until the server answered it:
@@ -22,7 +25,10 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import os
 import random
+import secrets
+import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -31,14 +37,14 @@ from typing import Any
 
 import redis
 
-from .. import repeat, spine
+from .. import registry, repeat, spine
 from ..errors import EchoMQError, JobGone, StaleToken
 from ..observability.hooks import WorkerObserver
 from ..queue import AsyncQueue
 from ..spine import Claimed
 from . import plans
 from .config import WorkerConfig
-from .job import LEASE_LOST, SHUTDOWN, TIMEOUT, JobCancelled, JobContext
+from .job import CANCELLED, LEASE_LOST, SHUTDOWN, TIMEOUT, JobCancelled, JobContext
 from .outage import Outage
 from .routes import Routes, failure_text
 from .stats import WorkerStats
@@ -57,6 +63,7 @@ class _Running:
     task: asyncio.Task[None] | None = None
     timer: asyncio.TimerHandle | None = None
     recorded: bool = False
+    is_async: bool = False
 
 
 class Engine:
@@ -81,6 +88,8 @@ class Engine:
         self._waker: Waker | None = None
         self._rng = random.Random()
         self._outage = Outage(log, name)
+        #: This run's id in the queue's worker registry (random, hex).
+        self.wid = secrets.token_hex(8)
 
     async def run(
         self, aq: AsyncQueue, blocker: Any, pool: ThreadPoolExecutor, ready: threading.Event
@@ -101,6 +110,9 @@ class Engine:
             self._beating = False
             beat.cancel()
             await asyncio.gather(beat, return_exceptions=True)
+            # out of the registry at once (a crashed worker drops out with its ttl)
+            with contextlib.suppress(*_RECOVERABLE):
+                await aq.runner.drive(registry.leave(aq.ctx, self.wid))
 
     def nudge(self) -> None:
         """Wake the serve loop (a job finished, a stop was requested). Loop thread only."""
@@ -229,6 +241,11 @@ class Engine:
 
     def _cancel(self, run: _Running, reason: str) -> None:
         run.job._cancel(reason)
+        # an operator's cancel is cooperative: a plain handler's thread sees the flag
+        # (the worker does not stop waiting for it); an async one is also cancelled
+        # at its next await, as for the other reasons
+        if reason == CANCELLED and not run.is_async:
+            return
         if run.task is not None and not run.task.done():
             run.task.cancel()
 
@@ -237,6 +254,7 @@ class Engine:
         outcome, error = "done", ""
         try:
             fn, is_async = self.routes.pick(job.name)
+            run.is_async = is_async
             if is_async:
                 await fn(job)
             else:
@@ -256,6 +274,10 @@ class Engine:
             self.stats.timed_out += 1
             ms = self.config.job_timeout_ms
             return "failed", f"TimeoutError: the handler ran longer than {ms} ms"
+        if reason == CANCELLED:
+            # stopped on an operator's cancel (JobCancelled, CancelledError or another
+            # error on the way out): dead, not retried
+            return "cancelled", ""
         if reason is not None or isinstance(exc, asyncio.CancelledError):
             # told to stop (or the loop is going away): hand the job back, no failure
             return "release", ""
@@ -308,6 +330,8 @@ class Engine:
                 self.stats.lost += 1
             elif outcome == "failed":
                 await self._fail(aq, job, error)
+            elif outcome == "cancelled":
+                await self._settle_cancelled(aq, job)
             self._other.pop(0)
 
     async def _fail(self, aq: AsyncQueue, job: JobContext, error: str) -> None:
@@ -327,6 +351,17 @@ class Engine:
         else:
             self.stats.retried += 1
 
+    async def _settle_cancelled(self, aq: AsyncQueue, job: JobContext) -> None:
+        try:
+            await aq.runner.drive(plans.fail_cancelled(aq.ctx, job.id, job.attempt))
+        except JobGone:
+            self.stats.cancelled += 1  # settled: ours, sent again, or removed
+            return
+        except StaleToken:
+            self.stats.stale += 1
+            return
+        self.stats.cancelled += 1
+
     # ---- the beat and shutdown ------------------------------------------------------
 
     async def _beat_loop(self, aq: AsyncQueue) -> None:
@@ -340,14 +375,46 @@ class Engine:
             else:
                 self._outage.ok("the beat")
 
+    def _record_fields(self, held: list[tuple[str, int]]) -> dict[str, str]:
+        from .. import __version__  # the package imports this module as it loads
+
+        s, cfg = self.stats, self.config
+        return registry.record_fields(
+            {
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+                "queues": [self.name],
+                "concurrency": cfg.concurrency,
+                "jobs": len(held),
+                "job_ids": [job_id for job_id, _ in held[: registry.JOB_IDS_SHOWN]],
+                "interval_ms": cfg.beat,
+                "version": __version__,
+                "claimed": s.claimed,
+                "completed": s.completed,
+                "failed": s.retried + s.dead,
+                "cancelled": s.cancelled,
+            }
+        )
+
     async def _beat(self, aq: AsyncQueue) -> None:
         cfg = self.config
         held = {key: run for key, run in self._running.items() if not run.recorded}
-        if held:
-            lost = set(await aq.extend_locks(list(held), cfg.lease_ms, lock_ms=cfg.lock))
-            for (job_id, _), run in held.items():
-                if job_id in lost:
-                    self._cancel(run, LEASE_LOST)
+        pairs = list(held)
+        # the record lives three beats (and two seconds more): a worker that misses
+        # one beat under load is not dropped, a crashed one is gone within seconds
+        ttl = 3 * cfg.beat + 2000
+        fields = self._record_fields(pairs)
+        got = await aq.runner.drive(
+            plans.beat(aq.ctx, pairs, cfg.lease_ms, cfg.lock, self.wid, ttl, fields)
+        )
+        lost, cancelled = set(got.lost), set(got.cancelled)
+        for (job_id, _), run in held.items():
+            if job_id in lost:
+                self._cancel(run, LEASE_LOST)
+            elif job_id in cancelled:
+                self._cancel(run, CANCELLED)
+        if got.error is not None:
+            raise got.error  # counted and logged by the beat loop, like any failure
         if self.stop_requested:
             return  # a stopping worker only keeps its own leases alive
         await aq.check_stalled(cfg.max_stalled, cfg.maintenance_budget)

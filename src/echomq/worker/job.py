@@ -9,10 +9,14 @@
   write is done and return an already finished awaitable you can ignore.
 
 Cancellation is cooperative. The worker cancels a job when its shutdown grace is
-over, when it runs past the job timeout, or when the beat finds its lease gone.
-``job.cancelled`` turns true; ``job.check_cancelled()`` (and ``progress()``/``log()``)
-then raise :class:`JobCancelled`, which the handler may simply let propagate. An
-``async def`` handler is also cancelled at its next ``await``.
+over, when it runs past the job timeout, when the beat finds its lease gone, or when
+an operator asked for it (``q.cancel_job(id)``, ``emq job cancel``, the console; seen
+on the worker's next beat). ``job.cancelled`` turns true; ``job.check_cancelled()``
+(and ``progress()``/``log()``) then raise :class:`JobCancelled`, which the handler may
+simply let propagate. An ``async def`` handler is also cancelled at its next
+``await``. A job stopped on an operator's cancel goes dead with the error
+``JobCancelled: cancelled by an operator``; a handler that returns normally all the
+same completes it.
 """
 
 from __future__ import annotations
@@ -33,14 +37,15 @@ T = TypeVar("T")
 log = logging.getLogger("echomq.worker")
 
 #: Why a job was cancelled (``JobContext.cancel_reason``).
-SHUTDOWN, TIMEOUT, LEASE_LOST = "shutdown", "timeout", "lease_lost"
+SHUTDOWN, TIMEOUT, LEASE_LOST, CANCELLED = "shutdown", "timeout", "lease_lost", "cancelled"
 
 
 class JobCancelled(EchoMQError):
     """Raised inside a handler whose job was cancelled; let it propagate.
 
     Attributes:
-        reason: ``"shutdown"``, ``"timeout"`` or ``"lease_lost"``.
+        reason: ``"shutdown"``, ``"timeout"``, ``"lease_lost"`` or ``"cancelled"`` (an
+            operator's ``cancel_job``).
     """
 
     def __init__(self, reason: str) -> None:
@@ -99,7 +104,8 @@ class JobContext:
 
     @property
     def cancel_reason(self) -> str | None:
-        """``"shutdown"``, ``"timeout"``, ``"lease_lost"``, or ``None``."""
+        """``"shutdown"``, ``"timeout"``, ``"lease_lost"``, ``"cancelled"`` (an operator's
+        ``cancel_job``), or ``None``."""
         return self._reason
 
     def check_cancelled(self) -> None:

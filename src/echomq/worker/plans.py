@@ -7,6 +7,9 @@
   (``spine.claim_op``) follows in its own call, only when the gate reads open.
 - :func:`claim_after_wait`: the claim that ends an idle wait (see
   :class:`~echomq.worker.waker.Waker`).
+- :func:`beat`: the beat's one round trip: the lease extensions, the worker's record
+  in the registry and the cancel requests for the jobs it holds.
+- :func:`fail_cancelled`: a job its handler stopped on an operator's cancel goes dead.
 
 Every claim here is the spine's own pieces (the gate read, the claim script call,
 the one reply decoder ``spine.decode_claimed``), as ``claim_many`` composes them;
@@ -17,16 +20,16 @@ of both facades, live in :mod:`echomq.spine`.)
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import redis
 
-from .. import spine
+from .. import registry, spine
 from ..backoff import Backoff
 from ..context import Context, as_str, opt_str
 from ..replies import text
-from ..scripts import Batch, Cmd, Plan, is_noscript, map_error
+from ..scripts import Batch, Cmd, Eval, Plan, is_noscript, map_error
 from ..spine import Claimed, retry
 from .waker import Woke
 
@@ -139,3 +142,69 @@ def claim_after_wait(
     if isinstance(reply, redis.ResponseError):
         raise map_error(reply)
     return spine.decode_claimed(ctx, text(reply))  # it came past the runner: normalise it
+
+
+#: The ``last_error`` of a job that stopped on an operator's cancel.
+CANCELLED_ERROR = "JobCancelled: cancelled by an operator"
+
+
+@dataclass
+class Beat:
+    """What one :func:`beat` found.
+
+    Attributes:
+        lost: held jobs whose lease was not extended (gone, or no longer ours).
+        cancelled: held jobs an operator asked to cancel (``cancel_job``).
+        error: the registry write's error, if it failed (the extensions still count).
+    """
+
+    lost: list[str]
+    cancelled: list[str]
+    error: Exception | None = None
+
+
+def beat(
+    ctx: Context,
+    held: Sequence[tuple[str, int]],
+    lease_ms: int,
+    lock_ms: int,
+    wid: str,
+    ttl_ms: int,
+    fields: Mapping[str, str],
+) -> Plan[Beat]:
+    """Extend the held leases, write the worker's registry record and read the cancel
+    requests, in one round trip (the extensions first, so the cancel read sees rows
+    as the extensions left them).
+
+    Args:
+        held: ``(job_id, token)`` of the jobs in hand.
+        lease_ms, lock_ms: as for ``extend_locks``.
+        wid, ttl_ms, fields: the registry record (:func:`echomq.registry.beat_op`).
+
+    Raises:
+        EchoMQError: the extensions failed (a registry failure is ``Beat.error``).
+    """
+    ops: list[Eval] = []
+    if held:
+        ops.append(spine.extend_op(ctx, held, lease_ms, lock_ms))
+    ops.append(registry.beat_op(ctx, wid, ttl_ms, fields, held))
+    replies = yield Batch(tuple(ops))
+    if held and isinstance(replies[0], Exception):
+        raise replies[0]
+    lost = [as_str(x) for x in replies[0][::2]] if held else []
+    if isinstance(replies[-1], Exception):
+        return Beat(lost, [], replies[-1])
+    return Beat(lost, [as_str(x) for x in replies[-1]])
+
+
+def fail_cancelled(ctx: Context, job_id: str, token: int) -> Plan[str]:
+    """Dead-letter a job whose handler stopped on an operator's cancel (no retry: the
+    operator asked it to stop; ``reprocess_job`` runs it again).
+
+    Returns:
+        ``"dead"``.
+
+    Raises:
+        JobGone, StaleToken: refused (the lease was lost); nothing changed.
+    """
+    return (yield from retry(ctx, job_id, token, CANCELLED_ERROR, delay_ms=0, max_attempts=1))

@@ -10,7 +10,7 @@ class WorkerStats:
     """What a worker has done (updated on the worker's loop; read it any time).
 
     Every claimed job ends in exactly one of ``completed``, ``retried``, ``dead``,
-    ``released``, ``stale``, ``lost`` and ``abandoned``: once the worker has stopped,
+    ``cancelled``, ``released``, ``stale``, ``lost`` and ``abandoned``: once the worker has stopped,
     ``claimed`` is their sum (:attr:`accounted`); while it runs, the difference is
     the jobs in hand.
 
@@ -21,6 +21,8 @@ class WorkerStats:
         retried: failures scheduled to run again (a "gone" answer counts: the job
             is settled).
         dead: failures that dead-lettered the job.
+        cancelled: jobs an operator cancelled (``cancel_job``) whose handler then
+            stopped: dead-lettered with "JobCancelled: cancelled by an operator".
         released: jobs handed back at shutdown.
         stale: outcomes the server refused (the lease had moved on).
         lost: jobs the beat found no longer held while they ran (not settled).
@@ -36,6 +38,7 @@ class WorkerStats:
     completed: int = 0
     retried: int = 0
     dead: int = 0
+    cancelled: int = 0
     released: int = 0
     stale: int = 0
     lost: int = 0
@@ -50,6 +53,7 @@ class WorkerStats:
             self.completed
             + self.retried
             + self.dead
+            + self.cancelled
             + self.released
             + self.stale
             + self.lost

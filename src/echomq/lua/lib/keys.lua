@@ -37,6 +37,8 @@ local LOCK = ':lock'
 local DEDUP = 'de:'
 -- a claim request's record: B .. CLAIMREQ .. rid
 local CLAIMREQ = 'claimreq:'
+-- a worker's registry record: B .. WORKER .. wid
+local WORKER = 'worker:'
 -- a repeatable's record: B .. REPEAT_RECORD .. name
 local REPEAT_RECORD = 'repeat:'
 -- a group's lane: B .. LANE .. group .. LANE_END

@@ -1,0 +1,31 @@
+#!lua flags=allow-oom
+-- worker_beat: a worker's beat in the queue's registry, and the cancel requests for
+-- the jobs it holds (both ride in the beat's one round trip).
+-- KEYS[1]  the queue base emq:{q}:
+-- ARGV[1]  worker id (hex);  ARGV[2] the record's ttl in ms (a few beats)
+-- ARGV[3]  n, the number of field/value pairs that follow
+-- ARGV[4 .. 3+2n]  the record's fields: host, pid, queues, concurrency, jobs, ...
+-- ARGV[4+2n ..]    pairs: job id, token (the jobs the worker holds)
+-- Reply:   the ids among those pairs whose row carries a cancel request for that
+--          token (`cancel` = the run's attempts); `{}` when none.
+-- Refusals: none.
+-- Writes:  HSET worker:<wid> fields + beat (server ms), `started` on the first beat,
+--          PEXPIRE the record; ZADD workers beat wid (the index, score = last beat).
+local B = KEYS[1]
+--! include keys
+--! include common
+local wid, ttl, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local now = now_ms()
+local wk = B .. WORKER .. wid
+local set = {'beat', now}
+for i = 4, 3 + 2 * n do set[#set + 1] = ARGV[i] end
+redis.call('HSET', wk, unpack(set))
+redis.call('HSETNX', wk, 'started', now)
+redis.call('PEXPIRE', wk, ttl)
+redis.call('ZADD', B .. WORKERS, now, wid)
+local out = {}
+for i = 4 + 2 * n, #ARGV, 2 do
+  local id = ARGV[i]
+  if redis.call('HGET', B .. JOB .. id, 'cancel') == ARGV[i + 1] then out[#out + 1] = id end
+end
+return out
