@@ -25,6 +25,8 @@ import pytest
 import redis
 import redis.asyncio
 
+from cluster_support import LocalCluster
+from cluster_support import available as cluster_unavailable
 from echomq import AsyncQueue, Queue, native
 from echomq.embedded import EmbeddedServer
 from faults.proxy import FaultProxy
@@ -40,6 +42,9 @@ EXECUTORS = ("scripts", "native")
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "both_executors: run the module's queue tests under scripts and native"
+    )
+    config.addinivalue_line(
+        "markers", "cluster: runs on the private Redis Cluster (3 primaries + 3 replicas)"
     )
     if _built is None:
         warnings.warn(
@@ -65,6 +70,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def server() -> Iterator[EmbeddedServer]:
     with EmbeddedServer(module=_built is not None and str(_built)) as srv:
         yield srv
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[LocalCluster]:
+    """A private Redis Cluster, 3 primaries + 3 replicas on loopback, for the whole
+    session (started on first use; tests/cluster_support.py)."""
+    why = cluster_unavailable()
+    if why is not None:
+        pytest.skip(f"no cluster: {why}")
+    made = LocalCluster().start()
+    try:
+        yield made
+    finally:
+        made.stop()
 
 
 @pytest.fixture()

@@ -281,14 +281,20 @@ def scan_cursor(value: Any) -> str:
 
 
 def url(value: Any, what: str = "url") -> str:
-    """A server URL that redis-py can read (``redis://``, ``rediss://``, ``unix://``).
+    """A server URL that redis-py can read (``redis://``, ``rediss://``, ``unix://``), or
+    a cluster named so (``redis+cluster://``, ``rediss+cluster://``).
 
     Raises:
         InvalidArgument: it is not (no connection is attempted).
     """
     value = text(value, what, empty=False)
+    readable = value
+    scheme, sep, rest = value.partition("://")
+    if sep and scheme.lower() in ("redis+cluster", "rediss+cluster"):
+        # a cluster, named so (echomq.connect): redis-py reads it without the +cluster
+        readable = f"{scheme[: -len('+cluster')]}://{rest}"
     try:
-        parse_url(value)
+        parse_url(readable)
     except (ValueError, TypeError) as exc:
         raise InvalidArgument(f"invalid {what} {show(value, 120)}: {exc}") from None
     return str(value)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from .connect import is_cluster
 from .context import as_str
 from .keyspace import ANY_QUEUE_PATTERN, queue_of_key
 
@@ -44,7 +45,7 @@ def server_label(url: str) -> str:
     except ValueError:
         port = 6379
     db = parts.path.strip("/") or "0"
-    tls = " (tls)" if parts.scheme == "rediss" else ""
+    tls = " (tls)" if parts.scheme.startswith("rediss") else ""
     return f"{host}:{port}/{db}{tls}"
 
 
@@ -74,25 +75,61 @@ class Discovery:
 def discover_queues(client: Any, scan_limit: int = DEFAULT_SCAN_LIMIT) -> Discovery:
     """Every queue with at least one key on the server, examining at most ``scan_limit`` keys.
 
+    On a cluster every primary is walked in turn (its own ``SCAN``), the limit
+    shared between them.
+
     Args:
-        client: a ``redis.Redis``.
-        scan_limit: stop after this many keys were examined by the server.
+        client: a ``redis.Redis`` or a ``RedisCluster``.
+        scan_limit: stop after this many keys were examined by the server(s).
 
     Returns:
-        The names found and whether the scan reached the end.
+        The names found and whether the scan reached the end (of every primary).
     """
     found: set[str] = set()
-    cursor: Any = 0
     examined = 0
-    while True:
-        count = min(SCAN_COUNT, scan_limit)
-        cursor, keys = client.scan(cursor=cursor, match=QUEUE_KEYS_MATCH, count=count)
-        examined += count
-        found |= queue_names(keys)
-        if int(cursor) == 0:
-            return Discovery(sorted(found), True)
-        if examined >= scan_limit:
-            return Discovery(sorted(found), False)
+    for node in _primaries(client):
+        cursor: Any = 0
+        while True:
+            count = min(SCAN_COUNT, scan_limit)
+            cursor, keys = _scan(client, node, cursor, count)
+            examined += count
+            found |= queue_names(keys)
+            if int(cursor) == 0:
+                break
+            if examined >= scan_limit:
+                return Discovery(sorted(found), False)
+    return Discovery(sorted(found), True)
+
+
+def _primaries(client: Any) -> list[Any]:
+    """The nodes to walk: each primary of a cluster (by its documented
+    ``get_primaries``), or ``[None]`` for a single server."""
+    return list(client.get_primaries()) if is_cluster(client) else [None]
+
+
+def _scan(client: Any, node: Any, cursor: Any, count: int) -> Any:
+    args = ("SCAN", cursor, "MATCH", QUEUE_KEYS_MATCH, "COUNT", count)
+    if node is None:
+        return client.scan(cursor=cursor, match=QUEUE_KEYS_MATCH, count=count)
+    return _one(client.execute_command(*args, target_nodes=node))
+
+
+async def _ascan(client: Any, node: Any, cursor: Any, count: int) -> Any:
+    if node is None:
+        return await client.scan(cursor, match=QUEUE_KEYS_MATCH, count=count)
+    args = ("SCAN", cursor, "MATCH", QUEUE_KEYS_MATCH, "COUNT", count)
+    return _one(await client.execute_command(*args, target_nodes=node))
+
+
+def _one(reply: Any) -> tuple[Any, Any]:
+    """A node's ``SCAN`` reply, as ``(cursor, keys)`` (a cluster client may hand it, or
+    its cursor, back keyed by node name)."""
+    if isinstance(reply, dict):
+        (reply,) = reply.values()
+    cursor, keys = reply[0], reply[1]
+    if isinstance(cursor, dict):
+        (cursor,) = cursor.values()
+    return cursor, keys
 
 
 class QueueDirectory:
@@ -101,13 +138,15 @@ class QueueDirectory:
     Each :meth:`refresh` runs at most ``steps`` SCAN calls from where the last one
     stopped, so a server holding millions of keys is never walked in one request.
     Names seen during a full pass replace the previous pass's names when the cursor
-    wraps, so an obliterated queue drops out after one pass.
+    wraps, so an obliterated queue drops out after one pass. On a cluster a pass walks
+    every primary in turn (a cursor per primary).
     """
 
     def __init__(self, scan_count: int = SCAN_COUNT, steps: int = SCAN_STEPS) -> None:
         self.scan_count = scan_count
         self.steps = steps
         self._cursor = 0
+        self._node = 0  # on a cluster: which primary the cursor walks
         self._known: set[str] = set()
         self._seen: set[str] = set()
         self._lock = asyncio.Lock()
@@ -121,20 +160,27 @@ class QueueDirectory:
         """Advance the scan one bounded chunk.
 
         Args:
-            client: a ``redis.asyncio.Redis``.
+            client: a ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``.
 
         Returns:
             ``(names, complete)``: the queue names known, sorted, and whether the
             last full pass finished in this call (so ``names`` is exact).
         """
         async with self._lock:
+            if is_cluster(client):
+                await client.initialize()  # the node list (a no-op once read)
+            nodes = sorted(_primaries(client), key=lambda n: "" if n is None else n.name)
             for _ in range(self.steps):
-                cursor, keys = await client.scan(
-                    self._cursor, match=QUEUE_KEYS_MATCH, count=self.scan_count
+                self._node %= len(nodes)
+                cursor, keys = await _ascan(
+                    client, nodes[self._node], self._cursor, self.scan_count
                 )
                 self._cursor = int(cursor)
                 self._seen |= queue_names(keys)
                 if self._cursor == 0:
-                    self._known, self._seen = self._seen, set()
-                    return sorted(self._known), True
+                    self._node += 1
+                    if self._node >= len(nodes):
+                        self._node = 0
+                        self._known, self._seen = self._seen, set()
+                        return sorted(self._known), True
             return sorted(self._known | self._seen), False

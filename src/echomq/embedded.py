@@ -216,8 +216,12 @@ def server_answers(url: str, timeout: float = 0.5) -> bool:
     """Whether a server answers ``PING`` at ``url``."""
     import redis
 
+    from .connect import split_url
+
     try:
-        client = redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout)
+        client = redis.Redis.from_url(
+            split_url(url)[0], socket_connect_timeout=timeout, socket_timeout=timeout
+        )
         try:
             return bool(client.ping())
         finally:

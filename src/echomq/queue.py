@@ -13,12 +13,12 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, Concatenate, Generic, TypeVar, overload
 
-import redis
-import redis.asyncio
 from typing_extensions import ParamSpec, Self
 
 from . import admin, bulk, jobs, journal, lanes, reads, registry, spine, views
 from . import repeat as repeating
+from .connect import DEFAULT_URL as DEFAULT_URL
+from .connect import async_client, sync_client
 from .context import DEFAULT_MAX_ATTEMPTS, Context, JsonSerializer, Serializer
 from .events import AsyncEventStream, EventStream
 from .keyspace import Keyspace
@@ -26,8 +26,6 @@ from .native import Executor
 from .observability import hooks
 from .scripts import Plan
 from .transport import AsyncRunner, SyncRunner
-
-DEFAULT_URL = "redis://127.0.0.1:6379/0"
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -195,6 +193,7 @@ class Queue(_Verbs):
     Args:
         name: the queue name, ``[A-Za-z0-9._-]{1,128}``.
         url: the server URL (default ``redis://127.0.0.1:6379/0``); ignored with ``client``.
+            A cluster node's URL makes a ``RedisCluster`` (see docs/cluster.md).
         client: a ``redis.Redis`` (or ``redis.RedisCluster``) to use.
         serializer: payload codec (JSON by default).
         max_attempts: failures before a job is dead when the job does not say.
@@ -224,7 +223,7 @@ class Queue(_Verbs):
     ) -> None:
         super().__init__(name, serializer, max_attempts, actor, executor)
         self._owns_client = client is None
-        self.client: Any = client or redis.Redis.from_url(url or DEFAULT_URL)
+        self.client: Any = client or sync_client(url or DEFAULT_URL)
         self.runner = SyncRunner(self.client, self.ctx.executor)
 
     def events(self) -> EventStream:
@@ -250,7 +249,8 @@ class AsyncQueue(_Verbs):
     Args:
         name: the queue name, ``[A-Za-z0-9._-]{1,128}``.
         url: the server URL (default ``redis://127.0.0.1:6379/0``); ignored with ``client``.
-        client: a ``redis.asyncio.Redis`` to use.
+            A cluster node's URL makes a ``redis.asyncio.cluster.RedisCluster``.
+        client: a ``redis.asyncio.Redis`` (or ``redis.asyncio.cluster.RedisCluster``) to use.
         serializer: payload codec (JSON by default).
         max_attempts: failures before a job is dead when the job does not say.
         actor: who this queue's operator verbs name in the audit journal (default
@@ -279,7 +279,7 @@ class AsyncQueue(_Verbs):
     ) -> None:
         super().__init__(name, serializer, max_attempts, actor, executor)
         self._owns_client = client is None
-        self.client: Any = client or redis.asyncio.Redis.from_url(url or DEFAULT_URL)
+        self.client: Any = client or async_client(url or DEFAULT_URL)
         self.runner = AsyncRunner(self.client, self.ctx.executor)
 
     def events(self) -> AsyncEventStream:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from . import errors
+from .scripts import CLUSTER_REPLIES, cluster_unavailable
 
 if TYPE_CHECKING:  # the runner in scripts.py imports this module
     from .scripts import Cmd, Eval
@@ -72,6 +73,8 @@ def outcome(op: Eval | Cmd, raw: Any) -> Any:
         error reply that is no refusal is a :class:`~echomq.errors.ScriptError`.
     """
     job: str | None = getattr(op, "job", None)  # only a script call names a job
+    if isinstance(raw, CLUSTER_REPLIES):  # not run: the cluster, not the verb, refused
+        return cluster_unavailable(raw)
     if isinstance(raw, redis.ResponseError):
         message = str(raw)
         if type(raw).__name__ == "OutOfMemoryError":

@@ -168,9 +168,30 @@ if _OOM is redis.ResponseError:
     _OOM = type("_NoOOMClass", (Exception,), {})
 
 
+# Replies that say the command did not run because of the cluster (a redirection, the
+# cluster down or failing over, a slot moving): a plain client talking to a cluster
+# node meets them, and a cluster client that stopped following them.
+CLUSTER_REPLIES: tuple[type[Exception], ...] = (
+    redis.exceptions.AskError,  # and MovedError
+    redis.exceptions.TryAgainError,
+    redis.exceptions.ClusterDownError,  # and MasterDownError
+)
+
+
+def cluster_unavailable(exc: Exception) -> errors.ServerUnavailable:
+    """A cluster reply (:data:`CLUSTER_REPLIES`) as the typed error it stands for."""
+    kind = type(exc).__name__.removesuffix("Error").upper()
+    return errors.ServerUnavailable(
+        f"{kind} {exc}: the cluster cannot serve this here now (a node down, a failover, "
+        "a slot moving, or a single-node client talking to a cluster node)"
+    )
+
+
 def map_error(exc: redis.ResponseError) -> Exception:
     """Translate a server error reply into the echomq tree (or a ScriptError)."""
     msg = str(exc)
+    if isinstance(exc, CLUSTER_REPLIES):
+        return cluster_unavailable(exc)
     if isinstance(exc, _OOM):
         # redis-py takes the leading "OOM" off the message as it picks this class
         return errors.ServerFull(f"OOM {msg}")
@@ -191,6 +212,47 @@ def command(op: Eval | Cmd) -> tuple[Arg, ...]:
     if isinstance(op, Eval):
         return ("EVALSHA", op.script.sha, len(op.keys), *op.keys, *op.args)
     return op.args
+
+
+# A publish in a script (`redis.call('PUBLISH', ...)` or pcall).
+_PUBLISH = re.compile(r"redis\.(p?call)\('PUBLISH'")
+
+
+@cache
+def sharded(s: Script) -> Script:
+    """``s`` with every ``PUBLISH`` made a sharded ``SPUBLISH`` (Redis/Valkey 7.0+): what
+    runs on a cluster, where a plain publish goes to every node and a sharded one stays
+    in the queue's shard (the events channel carries the queue's hash tag). The same
+    script otherwise: same name, keys, arguments and replies; its own sha."""
+    body = _PUBLISH.sub(r"redis.\1('SPUBLISH'", s.body)
+    if body == s.body:
+        return s
+    return Script(s.name, body, hashlib.sha1(body.encode()).hexdigest())
+
+
+@cache
+def _sharded_by_sha() -> dict[str, Script]:
+    return {s.sha: sharded(s) for s in all_scripts()}
+
+
+@cache
+def _sharded_by_body() -> dict[str, Script]:
+    return {s.body: sharded(s) for s in all_scripts()}
+
+
+def sharded_command(cmd: tuple[Arg, ...]) -> tuple[Arg, ...]:
+    """The cluster form of a command: an ``EVALSHA`` of a script that publishes calls
+    its :func:`sharded` twin, and a ``SCRIPT LOAD`` of it loads the twin; anything else
+    is sent as it is."""
+    if cmd[0] == "EVALSHA":
+        twin = _sharded_by_sha().get(str(cmd[1]))
+        if twin is not None:
+            return ("EVALSHA", twin.sha, *cmd[2:])
+    elif cmd[0] == "SCRIPT" and len(cmd) == 3:
+        twin = _sharded_by_body().get(str(cmd[2]))
+        if twin is not None:
+            return ("SCRIPT", "LOAD", twin.body)
+    return cmd
 
 
 def all_scripts() -> list[Script]:

@@ -40,6 +40,7 @@ line "recovered after N s" at the next success; tracebacks only at DEBUG.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import os
@@ -53,12 +54,24 @@ import redis
 import redis.asyncio
 
 from . import errors
+from .connect import is_cluster
 from .errors import InvalidJobId
 from .ids import validate
 from .keyspace import KEYSPACE_VERSION, VERSION_KEY
 from .native import UNASKED, Executor
 from .replies import outcome
-from .scripts import Arg, Batch, Cmd, Eval, Op, Plan, command, is_noscript, map_error
+from .scripts import (
+    Arg,
+    Batch,
+    Cmd,
+    Eval,
+    Op,
+    Plan,
+    command,
+    is_noscript,
+    map_error,
+    sharded_command,
+)
 
 T = TypeVar("T")
 log = logging.getLogger("echomq.transport")
@@ -350,6 +363,31 @@ class Outage:
 
 _DROPPED = (redis.ConnectionError, redis.TimeoutError, OSError)
 
+# What a cluster client raises for a command that did not run: the cluster down or
+# failing over (CLUSTERDOWN), a slot being moved (TRYAGAIN), a redirection (MOVED, ASK)
+# it stopped following, a slot no node serves. Raised before the command ran, so a
+# first one may be sent again; all end as ServerUnavailable, never as a ScriptError.
+_NOT_RUN: tuple[type[BaseException], ...] = (
+    redis.exceptions.ClusterDownError,
+    redis.exceptions.TryAgainError,
+    redis.exceptions.AskError,
+    redis.exceptions.ClusterError,
+    *((c,) if (c := getattr(redis.exceptions, "SlotNotCoveredError", None)) else ()),
+)
+# The cluster client's own failures (no node known for a slot, its slot map not
+# readable, often while re-reading it after a connection error): whether the command
+# left is not known.
+_CLUSTER_LOST = (*_DROPPED, redis.exceptions.RedisClusterException)
+
+
+def _cluster_failed(got: list[Any], exc: BaseException) -> Exception:
+    """What a cluster command's failure means to :func:`exchange`: nothing of the
+    request ran (:class:`NotSent`), or the replies stopped (:class:`NoReply`)."""
+    if isinstance(exc, _NOT_RUN) and not got:
+        return NotSent(f"{type(exc).__name__}: {exc}")
+    return NoReply(got, exc)
+
+
 # Bumped in a forked child, so a kept connection knows it is the parent's without
 # asking the kernel for its pid on every call.
 _forks = 0
@@ -499,18 +537,36 @@ class SyncTransport:
             self.pool.release(conn)
 
     def _cluster(self, req: Request) -> list[Any]:
+        """Send on a cluster client, one command at a time (each routed by its key;
+        scripts in their publishing-sharded form, :func:`~echomq.scripts.sharded`)."""
         got: list[Any] = []
         for cmd in req.cmds:
+            cmd = sharded_command(cmd)
             try:
-                if cmd[0] == "SCRIPT":  # loaded on every primary, not routed by a key
-                    got.append(self.client.script_load(cmd[2]))
+                if cmd[0] == "SCRIPT":  # not routed by a key: every primary that answers
+                    got.append(self._load_everywhere(cmd))
                 else:
                     got.append(self.client.execute_command(*cmd))
+            except _NOT_RUN as exc:
+                raise _cluster_failed(got, exc) from exc
             except redis.ResponseError as exc:
                 got.append(exc)
-            except _DROPPED as exc:
+            except _CLUSTER_LOST as exc:
                 raise NoReply(got, exc) from exc
         return got
+
+    def _load_everywhere(self, cmd: tuple[Arg, ...]) -> Any:
+        # a primary that is down does not stop the others from serving their queues
+        # (a replica promoted later answers NOSCRIPT and loads it then)
+        sha, failure = None, None
+        for node in self.client.get_primaries():
+            try:
+                sha = self.client.execute_command(*cmd, target_nodes=node)
+            except _CLUSTER_LOST as exc:
+                failure = exc
+        if sha is None and failure is not None:
+            raise failure
+        return sha
 
     def run(self, ex: Exchange) -> Any:
         """Drive an exchange to its result."""
@@ -674,18 +730,33 @@ class AsyncTransport:
             await self.pool.release(conn)
 
     async def _cluster(self, req: Request) -> list[Any]:
+        """As :meth:`SyncTransport._cluster`."""
         got: list[Any] = []
         for cmd in req.cmds:
+            cmd = sharded_command(cmd)
             try:
-                if cmd[0] == "SCRIPT":  # loaded on every primary, not routed by a key
-                    got.append(await self.client.script_load(cmd[2]))
+                if cmd[0] == "SCRIPT":  # not routed by a key: every primary that answers
+                    got.append(await self._load_everywhere(cmd))
                 else:
                     got.append(await self.client.execute_command(*cmd))
+            except _NOT_RUN as exc:
+                raise _cluster_failed(got, exc) from exc
             except redis.ResponseError as exc:
                 got.append(exc)
-            except _DROPPED as exc:
+            except _CLUSTER_LOST as exc:
                 raise NoReply(got, exc) from exc
         return got
+
+    async def _load_everywhere(self, cmd: tuple[Arg, ...]) -> Any:
+        sha, failure = None, None
+        for node in self.client.get_primaries():
+            try:
+                sha = await self.client.execute_command(*cmd, target_nodes=node)
+            except _CLUSTER_LOST as exc:
+                failure = exc
+        if sha is None and failure is not None:
+            raise failure
+        return sha
 
     async def run(self, ex: Exchange) -> Any:
         """Drive an exchange to its result."""
@@ -719,6 +790,46 @@ class AsyncTransport:
             await conn.disconnect()
 
 
+#: Seconds between two tries of a deferred version check.
+FENCE_RETRY_S = 10.0
+_fence_logged = False
+
+
+class Deferral:
+    """When the version fence may be tried, for a runner on a cluster client.
+
+    ``{emq}:version`` lives in one slot; a queue lives in another. While the fence's
+    node is unreachable (down, failing over) the check is deferred rather than
+    failing every queue: the verb goes ahead, the check is tried again on a later
+    call :data:`FENCE_RETRY_S` on, and the first deferral in the process is logged
+    once (WARNING). On a single node nothing is deferred: the fence and the queue
+    share the server.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self.on_cluster = is_cluster(client)
+        self.next_try = 0.0
+
+    def due(self) -> bool:
+        """Whether the fence should be tried now."""
+        return time.monotonic() >= self.next_try
+
+    def defer(self, exc: errors.ServerUnavailable) -> bool:
+        """Defer after ``exc``; ``False`` when this runner does not defer (raise it)."""
+        global _fence_logged
+        if not self.on_cluster or isinstance(exc, errors.ServerFull):
+            return False
+        self.next_try = time.monotonic() + FENCE_RETRY_S
+        if not _fence_logged:
+            _fence_logged = True
+            log.warning(
+                "echomq: the keyspace version check (%s) cannot reach its node (%s); "
+                "queues elsewhere are served, the check is retried in %.0f s",
+                VERSION_KEY, exc, FENCE_RETRY_S,
+            )  # fmt: skip
+        return True
+
+
 class SyncRunner:
     """Drives plans on a sync client through a :class:`SyncTransport`."""
 
@@ -731,14 +842,22 @@ class SyncRunner:
         #: the fence, once per runner
         self.executor = executor or Executor("scripts")
         self._fenced = False
+        self._deferral = Deferral(client)
 
     def fence(self) -> None:
-        """Check ``{emq}:version`` once per runner (see :func:`fence`)."""
-        if not self._fenced:
+        """Check ``{emq}:version`` once per runner (see :func:`fence`); on a cluster,
+        deferred while its node is unreachable (:class:`Deferral`)."""
+        if not self._fenced and self._deferral.due():
+            if self._deferral.on_cluster and self.executor.native is None:
+                self.executor.resolve(UNASKED)  # MODULE LIST has no key to route by
             try:
                 self.transport.run(fence(self.executor))
             except redis.exceptions.RedisClusterException:  # MODULE LIST not routable
                 self.executor.resolve(UNASKED)
+            except errors.ServerUnavailable as exc:
+                if not self._deferral.defer(exc):
+                    raise
+                return
             self._fenced = True
 
     def command(self, op: Eval | Cmd) -> tuple[Arg, ...]:
@@ -786,14 +905,27 @@ class AsyncRunner:
         #: the fence, once per runner
         self.executor = executor or Executor("scripts")
         self._fenced = False
+        self._deferral = Deferral(client)
 
     async def fence(self) -> None:
-        """Check ``{emq}:version`` once per runner (see :func:`fence`)."""
-        if not self._fenced:
+        """As :meth:`SyncRunner.fence`."""
+        if not self._fenced and self._deferral.due():
+            if self._deferral.on_cluster:
+                # read the slot map once, under the client's own lock: many first
+                # calls at once would each start reading it and close each other's
+                # connections
+                with contextlib.suppress(*_CLUSTER_LOST):
+                    await self.client.initialize()
+                if self.executor.native is None:
+                    self.executor.resolve(UNASKED)  # MODULE LIST has no key to route by
             try:
                 await self.transport.run(fence(self.executor))
             except redis.exceptions.RedisClusterException:  # MODULE LIST not routable
                 self.executor.resolve(UNASKED)
+            except errors.ServerUnavailable as exc:
+                if not self._deferral.defer(exc):
+                    raise
+                return
             self._fenced = True
 
     def command(self, op: Eval | Cmd) -> tuple[Arg, ...]:

@@ -21,6 +21,7 @@ import redis
 from rich.console import Console
 
 from .. import __version__, checks
+from ..connect import is_cluster, sync_client
 from ..discovery import server_label
 from ..errors import (
     EchoMQError,
@@ -37,6 +38,23 @@ from .text import clean_lines
 
 #: The environment variable naming the server.
 URL_ENV = "EMQ_URL"
+
+#: What a cluster client raises when the cluster cannot serve a command now (a node
+#: down, a failover, a slot moving): the same exit as no server.
+CLUSTER_ERRORS: tuple[type[Exception], ...] = (
+    redis.exceptions.ClusterError,
+    redis.exceptions.AskError,  # MOVED too (a subclass)
+    redis.exceptions.TryAgainError,
+    redis.exceptions.RedisClusterException,
+)
+
+#: Everything that exits as "no server".
+NO_SERVER: tuple[type[Exception], ...] = (
+    ServerUnavailable,
+    redis.ConnectionError,
+    redis.TimeoutError,
+    *CLUSTER_ERRORS,
+)
 
 #: How long a connect may take before the server counts as absent.
 CONNECT_TIMEOUT_S = 2.0
@@ -82,7 +100,7 @@ class Env:
         self.executor = executor
         self.out = _console(stderr=False)
         self.err = _console(stderr=True)
-        self._client: redis.Redis | None = None
+        self._client: Any = None
 
     @property
     def server_url(self) -> str:
@@ -104,8 +122,10 @@ class Env:
         return f"on {self.server}" + ("" if self.url else " (default address)")
 
     @property
-    def client(self) -> redis.Redis:
-        """One client for the whole command (made on first use; no I/O until a verb)."""
+    def client(self) -> Any:
+        """One client for the whole command, made on first use: a ``redis.Redis``, or a
+        ``RedisCluster`` when the URL names a cluster node (asked then, see
+        :mod:`echomq.connect`)."""
         if self._client is None:
             if self.url is None:
                 # no silent default: say which server a table of zeros comes from
@@ -113,9 +133,7 @@ class Env:
                     f"note: no --url and {URL_ENV} is unset: using the default address "
                     f"{DEFAULT_URL}"
                 )
-            self._client = redis.Redis.from_url(
-                self.server_url, socket_connect_timeout=CONNECT_TIMEOUT_S
-            )
+            self._client = sync_client(self.server_url, socket_connect_timeout=CONNECT_TIMEOUT_S)
         return self._client
 
     def queue(self, name: str) -> Queue:
@@ -164,8 +182,15 @@ class Env:
         """A message on stderr (kept with ``--json``, which owns stdout)."""
         self.err.print(clean_lines(text), markup=False)
 
+    @property
+    def on_cluster(self) -> bool:
+        """Whether the command's client (if made) is a cluster client."""
+        return self._client is not None and is_cluster(self._client)
+
     def no_server_message(self) -> str:
         """The message shown when nothing answers."""
+        if self.on_cluster:
+            return f"the cluster at {self.server} did not serve this (a node down or failing over)"
         if self.url:
             return f"no server at {self.url}"
         return (
@@ -228,7 +253,7 @@ def _translated(ctx: click.Context) -> Iterator[None]:
         raise fail("malformed", f"error: {exc}", exits.MALFORMED) from None
     except InvalidArgument as exc:
         raise fail("usage", f"error: {exc}", exits.USAGE) from None
-    except (ServerUnavailable, redis.ConnectionError, redis.TimeoutError):
+    except NO_SERVER:
         raise fail("no_server", f"error: {no_server()}", exits.NO_SERVER) from None
     except NotConfirmed as exc:
         raise fail("not_confirmed", f"not confirmed: {exc}", exits.NOT_CONFIRMED) from None

@@ -27,6 +27,7 @@ from typing import Any
 import redis.asyncio
 
 from .. import __version__, events
+from ..connect import async_client, cluster_mode
 from ..discovery import QueueDirectory, server_label
 from ..errors import EchoMQError, InvalidArgument, JobGone
 from ..events import Event
@@ -141,8 +142,15 @@ class Console:
 
     @property
     def client(self) -> Any:
-        """The shared client, created on first use (inside the serving event loop)."""
+        """The shared client, created on first use (inside the serving event loop): on a
+        cluster node's URL a cluster client (:mod:`echomq.connect`), else one pool that
+        waits for a free connection."""
         if self._client is None:
+            if cluster_mode(self.url):
+                self._client = async_client(
+                    self.url, decode_responses=True, max_connections=POOL_SIZE
+                )
+                return self._client
             pool = redis.asyncio.BlockingConnectionPool.from_url(
                 self.url, decode_responses=True, max_connections=POOL_SIZE, timeout=POOL_WAIT_S
             )

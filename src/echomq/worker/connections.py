@@ -9,6 +9,7 @@ from typing import Any
 import redis
 import redis.asyncio
 
+from ..connect import async_client, async_twin, is_cluster
 from ..errors import InvalidArgument
 from ..queue import DEFAULT_URL, AsyncQueue, Queue
 
@@ -39,7 +40,9 @@ def async_queue_for(
     source: str | Queue | AsyncQueue, url: str | None, executor: str | None = None
 ) -> tuple[AsyncQueue, bool]:
     """The async queue a worker runs on, and whether the worker made (and so closes)
-    its client.
+    its client. A sync queue on a cluster gets an asyncio cluster client of its own
+    (one per worker: a cluster client re-reads the slot map after any node's error,
+    so one shared by many workers stalls them all during a failover).
 
     Raises:
         InvalidArgument: a sync queue whose client cannot be mirrored (pass ``url=``).
@@ -51,7 +54,9 @@ def async_queue_for(
     # a sync Queue: the same server, serializer and default max_attempts, async
     ctx = source.ctx
     if url is not None:
-        client: Any = redis.asyncio.Redis.from_url(url)
+        client: Any = async_client(url)
+    elif is_cluster(source.client):
+        client = async_twin(source.client)  # a client of the worker's own
     else:
         client = _mirror(source.client)
     aq = AsyncQueue(
