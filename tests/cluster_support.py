@@ -65,14 +65,15 @@ def available() -> str | None:
 
 
 class LocalCluster:
-    """Six cluster-mode servers joined into 3 primaries with one replica each.
+    """Cluster-mode servers joined into ``primaries`` primaries with ``replicas`` each
+    (by default 3 + 3; ``module`` as :class:`~echomq.embedded.EmbeddedServer` takes it).
 
     Attributes:
         nodes: every server, in creation order.
         url: a ``redis://`` URL of one node (echomq detects the cluster from it).
     """
 
-    def __init__(self, primaries: int = 3, replicas: int = 1) -> None:
+    def __init__(self, primaries: int = 3, replicas: int = 1, module: str | bool = False) -> None:
         taken: set[int] = set()
         self.nodes: list[EmbeddedServer] = []
         for _ in range(primaries * (1 + replicas)):
@@ -81,7 +82,7 @@ class LocalCluster:
             self.nodes.append(
                 EmbeddedServer(
                     port=port,
-                    module=False,
+                    module=module,
                     extra_args=(
                         "--cluster-enabled", "yes",
                         "--cluster-config-file", "nodes.conf",
@@ -92,8 +93,8 @@ class LocalCluster:
                 )
             )  # fmt: skip
         self.replicas = replicas
-        #: the native module is never loaded here (the scripts serve)
-        self.module_path: str | None = None
+        #: the module the nodes load (None: the scripts serve, the default)
+        self.module_path: str | None = module if isinstance(module, str) else None
 
     @property
     def url(self) -> str:

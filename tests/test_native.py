@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 
+from cluster_support import LocalCluster
 from conftest import _built, dump
 from echomq import AsyncQueue, Queue, Worker
 from echomq.cli import cli
@@ -25,10 +26,19 @@ from echomq.embedded import EmbeddedServer
 from echomq.errors import InvalidArgument, JobGone, JobNotDead
 from echomq.native import TWINS, NativeUnavailable
 from echomq.scripts import Eval, all_scripts, script
-from test_cluster import cluster, rc  # noqa: F401  (fixtures)
 from worker_support import FAST, running, wait_until
 
 pytestmark = pytest.mark.skipif(_built is None, reason="the echomq native module is not built")
+
+
+@pytest.fixture(scope="module")
+def native_cluster() -> Iterator[LocalCluster]:
+    """Three primaries (no replicas) that load the module."""
+    made = LocalCluster(replicas=0, module=str(_built)).start()
+    try:
+        yield made
+    finally:
+        made.stop()
 
 
 @pytest.fixture(scope="module")
@@ -359,13 +369,13 @@ def test_every_module_call_passes_what_its_format_names() -> None:
     assert calls > 50
 
 
-def test_a_worker_serves_a_cluster_with_native_commands(
-    cluster: list[EmbeddedServer],  # noqa: F811  (the fixture, imported)
-    rc: RedisCluster,  # noqa: F811
-) -> None:
+@pytest.mark.cluster
+def test_a_worker_serves_a_cluster_with_native_commands(native_cluster: LocalCluster) -> None:
     """An asyncio cluster client cannot route a keyless MODULE LIST: ``native`` is then
     taken at its word (the nodes have the module) and the worker runs on EMQ.* commands."""
+    cluster = native_cluster.nodes
     assert all(n.module_path for n in cluster)
+    rc = RedisCluster(host="127.0.0.1", port=cluster[0].port, decode_responses=True)
     q = Queue("nworked", client=rc, executor="native")
     q.enqueue_many(range(10))
     q.enqueue_many(range(10, 15), group="tenant")
@@ -388,3 +398,4 @@ def test_a_worker_serves_a_cluster_with_native_commands(
     assert list(rc.scan_iter(match=q.keys.pattern())) == []
     for r in nodes:
         r.close()
+    rc.close()
