@@ -1,27 +1,36 @@
-"""Benchmark the operator plane's bounded verbs on a big queue.
+"""Benchmark the operator plane's bounded verbs on a big queue: the longest server call.
 
+The law (issue 13): no single server call of any verb or read holds the server more
+than 10 ms, by the defaults alone, on a 1,000,000-job queue with 1,000 lanes. Every
+figure of "longest call" is SLOWLOG's (microseconds, the wall time of one command: a
+script call with everything it does, and any moment the server process was
+descheduled while it ran).
+
+- ``verbs`` (the table of the law): a queue of ``--verb-jobs`` jobs (default
+  1,000,000: half flat, half over ``--lanes`` lanes, default 1,000) plus 20,000 dead
+  and 10,000 scheduled; every read and verb is run by its defaults, one after the
+  other, and its longest server call, calls over 10 ms and round trips are reported.
+  ``drain()`` empties the whole queue; it is then filled again and ``obliterate()``
+  (forced, default budget) destroys it.
 - ``obliterate`` of a queue holding ``--jobs`` jobs (default 1,000,000: 90% flat
   pending, 10% spread over 10 lanes, 1% of them with 3 log lines), once per budget
-  (default 100, 1000, 10000; the queue is refilled for each): the longest single call
-  (server time from the latency monitor: the time the server is blocked; the mean from
-  ``INFO commandstats``; and the client's round trip) and the total time until the queue is gone.
-- ``drain`` of ``--drain-jobs`` jobs (default 100,000, same mix) with its default
-  budget: longest call and total.
+  (``--budgets``, default 100,1000,10000; the queue is refilled for each).
+- ``drain`` of ``--drain-jobs`` jobs (default 100,000, same mix) with its default budget.
 - ``retry``: ``reprocess_jobs(error=...)`` over ``--retry-jobs`` dead jobs (default
-  100,000, half of them matching), a dry run then the run: total time and the longest
-  single server call (SLOWLOG, microseconds).
-- ``verbs``: a queue of ``--verb-jobs`` jobs (default 1,000,000: half flat, half over
-  ``--lanes`` lanes, default 1,000) plus 10,000 dead and 10,000 scheduled; the longest
-  single server call (SLOWLOG) of every read and operator verb, run by its defaults
-  (``--only verbs`` runs just this part).
+  100,000, beside a fifth as many that do not match), a dry run then the run.
+
+The machine: each part reports the load average and how many cores other processes
+(neither this client nor the server) kept busy while it ran, read from ``/proc``, so
+a figure taken on a loaded machine says so.
 
 The queue is filled through ``enqueue_many`` (the real enqueue script, pipelined) and
 log lines through a pipeline of ``RPUSH``; filling is timed separately.
 
 Usage::
 
-    python bench/operator.py                    # the full run (about a minute)
-    python bench/operator.py --jobs 100000      # smaller
+    python bench/operator.py                         # every part (a few minutes)
+    python bench/operator.py --only verbs            # the table of the law only
+    python bench/operator.py --only verbs --verb-jobs 100000 --lanes 100   # smaller
     EMQ_URL=redis://host:port/0 python bench/operator.py   # against another server
 """
 
@@ -36,6 +45,7 @@ if __name__ == "__main__" and sys.path and sys.path[0].rstrip("/").endswith("ben
     sys.path.append(sys.path.pop(0))
 
 import argparse
+import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -43,7 +53,7 @@ from typing import Any
 
 import redis
 
-from _common import bench_server, median, report
+from _common import bench_server, report
 from echomq import Queue, admin
 from echomq.ids import new_ids
 from echomq.scripts import Plan, all_scripts
@@ -52,8 +62,72 @@ from echomq.transport import SyncRunner
 FILL_CHUNK = 20_000
 GROUPS = 10
 LOG_LINES = 3
+#: The law: no single server call over this.
+BOUND_MS = 10.0
 
 
+# ------------------------------------------------------------------ the machine
+def _busy_ticks() -> int:
+    """Every CPU's busy time since boot (/proc/stat), in clock ticks."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return sum(fields[:8]) - idle
+
+
+def _proc_ticks(pid: int) -> int:
+    """A process's CPU time (user + system, its threads included), in clock ticks."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            parts = f.read().rsplit(")", 1)[1].split()
+        return int(parts[11]) + int(parts[12])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+class Machine:
+    """How loaded the machine was while a part ran: the load average, and the cores
+    that processes other than this client and the server kept busy (from /proc; on a
+    system without it, only the load average)."""
+
+    def __init__(self, r: redis.Redis) -> None:
+        self.cpus = os.cpu_count() or 1
+        self.server_pid = int(r.info("server").get("process_id", 0))
+        self.hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        self.have_proc = os.path.exists("/proc/stat")
+
+    def _snap(self) -> tuple[float, int, int, int]:
+        if not self.have_proc:
+            return time.monotonic(), 0, 0, 0
+        own = _proc_ticks(os.getpid())
+        server = _proc_ticks(self.server_pid) if self.server_pid else 0
+        return time.monotonic(), _busy_ticks(), own, server
+
+    @contextmanager
+    def watch(self, part: str) -> Iterator[None]:
+        """Print the machine's load around a part."""
+        t0, busy0, own0, srv0 = self._snap()
+        load0 = os.getloadavg()[0]
+        try:
+            yield
+        finally:
+            t1, busy1, own1, srv1 = self._snap()
+            load1 = os.getloadavg()[0]
+            wall = max(t1 - t0, 1e-9)
+            line = (
+                f"[machine during {part}: load average {load0:.2f} -> {load1:.2f} "
+                f"on {self.cpus} CPUs"
+            )
+            if self.have_proc:
+                others = max(0.0, (busy1 - busy0) - (own1 - own0) - (srv1 - srv0)) / self.hz / wall
+                server = (srv1 - srv0) / self.hz / wall
+                line += f"; other processes used {others:.2f} cores, the server {server:.2f}"
+                if others >= 0.5:
+                    line += " -- LOADED: other work competed for the CPUs"
+            print(line + "]", flush=True)
+
+
+# ------------------------------------------------------------------ filling
 def fill(q: Queue, r: redis.Redis, n: int, *, grouped_share: float, log_share: float) -> float:
     """Enqueue ``n`` jobs (a share of them into lanes) and logs on a share; seconds taken."""
     t0 = time.perf_counter()
@@ -78,259 +152,6 @@ def fill(q: Queue, r: redis.Redis, n: int, *, grouped_share: float, log_share: f
     return time.perf_counter() - t0
 
 
-def percentile(xs: list[float], p: float) -> float:
-    """The ``p`` quantile of ``xs`` (nearest rank): a high one that one stall does not set."""
-    ordered = sorted(xs)
-    return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
-
-
-def drive_timed(runner: SyncRunner, plan: Plan[Any]) -> tuple[Any, list[float]]:
-    """Run a plan step by step; returns its result and each server call's round trip (s)."""
-    times: list[float] = []
-    op = next(plan)
-    try:
-        while True:
-            t0 = time.perf_counter()
-            reply = runner.execute(op)
-            times.append(time.perf_counter() - t0)
-            op = plan.send(reply)
-    except StopIteration as stop:
-        return stop.value, times
-
-
-@contextmanager
-def server_clock(r: redis.Redis) -> Iterator[Callable[[], tuple[float, float]]]:
-    """Measure the server's own time per script call, from inside the server.
-
-    The latency monitor (threshold 1 ms) keeps the longest command, a script call with
-    everything it does (1 ms resolution); ``INFO commandstats`` gives the mean per
-    ``EVALSHA``. Both are reset first (this resets the server's command statistics),
-    and the threshold is restored afterwards.
-
-    Yields:
-        ``stats()`` -> ``(longest call ms, mean call ms)`` since the block began.
-    """
-    old = r.config_get("latency-monitor-threshold")["latency-monitor-threshold"]
-    r.config_set("latency-monitor-threshold", 1)
-    r.execute_command("LATENCY", "RESET")
-    r.config_resetstat()
-
-    def stats() -> tuple[float, float]:
-        events = r.execute_command("LATENCY", "LATEST") or []
-        longest = max(
-            (float(e[3]) for e in events if _text(e[0]) in ("command", "fast-command")),
-            default=0.0,
-        )
-        evalsha = r.info("commandstats").get("cmdstat_evalsha", {})
-        return longest, float(evalsha.get("usec_per_call", 0.0)) / 1000
-
-    try:
-        yield stats
-    finally:
-        r.config_set("latency-monitor-threshold", old)
-
-
-def at_least_1ms(ms: float) -> float | str:
-    """The latency monitor keeps only events of 1 ms or more: 0 means "under 1 ms"."""
-    return ms if ms > 0 else "<1"
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def used_mb(r: redis.Redis) -> float:
-    """The server's used memory in MiB."""
-    return float(r.info("memory")["used_memory"]) / 2**20
-
-
-def bench_obliterate(url: str, jobs: int, budgets: list[int], args: argparse.Namespace) -> None:
-    r = redis.Redis.from_url(url)
-    rows: list[list[object]] = [
-        [
-            "budget",
-            "jobs",
-            "calls",
-            "max call server ms",
-            "mean call server ms",
-            "max call client ms",
-            "median call client ms",
-            "p99 call client ms",
-            "total s",
-            "fill s",
-            "memory MiB",
-        ]
-    ]
-    for budget in budgets:
-        with Queue(f"bench-obliterate-{budget}", url=url) as q:
-            fill_s = fill(q, r, jobs, grouped_share=args.grouped_share, log_share=args.log_share)
-            mem = used_mb(r)
-            q.pause()
-            with server_clock(r) as server:
-                calls: list[float] = []
-                t0 = time.perf_counter()
-                while True:
-                    gone, times = drive_timed(q.runner, admin.obliterate(q.ctx, True, budget))
-                    calls += times
-                    if gone:
-                        break
-                total = time.perf_counter() - t0
-                server_max, server_mean = server()
-            left = sum(1 for _ in r.scan_iter(match=q.keys.pattern(), count=10_000))
-            assert left == 0, f"{left} keys left after obliterate"
-            rows.append(
-                [
-                    budget,
-                    jobs,
-                    len(calls),
-                    at_least_1ms(server_max),
-                    server_mean,
-                    max(calls) * 1000,
-                    median(calls) * 1000,
-                    percentile(calls, 0.99) * 1000,
-                    total,
-                    fill_s,
-                    mem,
-                ]
-            )
-            print(f"obliterate budget={budget}: {len(calls)} calls, {total:.2f} s", flush=True)
-    print()
-    print(f"obliterate of a queue holding {jobs:,} jobs")
-    report(rows)
-    r.close()
-
-
-def bench_drain(url: str, jobs: int, args: argparse.Namespace) -> None:
-    r = redis.Redis.from_url(url)
-    with Queue("bench-drain", url=url) as q:
-        fill_s = fill(q, r, jobs, grouped_share=args.grouped_share, log_share=args.log_share)
-        with server_clock(r) as server:
-            t0 = time.perf_counter()
-            drained, times = drive_timed(q.runner, admin.drain(q.ctx))
-            total = time.perf_counter() - t0
-            server_max, server_mean = server()
-        assert drained == jobs, (drained, jobs)
-        print()
-        print(f"drain of {jobs:,} jobs (budget {admin.DEFAULT_DRAIN_BUDGET:,} per call)")
-        report(
-            [
-                [
-                    "jobs",
-                    "calls",
-                    "max call server ms",
-                    "mean call server ms",
-                    "max call client ms",
-                    "total s",
-                    "fill s",
-                ],
-                [
-                    jobs,
-                    len(times),
-                    at_least_1ms(server_max),
-                    server_mean,
-                    max(times) * 1000,
-                    total,
-                    fill_s,
-                ],
-            ]
-        )
-    r.close()
-
-
-@contextmanager
-def slowlog(r: redis.Redis) -> Iterator[Callable[[], tuple[float, int]]]:
-    """The longest single server call (SLOWLOG, microsecond resolution) since the block began.
-
-    Every call of 0.2 ms or more is logged (the log is made long enough for a run), the
-    log is reset first, and both settings are restored afterwards.
-
-    Yields:
-        ``longest()`` -> ``(the longest call in ms (0.0 when none reached 0.2 ms), how
-        many calls took over 10 ms)``.
-    """
-    cfg = r.config_get("slowlog-*")
-    r.config_set("slowlog-log-slower-than", 200)
-    r.config_set("slowlog-max-len", 100_000)
-    r.slowlog_reset()
-
-    def longest() -> tuple[float, int]:
-        entries = r.slowlog_get(100_000)
-        us = [float(e["duration"]) for e in entries]
-        return max(us, default=0.0) / 1000, sum(1 for d in us if d > 10_000)
-
-    try:
-        yield longest
-    finally:
-        r.config_set("slowlog-log-slower-than", cfg["slowlog-log-slower-than"])
-        r.config_set("slowlog-max-len", cfg["slowlog-max-len"])
-
-
-def make_dead(q: Queue, r: redis.Redis, n: int, error: str) -> float:
-    """Put ``n`` dead jobs in the queue by hand (rows as retry leaves them); seconds taken."""
-    t0 = time.perf_counter()
-    now = int(time.time() * 1000)
-    ids = new_ids(n)
-    for i in range(0, n, FILL_CHUNK):
-        pipe = r.pipeline(transaction=False)
-        chunk = ids[i : i + FILL_CHUNK]
-        for jid in chunk:
-            pipe.hset(
-                q.keys.job(jid),
-                mapping={
-                    "state": "dead",
-                    "attempts": "1",
-                    "failures": "1",
-                    "max_attempts": "1",
-                    "payload": '{"pad":"xxxxxxxxxxxxxxxx"}',
-                    "last_error": error,
-                },
-            )
-        pipe.zadd(q.keys.dead, {jid: now for jid in chunk})
-        pipe.execute()
-    return time.perf_counter() - t0
-
-
-def bench_retry(url: str, n: int) -> None:
-    """Retry (reprocess) ``n`` dead jobs by an error filter (beside ``n // 5`` that do not
-    match): total time and the longest call."""
-    r = redis.Redis.from_url(url)
-    with Queue("bench-retry", url=url) as q:
-        fill_s = make_dead(q, r, n, "db timeout after 5 s")
-        fill_s += make_dead(q, r, n // 5, "bad input")
-        with slowlog(r) as longest:
-            t0 = time.perf_counter()
-            dry = q.reprocess_jobs(error="timeout", dry_run=True)
-            dry_s = time.perf_counter() - t0
-            dry_ms = longest()
-        with slowlog(r) as longest:
-            t0 = time.perf_counter()
-            res = q.reprocess_jobs(error="timeout")
-            total = time.perf_counter() - t0
-            run_ms = longest()
-        assert res.matched == dry.matched == n, (res, dry)
-        print()
-        print(f"reprocess_jobs(error=...) of {n:,} dead jobs (beside {n // 5:,} that do not match)")
-        report(
-            [
-                [
-                    "run",
-                    "matched",
-                    "calls",
-                    "longest call ms",
-                    "calls > 10 ms",
-                    "total s",
-                    "fill s",
-                ],
-                ["dry run", dry.matched, dry.calls, *dry_ms, dry_s, fill_s],
-                ["retry", res.matched, res.calls, *run_ms, total, ""],
-            ]
-        )
-        q.pause()
-        while not q.obliterate(force=True, budget=5000):
-            pass
-    r.close()
-
-
 def fill_lanes(q: Queue, n: int, lanes: int) -> float:
     """``n`` jobs: half flat, half spread evenly over ``lanes`` lanes; seconds taken."""
     t0 = time.perf_counter()
@@ -346,72 +167,380 @@ def fill_lanes(q: Queue, n: int, lanes: int) -> float:
     return time.perf_counter() - t0
 
 
-def bench_verbs(url: str, n: int, lanes: int) -> None:
-    """The longest server call of each read and verb on a queue of ``n`` jobs in ``lanes`` lanes."""
+def make_dead(q: Queue, r: redis.Redis, n: int, error: str, name: str | None = None) -> float:
+    """Put ``n`` dead jobs in the queue by hand (rows as retry leaves them); seconds taken."""
+    t0 = time.perf_counter()
+    now = int(time.time() * 1000)
+    ids = new_ids(n)
+    for i in range(0, n, FILL_CHUNK):
+        pipe = r.pipeline(transaction=False)
+        chunk = ids[i : i + FILL_CHUNK]
+        for jid in chunk:
+            row = {
+                "state": "dead",
+                "attempts": "1",
+                "failures": "1",
+                "max_attempts": "1",
+                "payload": '{"pad":"xxxxxxxxxxxxxxxx"}',
+                "last_error": error,
+            }
+            if name:
+                row["name"] = name
+            pipe.hset(q.keys.job(jid), mapping=row)
+        pipe.zadd(q.keys.dead, {jid: now for jid in chunk})
+        pipe.execute()
+    return time.perf_counter() - t0
+
+
+# ------------------------------------------------------------------ measuring
+def percentile(xs: list[float], p: float) -> float:
+    """The ``p`` quantile of ``xs`` (nearest rank): a high one that one stall does not set."""
+    ordered = sorted(xs)
+    return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
+
+
+def drive_timed(runner: SyncRunner, plan: Plan[Any]) -> tuple[Any, list[float]]:
+    """Run a plan step by step; returns its result and each server call's round trip (s)."""
+    times: list[float] = []
+    try:
+        op = next(plan)
+    except StopIteration as stop:  # a plan that sends nothing
+        return stop.value, times
+    try:
+        while True:
+            t0 = time.perf_counter()
+            reply = runner.execute(op)
+            times.append(time.perf_counter() - t0)
+            op = plan.send(reply)
+    except StopIteration as stop:
+        return stop.value, times
+
+
+@contextmanager
+def slowlog(r: redis.Redis) -> Iterator[Callable[[], tuple[float, int, float]]]:
+    """The longest single server call (SLOWLOG, microsecond resolution) since the block began.
+
+    Every call of 0.2 ms or more is logged (the log is made long enough for a run; the
+    commands a script sends are logged too, and never outlast their script), the log
+    and the command statistics are reset first, and the settings are restored after.
+
+    Yields:
+        ``stats()`` -> ``(the longest call in ms (0.0 when none reached 0.2 ms), how
+        many calls took over 10 ms, the mean script call in ms (INFO commandstats))``.
+    """
+    cfg = r.config_get("slowlog-*")
+    r.config_set("slowlog-log-slower-than", 200)
+    r.config_set("slowlog-max-len", 100_000)
+    r.slowlog_reset()
+    r.config_resetstat()
+
+    def stats() -> tuple[float, int, float]:
+        entries = [e for e in r.slowlog_get(100_000) if not _is_ours(e["command"])]
+        entries.sort(key=lambda e: int(e["id"]))
+        us = [float(e["duration"]) for e in entries]
+        evalsha = r.info("commandstats").get("cmdstat_evalsha", {})
+        for i, e in enumerate(entries):
+            if e["duration"] > BOUND_MS * 1000:
+                print(
+                    f"    over {BOUND_MS:.0f} ms: {e['duration'] / 1000:.1f} ms",
+                    f"(logged call {i + 1:,} of {len(entries):,})",
+                    _name(e["command"]),
+                )
+        return (
+            max(us, default=0.0) / 1000,
+            sum(1 for d in us if d > BOUND_MS * 1000),
+            float(evalsha.get("usec_per_call", 0.0)) / 1000,
+        )
+
+    try:
+        yield stats
+    finally:
+        r.config_set("slowlog-log-slower-than", str(cfg["slowlog-log-slower-than"]))
+        r.config_set("slowlog-max-len", str(cfg["slowlog-max-len"]))
+
+
+_SCRIPTS = {s.sha: s.name for s in all_scripts()}
+
+
+def _name(command: Any) -> str:
+    """A logged command, its script named when it is one."""
+    text = command.decode("utf-8", "replace") if isinstance(command, bytes) else str(command)
+    words = text.split(" ")
+    if words[0].upper() == "EVALSHA" and len(words) > 1:
+        return f"script {_SCRIPTS.get(words[1], words[1])} {' '.join(words[2:])[:60]}"
+    return text[:80]
+
+
+def _is_ours(command: Any) -> bool:
+    """The bench's own bookkeeping commands (SLOWLOG, CONFIG, INFO) are not measured."""
+    text = command.decode("utf-8", "replace") if isinstance(command, bytes) else str(command)
+    return text.split(" ", 1)[0].upper() in ("SLOWLOG", "CONFIG", "INFO")
+
+
+def _ms(v: float) -> float | str:
+    """SLOWLOG logs calls of 0.2 ms or more: 0 means "under 0.2 ms"."""
+    return v if v > 0 else "<0.2"
+
+
+def used_mb(r: redis.Redis) -> float:
+    """The server's used memory in MiB."""
+    return float(r.info("memory")["used_memory"]) / 2**20
+
+
+def _obliterate_all(q: Queue, budget: int | None = None) -> tuple[int, list[float]]:
+    """Obliterate a paused queue to the end; (calls, each call's round trip in s)."""
+    calls: list[float] = []
+    while True:
+        plan = (
+            admin.obliterate(q.ctx, True)
+            if budget is None
+            else admin.obliterate(q.ctx, True, budget)
+        )
+        gone, times = drive_timed(q.runner, plan)
+        calls += times
+        if gone:
+            return len(calls), calls
+
+
+# ------------------------------------------------------------------ the parts
+def bench_obliterate(
+    url: str, jobs: int, budgets: list[int], args: argparse.Namespace, m: Machine
+) -> None:
     r = redis.Redis.from_url(url)
     rows: list[list[object]] = [
-        ["verb", "longest call server ms", "calls > 10 ms", "calls", "client s"]
+        [
+            "budget",
+            "jobs",
+            "calls",
+            "longest call ms",
+            "calls > 10 ms",
+            "mean call ms",
+            "p99 round trip ms",
+            "total s",
+            "fill s",
+            "memory MiB",
+        ]
     ]
-    with Queue("bench-verbs", url=url) as q:
-        fill_s = fill_lanes(q, n, lanes)
-        fill_s += make_dead(q, r, 10_000, "boom")
-        sched = q.enqueue_many(({"s": i} for i in range(10_000)), delay_ms=3_600_000)
-        print(f"filled {q.counts()} in {fill_s:.1f} s", flush=True)
-
-        def measure(
-            label: str, call: Callable[[], Any], calls: Callable[[Any], int] = lambda _: 1
-        ) -> Any:
-            with slowlog(r) as longest:
+    for budget in budgets:
+        with Queue(f"bench-obliterate-{budget}", url=url) as q:
+            fill_s = fill(q, r, jobs, grouped_share=args.grouped_share, log_share=args.log_share)
+            mem = used_mb(r)
+            q.pause()
+            with m.watch(f"obliterate budget={budget}"), slowlog(r) as stats:
                 t0 = time.perf_counter()
-                out = call()
-                took = time.perf_counter() - t0
-                rows.append([label, *longest(), calls(out), took])
-            print(f"  {label}: {rows[-1][1]:.2f} ms", flush=True)
-            return out
-
-        measure("counts", q.counts)
-        for off in (0, 10_000, n // 3):
-            measure(f"browse pending offset {off:,}", lambda o=off: q.browse("pending", 20, o))
-        measure("browse dead offset 5,000", lambda: q.browse("dead", 20, 5000))
-        measure("browse scheduled", lambda: q.browse("scheduled", 20, 0))
-        measure("groups (every page)", q.groups)
-        measure("get_job", lambda: q.get_job(sched[0]))
-        measure("pause", q.pause)
-        measure("resume", q.resume)
-        measure("update_data", lambda: q.update_data(sched[0], {"x": 1}))
-        measure("promote_job", lambda: q.promote_job(sched[0]))
-        measure("pause_group", lambda: q.pause_group("lane1"))
-        measure("resume_group", lambda: q.resume_group("lane1"))
-        measure("set_group_limit", lambda: q.set_group_limit("lane1", 5))
-        measure("reprocess_jobs dry run", lambda: q.reprocess_jobs(dry_run=True), lambda x: x.calls)
-        measure(
-            "remove_jobs dead dry run",
-            lambda: q.remove_jobs("dead", dry_run=True),
-            lambda x: x.calls,
-        )
-        measure("promote_jobs", lambda: q.promote_jobs(), lambda x: x.calls)
-        measure("reprocess_jobs", lambda: q.reprocess_jobs(), lambda x: x.calls)
-        measure("clean dead (dry run)", lambda: q.clean(0, dry_run=True), lambda x: x.calls)
-        measure("audit", lambda: q.audit(50))
-        measure("drain_group", lambda: q.drain_group("lane2"))
-        measure(
-            "drain (default budget)",
-            lambda: drive_timed(q.runner, admin.drain(q.ctx))[1],
-            len,
-        )
-        measure("obliterate (forced, default budget)", lambda: _obliterate(q), lambda c: c)
+                n, calls = _obliterate_all(q, budget)
+                total = time.perf_counter() - t0
+                longest, over, mean = stats()
+            left = sum(1 for _ in r.scan_iter(match=q.keys.pattern(), count=10_000))
+            assert left == 0, f"{left} keys left after obliterate"
+            rows.append(
+                [
+                    budget,
+                    jobs,
+                    n,
+                    _ms(longest),
+                    over,
+                    mean,
+                    percentile(calls, 0.99) * 1000,
+                    total,
+                    fill_s,
+                    mem,
+                ]
+            )
     print()
-    print(f"longest server call per verb on a queue of {n:,} jobs in {lanes:,} lanes (SLOWLOG)")
+    print(f"obliterate of a queue holding {jobs:,} jobs (90% flat, 10% in {GROUPS} lanes)")
     report(rows)
     r.close()
 
 
-def _obliterate(q: Queue) -> int:
-    q.pause()
-    calls = 1
-    while not q.obliterate(force=True):
-        calls += 1
-    return calls
+def bench_drain(url: str, jobs: int, args: argparse.Namespace, m: Machine) -> None:
+    r = redis.Redis.from_url(url)
+    with Queue("bench-drain", url=url) as q:
+        fill(q, r, jobs, grouped_share=args.grouped_share, log_share=args.log_share)
+        with m.watch("drain"), slowlog(r) as stats:
+            t0 = time.perf_counter()
+            drained, times = drive_timed(q.runner, admin.drain(q.ctx))
+            total = time.perf_counter() - t0
+            longest, over, mean = stats()
+        assert drained == jobs, (drained, jobs)
+        print()
+        print(f"drain of {jobs:,} jobs (default budget {admin.DEFAULT_DRAIN_BUDGET:,} per call)")
+        report(
+            [
+                ["jobs", "calls", "longest call ms", "calls > 10 ms", "mean call ms", "total s"],
+                [jobs, len(times), _ms(longest), over, mean, total],
+            ]
+        )
+    r.close()
+
+
+def bench_retry(url: str, n: int, m: Machine) -> None:
+    """Retry (reprocess) ``n`` dead jobs by an error filter (beside ``n // 5`` that do not
+    match): total time and the longest call."""
+    r = redis.Redis.from_url(url)
+    with Queue("bench-retry", url=url) as q:
+        fill_s = make_dead(q, r, n, "db timeout after 5 s")
+        fill_s += make_dead(q, r, n // 5, "bad input")
+        with m.watch("retry"):
+            with slowlog(r) as stats:
+                t0 = time.perf_counter()
+                dry = q.reprocess_jobs(error="timeout", dry_run=True)
+                dry_s = time.perf_counter() - t0
+                dry_ms = stats()[:2]
+            with slowlog(r) as stats:
+                t0 = time.perf_counter()
+                res = q.reprocess_jobs(error="timeout")
+                total = time.perf_counter() - t0
+                run_ms = stats()[:2]
+        assert res.matched == dry.matched == n, (res, dry)
+        print()
+        print(f"reprocess_jobs(error=...) of {n:,} dead jobs (beside {n // 5:,} that do not match)")
+        report(
+            [
+                [
+                    "run",
+                    "matched",
+                    "calls",
+                    "longest call ms",
+                    "calls > 10 ms",
+                    "total s",
+                    "fill s",
+                ],
+                ["dry run", dry.matched, dry.calls, _ms(dry_ms[0]), dry_ms[1], dry_s, fill_s],
+                ["retry", res.matched, res.calls, _ms(run_ms[0]), run_ms[1], total, ""],
+            ]
+        )
+        q.pause()
+        _obliterate_all(q)
+    r.close()
+
+
+def bench_verbs(url: str, n: int, lanes: int, m: Machine) -> None:
+    """The longest server call of every read and verb on a queue of ``n`` jobs in
+    ``lanes`` lanes, each run by its defaults (the plan is driven call by call)."""
+    r = redis.Redis.from_url(url)
+    rows: list[list[object]] = [["verb", "longest call ms", "calls > 10 ms", "calls", "client s"]]
+    q = Queue("bench-verbs", url=url)
+
+    def measure(label: str, verb: str, *a: Any, **kw: Any) -> Any:
+        plan = getattr(Queue, verb).plan(q.ctx, *a, **kw)
+        with slowlog(r) as stats:
+            t0 = time.perf_counter()
+            out, times = drive_timed(q.runner, plan)
+            took = time.perf_counter() - t0
+            longest, over, _ = stats()
+        rows.append([label, _ms(longest), over, len(times), took])
+        flag = "  OVER" if longest > BOUND_MS else ""
+        print(f"  {label}: {longest:.2f} ms in {len(times)} calls{flag}", flush=True)
+        return out
+
+    with m.watch("the fill of the verbs' queue"):
+        fill_s = fill_lanes(q, n, lanes)
+        fill_s += make_dead(q, r, 10_000, "boom: db timeout", name="resize")
+        fill_s += make_dead(q, r, 10_000, "bad input", name="send")
+        sched = q.enqueue_many(({"s": i} for i in range(10_000)), delay_ms=3_600_000)
+    print(f"filled {q.counts()} in {fill_s:.1f} s", flush=True)
+    lane_job = q.browse("pending", 1, n // 2 + 7)[0]
+    flat_job = q.browse("pending", 1, 10)[0]
+    dead_job = q.browse("dead", 1, 0)[0]
+    deep = n // 3
+    with m.watch("the reads and verbs"):
+        # reads
+        measure("counts", "counts")
+        measure("get_job", "get_job", lane_job)
+        measure("job_state", "job_state", lane_job)
+        measure("is_paused", "is_paused")
+        measure("metrics", "metrics")
+        for off in (0, 10_000, deep):
+            measure(f"browse pending, offset {off:,}", "browse", "pending", 20, off)
+        measure(f"browse pending order=run, offset {deep:,}", "browse", "pending", 20, deep, "run")
+        measure("browse dead, offset 5,000", "browse", "dead", 20, 5000)
+        measure("browse scheduled order=run", "browse", "scheduled", 20, 0, "run")
+        measure("get_job_logs", "get_job_logs", lane_job)
+        measure("audit(50)", "audit", 50)
+        measure("groups (every page)", "groups")
+        measure("group_depth", "group_depth", "lane7")
+        measure("repeats", "repeats")
+        measure("server_time", "server_time")
+        measure("queue_exists", "queue_exists")
+        measure("job_page pending, deep offset", "job_page", "pending", 20, deep // 2)
+        measure("job_page pending of one lane", "job_page", "pending", 20, 0, "lane500")
+        measure("job_page dead", "job_page", "dead", 200)
+        measure("find_jobs pending (default budget)", "find_jobs", "pending", "no-such-text")
+        measure("find_jobs dead by error", "find_jobs", "dead", "timeout", fields=["error"])
+        measure("job_view", "job_view", lane_job)
+        measure("groups_page(100)", "groups_page", "0", 100)
+        measure("throughput(1440)", "throughput", 1440)
+        # the spine
+        measure("enqueue", "enqueue", {"x": 1})
+        measure("enqueue_many (1,000)", "enqueue_many", [{"x": i} for i in range(1000)])
+        measure("claim", "claim")
+        got = measure("claim_many(100)", "claim_many", 100)
+        measure("complete", "complete", got[0].id, got[0].token)
+        measure("complete_many(50)", "complete_many", [(c.id, c.token) for c in got[1:51]])
+        measure("retry", "retry", got[51].id, got[51].token, "boom")
+        measure("delay", "delay", got[52].id, got[52].token, 60_000)
+        measure("extend_lock", "extend_lock", got[53].id, got[53].token, 60_000)
+        measure("release", "release", got[54].id, got[54].token)
+        measure("promote", "promote")
+        measure("reap", "reap")
+        measure("check_stalled", "check_stalled")
+        # operator verbs, one job or one setting
+        measure("pause", "pause")
+        measure("resume", "resume")
+        measure("update_data", "update_data", sched[0], {"x": 1})
+        measure("update_progress", "update_progress", lane_job, 50)
+        measure("add_log", "add_log", lane_job, "a line", keep=100)
+        measure("remove_job", "remove_job", flat_job)
+        measure("reprocess_job", "reprocess_job", dead_job)
+        measure("promote_job", "promote_job", sched[0])
+        measure("reassign", "reassign", lane_job, "lane3")
+        measure("pause_group", "pause_group", "lane1")
+        measure("resume_group", "resume_group", "lane1")
+        measure("set_group_limit", "set_group_limit", "lane1", 5)
+        measure("clear_group_limit", "clear_group_limit", "lane1")
+        measure("set_group_weight", "set_group_weight", "lane1", 2)
+        measure("repeat", "repeat", "nightly", cron="0 3 * * *", payload={"r": 1})
+        measure("cancel_repeat", "cancel_repeat", "nightly")
+        # bulk verbs by filter, and the index rebuild
+        measure("reprocess_jobs dry run (20,000 dead)", "reprocess_jobs", dry_run=True)
+        measure("remove_jobs dead dry run", "remove_jobs", "dead", dry_run=True)
+        measure("clean dry run", "clean", 0, dry_run=True)
+        measure("reprocess_jobs(error=...) (10,000)", "reprocess_jobs", error="timeout")
+        measure("remove_jobs dead name=send (10,000)", "remove_jobs", "dead", name="send")
+        measure("promote_jobs (10,000 scheduled)", "promote_jobs")
+        make_dead(q, r, 10_000, "boom")
+        measure("clean (10,000 dead)", "clean", 0)
+        measure("remove_jobs pending of one lane", "remove_jobs", "pending", group="lane9")
+        measure(f"reindex (an indexed queue of {n:,})", "reindex")
+        measure("drain_group (one lane)", "drain_group", "lane2")
+        measure("drain_step", "drain_step")
+        measure(f"drain (the whole queue, {q.counts().pending:,} pending)", "drain")
+    with m.watch("the refill"):
+        fill_s = fill_lanes(q, n, lanes)
+    print(f"filled {q.counts()} again in {fill_s:.1f} s", flush=True)
+    with m.watch("obliterate"):
+        q.pause()
+        with slowlog(r) as stats:
+            t0 = time.perf_counter()
+            calls, _ = _obliterate_all(q)
+            took = time.perf_counter() - t0
+            longest, over, _ = stats()
+        rows.append(
+            [f"obliterate (forced; {n:,} jobs, {lanes:,} lanes)", _ms(longest), over, calls, took]
+        )
+        print(f"  obliterate: {longest:.2f} ms in {calls} calls", flush=True)
+    assert not any(True for _ in r.scan_iter(match=q.keys.pattern(), count=10_000))
+    print()
+    print(
+        f"longest server call per verb on a queue of {n:,} jobs in {lanes:,} lanes (SLOWLOG; "
+        f"<0.2 = no call reached 0.2 ms)"
+    )
+    report(rows)
+    worst = max((row[1] for row in rows[1:] if isinstance(row[1], float)), default=0.0)
+    print(f"the longest call of all: {worst:.2f} ms (the bound: {BOUND_MS:.0f} ms)")
+    q.close()
+    r.close()
 
 
 def main() -> None:
@@ -426,26 +555,34 @@ def main() -> None:
     parser.add_argument("--lanes", type=int, default=1000, help="lanes for the verbs")
     parser.add_argument(
         "--only",
-        default="obliterate,drain,retry,verbs",
-        help="which parts to run (comma separated: obliterate, drain, retry, verbs)",
+        default="verbs,retry,drain,obliterate",
+        help="which parts to run (comma separated: verbs, retry, drain, obliterate)",
     )
     args = parser.parse_args()
     parts = set(args.only.split(","))
     budgets = [int(b) for b in args.budgets.split(",") if b]
     with bench_server() as url:
-        # load every script up front, so no NOSCRIPT round lands inside a measurement
         with redis.Redis.from_url(url) as r:
+            # load every script up front, so no NOSCRIPT round lands inside a measurement
             for s in all_scripts():
                 r.script_load(s.body)
+            m = Machine(r)
+            info = r.info("server")
+        print(
+            f"server {info.get('redis_version')} (pid {m.server_pid}), {m.cpus} CPUs, "
+            f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+            flush=True,
+        )
         t0 = time.perf_counter()
-        if "obliterate" in parts:
-            bench_obliterate(url, args.jobs, budgets, args)
-        if "drain" in parts:
-            bench_drain(url, args.drain_jobs, args)
-        if "retry" in parts:
-            bench_retry(url, args.retry_jobs)
-        if "verbs" in parts:
-            bench_verbs(url, args.verb_jobs, args.lanes)
+        with m.watch("the whole run"):
+            if "verbs" in parts:
+                bench_verbs(url, args.verb_jobs, args.lanes, m)
+            if "retry" in parts:
+                bench_retry(url, args.retry_jobs, m)
+            if "drain" in parts:
+                bench_drain(url, args.drain_jobs, args, m)
+            if "obliterate" in parts:
+                bench_obliterate(url, args.jobs, budgets, args, m)
         print(f"\nwhole run: {time.perf_counter() - t0:.1f} s")
 
 

@@ -264,6 +264,15 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
         "max_attempts": h(counters),
         "backoff": h(backoffs),
     },
+    "reindex": {
+        "dry_run": h(flags),
+        "cursor": h(
+            st.sampled_from(["lanes|0||0", "lanes|0|g1|3", "index|||0", "index|||7", "index|0|g|1"])
+        ),
+        "scan": h(st.integers(1, 5000)),
+        "max_calls": h(counters),
+        "progress": h(st.just(print)),
+    },
     "cancel_repeat": {"name": h(repeat_names, optional=False)},
     "repeats": {"n": h(budgets)},
     # views for the operator's tools
@@ -274,6 +283,7 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
         "n": h(st.integers(1, 200)),
         "offset": h(counters0),
         "group": h(groups),
+        "order": h(st.sampled_from(["run", "newest", None])),
     },
     "find_jobs": {
         "state": h(st.sampled_from(checks.STATES), optional=False),
@@ -283,6 +293,7 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
         "cursor": h(counters0),
         "budget": h(st.integers(1, 5000)),
         "group": h(groups),
+        "order": h(st.sampled_from(["run", "newest", None])),
     },
     "job_view": {"job_id": h(job_ids, optional=False), "log_tail": h(budgets)},
     "groups_page": {

@@ -509,6 +509,22 @@ async def test_lanes(twin: Twin, r: redis.Redis) -> None:
     assert "pending" in t.key_names()
 
 
+@scenario("reindex")
+async def test_reindex(twin: Twin, r: redis.Redis) -> None:
+    t = twin
+    for n, g in ((1, "a"), (2, "a"), (3, "b"), (4, None)):
+        await t("enqueue", n, job_id=J(n), group=g)
+    # an index that lost a lane's jobs and kept a member no lane holds
+    r.delete(t.q.keys.gindex)
+    r.zadd(t.q.keys.gindex, {J(9): 0})
+    res = await t("reindex", dry_run=True)
+    assert (field(res, "added"), field(res, "removed"), field(res, "cursor")) == (3, 1, None)
+    res = await t("reindex", scan=1)
+    assert (field(res, "added"), field(res, "removed")) == (3, 1)
+    assert field(await t("counts"), "pending") == 4
+    assert field(await t("reindex", dry_run=True), "added") == 0
+
+
 @scenario("repeat", "cancel_repeat", "repeats")
 async def test_repeatables(twin: Twin, r: redis.Redis) -> None:
     t = twin

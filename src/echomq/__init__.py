@@ -26,7 +26,7 @@ from .errors import (
 from .events import AsyncEventStream, Event, EventStream
 from .ids import new_id
 from .journal import AuditEntry
-from .lanes import GroupInfo
+from .lanes import GroupInfo, ReindexResult
 from .queue import AsyncQueue, Queue
 from .repeat import Repeatable
 from .results import Counts, JobRow, JobState, RetryOutcome
@@ -69,6 +69,7 @@ __all__ = [
     "QueueHasActiveJobs",
     "QueueNotPaused",
     "Refused",
+    "ReindexResult",
     "Repeatable",
     "RetryOutcome",
     "ScriptError",

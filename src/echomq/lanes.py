@@ -1,4 +1,5 @@
-"""Per-group (lane) operator verbs: pause, resume, limit, weight, drain, reassign.
+"""Per-group (lane) operator verbs: pause, resume, limit, weight, drain, reassign, and
+the rebuild of the lanes' index (reindex).
 
 A grouped job waits in its group's lane; the grouped claim serves the groups on the
 ring in turn. See ``docs/lanes.md`` for the ring law these verbs keep.
@@ -6,10 +7,13 @@ ring in turn. See ``docs/lanes.md`` for the ring law these verbs keep.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
 
 from . import checks
-from .context import Context
+from .context import Context, as_str
+from .errors import InvalidArgument
 from .keyspace import check_name
 from .scripts import Cmd, Eval, Plan, script
 
@@ -187,3 +191,116 @@ def reassign(ctx: Context, job_id: str, group: str | None) -> Plan[None]:
     row = ctx.keys.job(job_id)
     target = "" if group is None else _g(group)
     yield Eval(script("reassign"), (ctx.keys.base, row), (job_id, target, ctx.actor), job=job_id)
+
+
+#: Members one reindex step examines by default (a step also stops after about 1 ms).
+REINDEX_SCAN = 1000
+#: The largest ``scan`` a reindex step may be asked for.
+MAX_REINDEX_SCAN = 5000
+_REINDEX_PHASES = ("lanes", "index")
+
+
+@dataclass(frozen=True)
+class ReindexResult:
+    """Where a :func:`reindex` stands (the final answer, and each progress report).
+
+    Attributes:
+        added: lane jobs the lanes' index missed (or held at another score), added
+            (on a dry run: that would be).
+        removed: index members no lane holds (stale), removed (or would be).
+        examined: members the walk looked at (lane jobs, then index members).
+        calls: server calls made.
+        cursor: where to resume (``cursor=``), or ``None`` once the walk is done.
+        dry_run: nothing was written.
+    """
+
+    added: int = 0
+    removed: int = 0
+    examined: int = 0
+    calls: int = 0
+    cursor: str | None = None
+    dry_run: bool = False
+
+    @property
+    def done(self) -> bool:
+        """The walk reached the end."""
+        return self.cursor is None
+
+
+def _reindex_cursor(cursor: str | None) -> tuple[str, str, str, int]:
+    """``(phase, sscan page, group, offset)`` from a cursor ``phase|page|group|offset``."""
+    if cursor is None:
+        return "lanes", "0", "", 0
+    parts = cursor.split("|") if isinstance(cursor, str) else []
+    if len(parts) != 4 or parts[0] not in _REINDEX_PHASES:
+        raise InvalidArgument(f"invalid cursor {checks.show(cursor, 40)}")
+    phase, page, group, off = parts
+    if phase == "lanes":
+        checks.scan_cursor(page)
+        if group:
+            _g(group)
+    elif page or group:
+        raise InvalidArgument(f"invalid cursor {checks.show(cursor, 40)}")
+    if not (off.isascii() and off.isdigit()):
+        raise InvalidArgument(f"invalid cursor {checks.show(cursor, 40)}")
+    return phase, page, group, checks.integer(int(off), "cursor", 0, checks.MAX_COUNT)
+
+
+def reindex(
+    ctx: Context,
+    *,
+    dry_run: bool = False,
+    cursor: str | None = None,
+    scan: int = REINDEX_SCAN,
+    max_calls: int | None = None,
+    progress: Callable[[ReindexResult], Any] | None = None,
+) -> Plan[ReindexResult]:
+    """Rebuild the lanes' index (``gindex``) of a queue written before it existed.
+
+    Counts, pages of pending, drain and obliterate find the lanes' jobs through the
+    index, which every transition keeps; a queue whose lanes were filled by a client
+    that predates it would be undercounted. This walks every lane (adding the jobs
+    the index misses), then the index (removing members no lane holds), in bounded
+    steps: idempotent, resumable from ``cursor``, safe on a live queue.
+
+    Args:
+        dry_run: write nothing; ``added``/``removed`` say what a run would change
+            (whether a queue needs it).
+        cursor: resume from a result's or progress report's ``cursor``.
+        scan: members one server call examines (1..5000; a call also stops after
+            about 1 ms of server time).
+        max_calls: stop after this many server calls (the result's ``cursor`` goes on).
+        progress: called with a :class:`ReindexResult` after every server call.
+
+    Returns:
+        A :class:`ReindexResult`.
+
+    Raises:
+        InvalidArgument, InvalidName: a bad cursor, bound or flag, before any I/O.
+    """
+    dry = "1" if checks.flag(dry_run, "dry_run") else ""
+    scan = checks.integer(scan, "scan", 1, MAX_REINDEX_SCAN)
+    if max_calls is not None:
+        checks.count(max_calls, "max_calls")
+    if progress is not None and not callable(progress):
+        raise InvalidArgument("progress must be callable")
+    phase, page, group, off = _reindex_cursor(cursor)
+    res = ReindexResult(dry_run=bool(dry), cursor=cursor)
+    while True:
+        argv = (phase, page, group, str(off), str(scan), dry, ctx.actor)
+        reply = yield Eval(script("reindex"), (ctx.keys.base,), argv)
+        added, removed, seen = (int(x) for x in reply[:3])
+        phase, page, group = (as_str(x) for x in reply[3:6])
+        off, done = int(reply[6]), bool(int(reply[7]))
+        res = replace(
+            res,
+            added=res.added + added,
+            removed=res.removed + removed,
+            examined=res.examined + seen,
+            calls=res.calls + 1,
+            cursor=None if done else f"{phase}|{page}|{group}|{off}",
+        )
+        if progress is not None:
+            progress(res)
+        if done or (max_calls is not None and res.calls >= max_calls):
+            return res

@@ -172,6 +172,7 @@ class _Verbs:
     groups = _Verb(lanes.groups)
     drain_group = _Verb(lanes.drain_group)
     reassign = _Verb(lanes.reassign)
+    reindex = _Verb(lanes.reindex)
     # repeatables
     repeat = _Verb(repeating.repeat)
     cancel_repeat = _Verb(repeating.cancel_repeat)

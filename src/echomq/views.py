@@ -221,6 +221,23 @@ def _state(state: str) -> str:
     return checks.state(state)
 
 
+#: The orders a caller may ask for instead of the state's own (as ``browse`` takes):
+#: ``run`` (the set ascending: the order claims take; the schedule soonest first) or
+#: ``newest`` (descending).
+ASKED_ORDERS = ("run", "newest")
+
+
+def _order(state: str, order: str | None) -> tuple[Order, bool]:
+    """The page's order name and whether the set is read reversed."""
+    if order is None:
+        return ORDERS[state]
+    if not isinstance(order, str) or order not in ASKED_ORDERS:
+        raise InvalidArgument(f"order must be 'run' or 'newest', got {checks.show(order, 40)}")
+    if order == "newest":
+        return "newest", True
+    return ("soonest" if state == "scheduled" else "run"), False
+
+
 def _set_key(ctx: Context, state: str, group: str | None) -> str:
     if group is not None:
         if state != "pending":
@@ -320,7 +337,12 @@ def queue_exists(ctx: Context) -> Plan[bool]:
 
 
 def job_page(
-    ctx: Context, state: str, n: int = 20, offset: int = 0, group: str | None = None
+    ctx: Context,
+    state: str,
+    n: int = 20,
+    offset: int = 0,
+    group: str | None = None,
+    order: str | None = None,
 ) -> Plan[JobPage]:
     """A page of jobs in ``state`` in the operator's order, with their list fields.
 
@@ -330,6 +352,10 @@ def job_page(
         offset: jobs to skip.
         group: page this group's lane instead (``pending`` only); without it,
             ``pending`` is the flat set (each lane is paged on its own).
+        order: ``None`` for the state's order (pending in run order, scheduled
+            soonest first, active and dead newest first); ``run`` (the set ascending:
+            the order claims take, the schedule soonest first, dead oldest first) or
+            ``newest`` (descending), as :func:`echomq.reads.browse` takes.
 
     Returns:
         A :class:`JobPage`; ``total`` counts the set paged. Two round trips: the
@@ -341,14 +367,14 @@ def job_page(
     _state(state)
     n = checks.integer(n, "n", 1, MAX_PAGE)
     offset = checks.count(offset, "offset", zero=True)
+    named, rev = _order(state, order)
     key = _set_key(ctx, state, group)
-    order, rev = ORDERS[state]
     page, total, now = yield Batch(
         (_range(key, offset, offset + n - 1, rev), Cmd(("ZCARD", key)), Cmd(("TIME",)))
     )
     scored = [(as_str(m), _ms(s)) for m, s in _pairs(page)]
     jobs = yield from _lines(ctx, state, scored)
-    return JobPage(state, group, order, n, offset, int(total), _time_ms(now), jobs)
+    return JobPage(state, group, named, n, offset, int(total), _time_ms(now), jobs)
 
 
 def _lines(ctx: Context, state: str, scored: list[tuple[str, int]]) -> Plan[list[JobLine]]:
@@ -373,6 +399,7 @@ def find_jobs(
     cursor: int = 0,
     budget: int = SEARCH_BUDGET,
     group: str | None = None,
+    order: str | None = None,
 ) -> Plan[Found]:
     """Jobs in ``state`` whose fields contain ``text`` (case-insensitive), one bounded step.
 
@@ -383,6 +410,7 @@ def find_jobs(
     Args:
         fields: where to look: ``id``, ``name``, ``group``, ``error`` (last error),
             ``payload`` (the stored text).
+        order: the order the cursor walks, as :func:`job_page` takes it.
 
     Raises:
         InvalidArgument, InvalidName: before anything is sent.
@@ -400,8 +428,8 @@ def find_jobs(
     unknown = [f for f in wanted if f not in SEARCH_FIELDS]
     if unknown or not wanted:
         raise InvalidArgument(f"search fields must be among {', '.join(SEARCH_FIELDS)}")
+    _, rev = _order(state, order)
     key = _set_key(ctx, state, group)
-    _, rev = ORDERS[state]
     page, now = yield Batch((_range(key, cursor, cursor + budget - 1, rev), Cmd(("TIME",))))
     scored = [(as_str(m), _ms(s)) for m, s in _pairs(page)]
     extra = ("payload",) if "payload" in wanted else ()

@@ -1,6 +1,7 @@
 """Operator-plane commands of issues 13 and 16: the audit journal (``emq audit``), the
 bulk verbs by filter (``emq bulk reprocess|remove|promote|clean``), ``emq job
-promote``, ``emq job cancel`` and the worker registry (``emq workers``)."""
+promote``, ``emq job cancel``, the worker registry (``emq workers``) and the rebuild of
+the lanes' index (``emq reindex``)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from .. import ids
 from ..bulk import DEFAULT_SCAN, MAX_SCAN, BulkResult
 from ..errors import JobLocked
 from ..journal import DEFAULT_AUDIT_ENTRIES
+from ..lanes import MAX_REINDEX_SCAN, REINDEX_SCAN, ReindexResult
 from ..registry import DEFAULT_WORKERS, MAX_WORKERS
 from .app import Env, cli, confirm, pass_env
 from .job_cmds import job
@@ -296,3 +298,44 @@ def workers(env: Env, queue: str, count: int) -> None:
         env.out.print(table)
 
     env.emit({"queue": queue, "workers": [asdict(w) for w in found]}, show)
+
+
+@cli.command()
+@click.argument("queue")
+@click.option("--dry-run", is_flag=True, help="Count what a run would fix; change nothing.")
+@click.option(
+    "--scan",
+    type=click.IntRange(1, MAX_REINDEX_SCAN),
+    default=REINDEX_SCAN,
+    show_default=True,
+    help="Members examined per server call.",
+)
+@click.option("--cursor", help="Resume a run from the cursor it printed.")
+@pass_env
+def reindex(env: Env, queue: str, dry_run: bool, scan: int, cursor: str | None) -> None:
+    """Rebuild the lanes' index of QUEUE (a queue written before echomq kept it):
+    counts and pages of pending then see every lane's jobs. Bounded server calls,
+    idempotent, safe on a live queue."""
+    q = env.queue(queue)
+    progress = Progress(
+        TextColumn(f"reindex {queue}"),
+        TextColumn("{task.fields[examined]} examined"),
+        console=env.err,
+        disable=env.json or dry_run,
+    )
+    with progress:
+        task = progress.add_task(queue, examined=0)
+
+        def report(r: ReindexResult) -> None:
+            progress.update(task, examined=r.examined)
+
+        res = q.reindex(dry_run=dry_run, scan=scan, cursor=cursor, progress=report)
+    doc = {"queue": queue, **asdict(res), "done": res.done}
+    verb = "would add" if dry_run else "added"
+    gone = "would remove" if dry_run else "removed"
+    text = (
+        f"{'dry run: ' if dry_run else ''}{queue} {env.on_server()}: "
+        f"{verb} {res.added} lane jobs to the index, {gone} {res.removed} stale members "
+        f"({res.examined} examined, {res.calls} calls)"
+    )
+    env.emit(doc, text)

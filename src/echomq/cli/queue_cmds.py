@@ -14,7 +14,15 @@ from ..admin import DEFAULT_DRAIN_BUDGET, DEFAULT_OBLITERATE_BUDGET
 from ..checks import MAX_BATCH
 from ..discovery import DEFAULT_SCAN_LIMIT, discover_queues
 from ..queue import Queue
-from ..views import MAX_PAGE, MAX_SEARCH_BUDGET, SEARCH_BUDGET, SEARCH_FIELDS, STATES, JobLine
+from ..views import (
+    ASKED_ORDERS,
+    MAX_PAGE,
+    MAX_SEARCH_BUDGET,
+    SEARCH_BUDGET,
+    SEARCH_FIELDS,
+    STATES,
+    JobLine,
+)
 from .app import Env, cli, confirm, pass_env
 from .text import clean
 
@@ -305,6 +313,12 @@ FIND_SCAN_LIMIT = 100_000
     show_default=True,
     help="Jobs one --find server call examines.",
 )
+@click.option(
+    "--order",
+    type=click.Choice(ASKED_ORDERS),
+    help="run: the order claims take (scheduled soonest first, dead oldest first); "
+    "newest: newest first. Default: pending run, scheduled soonest, active and dead newest.",
+)
 @pass_env
 def jobs(
     env: Env,
@@ -316,9 +330,10 @@ def jobs(
     text: str | None,
     fields: tuple[str, ...],
     budget: int,
+    order: str | None,
 ) -> None:
     """A page of the jobs of QUEUE in STATE: pending in run order, scheduled soonest
-    first, active and dead newest first.
+    first, active and dead newest first (--order run|newest for another).
 
     Pending lists the flat set; each group's lane is listed with --group. With
     --find, jobs are examined --budget per server call from --offset on, until
@@ -328,7 +343,7 @@ def jobs(
     doc: dict[str, Any] = {"queue": queue, "state": state, "group": group, "offset": offset}
     rows: list[JobLine]
     if text is None:
-        page = q.job_page(state, limit, offset, group)
+        page = q.job_page(state, limit, offset, group, order)
         rows = page.jobs
         doc.update(order=page.order, total=page.total)
         if state == "pending" and group is None and not env.json:
@@ -346,6 +361,7 @@ def jobs(
                 cursor=cursor,
                 budget=budget,
                 group=group,
+                order=order,
             )
             rows += found.jobs
             examined += found.scanned

@@ -2,7 +2,8 @@
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  older_than_ms: a job qualifies when it died before now - older_than_ms
 --          (server clock; dead's score is the time of death)
--- ARGV[2]  scan: the most jobs this step deletes (its bound)
+-- ARGV[2]  scan: the most jobs this step deletes (its bound; a step also stops after
+--          about 1 ms of server time and answers more)
 -- ARGV[3]  '1' for a dry run (answer how many qualify, write nothing), else ''
 -- ARGV[4]  actor (optional; '' = none), written to the audit journal
 -- Reply:   {deleted (or, on a dry run, how many qualify), more (1: call again)}
@@ -14,19 +15,23 @@ local B = KEYS[1]
 --! include keys
 --! include common
 --! include audit
+--! include bulk
 local dead = B .. DEAD
 local cut = now_ms() - tonumber(ARGV[1])
 if ARGV[3] == '1' then
   return {redis.call('ZCOUNT', dead, '-inf', '(' .. cut), 0}
 end
 local scan = tonumber(ARGV[2])
-local ids = redis.call('ZRANGE', dead, '-inf', '(' .. cut, 'BYSCORE', 'LIMIT', 0, scan)
-for _, id in ipairs(ids) do
+local found = redis.call('ZRANGE', dead, '-inf', '(' .. cut, 'BYSCORE', 'LIMIT', 0, scan)
+local ids, over = {}, slicer()
+for i, id in ipairs(found) do
+  if over(i) then break end
+  ids[i] = id
   delete_row(id, B .. JOB .. id)
   emit(ev('removed', id))
 end
 zrem_all(dead, ids)
-local more = #ids >= scan and 1 or 0
+local more = (#found >= scan or #ids < #found) and 1 or 0
 if #ids > 0 then
   audit('clean', cjson.encode({state = 'dead', older_than_ms = tonumber(ARGV[1])}),
     more == 1 and 'more' or 'done', #ids, ARGV[4])

@@ -2,7 +2,7 @@
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  offset: the rank in schedule (soonest first) this step starts from (the cursor)
 -- ARGV[2]  scan: the most members this step examines (its bound; a step also stops
---          after about 3 ms of server time, and the cursor carries on)
+--          after about 1 ms of server time, and the cursor carries on)
 -- ARGV[3]  '1' for a dry run (count, write nothing), else ''
 -- ARGV[4..8]  the filter: name, group, error substring, lowest id, highest id
 -- ARGV[9]  actor (optional; '' = none), written to the audit journal

@@ -4,7 +4,7 @@
 -- ARGV[2]  for pending, the lane's group ('' = the flat pending set); else ''
 -- ARGV[3]  offset: the rank this step starts from in the set's order (the cursor)
 -- ARGV[4]  scan: the most members this step examines (its bound; a step also stops
---          after about 3 ms of server time, and the cursor carries on)
+--          after about 1 ms of server time, and the cursor carries on)
 -- ARGV[5]  '1' for a dry run (count, write nothing), else ''
 -- ARGV[6..10]  the filter: name, group, error substring, lowest id, highest id
 -- ARGV[11] actor (optional; '' = none), written to the audit journal

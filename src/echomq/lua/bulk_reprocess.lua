@@ -2,7 +2,7 @@
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  offset: the rank in dead (oldest death first) this step starts from (the cursor)
 -- ARGV[2]  scan: the most dead members this step examines (its bound; a step also
---          stops after about 3 ms of server time, and the cursor carries on)
+--          stops after about 1 ms of server time, and the cursor carries on)
 -- ARGV[3]  '1' for a dry run (count, write nothing), else ''
 -- ARGV[4..8]  the filter: name, group, error substring, lowest id, highest id ('' = any)
 -- ARGV[9]  actor (optional; '' = none), written to the audit journal
@@ -11,8 +11,9 @@
 -- Refusals: none.
 -- Writes:  (not on a dry run) for each match, as reprocess_job: ZREM dead, HDEL
 --          last_error, state pending (counters kept), a flat job to pending at score 0, a
---          grouped one to its lane at score 0 (`groups`, the ring when its lane can be
---          served); event 'reprocessed' per job; one wake token per job (capped); one
+--          grouped one to its lane at score 0 and the lanes' index (`groups`; a lane
+--          that was empty joins the ring when it can be served, so the ring is never
+--          searched); event 'reprocessed' per job; one wake token per job (capped); one
 --          audit entry (verb reprocess_jobs) when any job moved.
 local B = KEYS[1]
 --! include keys
@@ -23,7 +24,7 @@ local off, scan, dry = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
 local f = bulk_filter(4)
 local dead = B .. DEAD
 local ids = redis.call('ZRANGE', dead, off, off + scan - 1)
-local n, lanes, seen = 0, {}, 0
+local n, seen = 0, 0
 local over = slicer()
 for i, id in ipairs(ids) do
   if over(i) then break end
@@ -35,25 +36,14 @@ for i, id in ipairs(ids) do
     if not dry then
       redis.call('ZREM', dead, id)
       redis.call('HDEL', jk, 'last_error')
-      redis.call('HSET', jk, 'state', 'pending')
-      if g then
-        redis.call('ZADD', lane_key(g), 0, id)
-        redis.call('ZADD', B .. GINDEX, 0, id)
-        lanes[g] = true
-      else
-        redis.call('ZADD', B .. PENDING, 0, id)
-      end
+      -- state pending, to pending or its lane (quiet: the wake tokens below cover it)
+      make_ready(id, jk, g or nil, 0)
       emit(ev('reprocessed', id))
     end
   end
 end
 local done = (seen == #ids and #ids < scan) and 1 or 0
 if not dry and n > 0 then
-  for g in pairs(lanes) do
-    redis.call('SADD', B .. GROUPS, g)
-    -- quiet: the wake tokens below cover these jobs
-    ring_sync(g, true)
-  end
   push_wake(n)
   audit('reprocess_jobs', filter_json(f), done == 1 and 'done' or 'more', n, ARGV[9])
 end

@@ -3,13 +3,13 @@
 -- at most `budget` jobs per call. Active jobs and the repeat registry are not touched.
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  '1' to include the schedule set, else '';  ARGV[2] budget (jobs per call; a
---          call also stops after about 3 ms of server time and answers "more")
+--          call also stops after about 1 ms of server time and answers "more")
 -- ARGV[3]  actor (optional; '' = none), written to the audit journal
 -- Reply:   {drained in this call, more (1 when the budget was spent: call again)}
 -- Refusals: none.
--- Writes:  ZPOPMIN from pending/lanes/schedule; each row deleted with its logs and lock,
---          its dedup key released when it still names the job; a lane left empty
---          leaves the ring; the settled tombstones (`settled`) deleted; event 'drained'
+-- Writes:  ZPOPMIN from pending, the lanes' index `gindex` (each job then leaves its
+--          lane) and schedule; each row deleted with its logs and lock, its dedup key
+--          released when it still names the job; a lane left empty leaves the ring; the settled tombstones (`settled`) deleted; event 'drained'
 --          with the count (when any); one audit entry
 --          per call that drained any (count = this call's, outcome more | done).
 local B = KEYS[1]
@@ -19,7 +19,7 @@ local B = KEYS[1]
 --! include bulk
 local left = tonumber(ARGV[2])
 local total = 0
--- a call also stops after about 3 ms of server time (then it answers "more")
+-- a call also stops after about a slice of server time (then it answers "more")
 local over, cut = slicer(), false
 
 -- delete up to `left` jobs of one backlog set, from its head; returns how many went.
@@ -34,6 +34,9 @@ local function wipe(setkey, lane)
     end
     local k = #popped / 2
     left, total, n = left - k, total + k, n + k
+    -- a call that deleted nothing never stops early: the walk over empty lanes
+    -- always reaches its end, so a drain always finishes
+    if k == 0 then break end
     if over(SLICE_EVERY) then cut = true end
     if k < 64 then break end
   end
@@ -41,7 +44,22 @@ local function wipe(setkey, lane)
 end
 
 wipe(B .. PENDING)
-if left > 0 then
+-- the lanes' jobs, found through their index: no walk over the groups. A lane that
+-- still holds jobs keeps its place on the ring (what it serves did not change), so
+-- only a lane this left empty is synced, batch by batch (inside the slice).
+while left > 0 and not cut do
+  local k, emptied = math.min(left, 64), {}
+  local popped, n = drop_indexed(k, emptied)
+  for g in pairs(emptied) do ring_sync(g) end
+  -- a stale member (no job behind it) costs budget too, so the call stays bounded
+  left, total = left - popped, total + n
+  if popped < k then break end
+  if over(SLICE_EVERY) then cut = true end
+end
+-- then lanes the index does not know (a queue written before it: see reindex); for an
+-- indexed queue every lane is empty by now, and a drained group has left `groups`
+-- unless it keeps settings, so this pass costs a read per such group, once
+if left > 0 and not cut then
   for _, g in ipairs(redis.call('SMEMBERS', B .. GROUPS)) do
     -- only a lane that lost jobs can have changed its place on the ring
     if wipe(lane_key(g), true) > 0 then ring_sync(g) end
@@ -50,8 +68,9 @@ if left > 0 then
 end
 if left > 0 and not cut and ARGV[1] == '1' then wipe(B .. SCHEDULE) end
 if total > 0 then emit('{"event":"drained","count":' .. total .. '}') end
--- the settled tombstones go with the backlog (the wire contract: drain deletes them)
-redis.call('DEL', B .. SETTLED)
+-- the settled tombstones go with the backlog (the wire contract: drain deletes them);
+-- UNLINK: a busy queue's minute of tombstones is freed off the server's main thread
+redis.call('UNLINK', B .. SETTLED)
 local more = left <= 0 or cut
 if total > 0 then
     audit('drain', cjson.encode({include_schedule = ARGV[1] == '1', budget = tonumber(ARGV[2])}),

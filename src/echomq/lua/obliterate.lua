@@ -2,7 +2,7 @@
 -- obliterate: destroy a paused queue down to nothing, bounded by a per-call budget.
 -- KEYS[1]  the queue base emq:{q}: (meta and every other key derived from it)
 -- ARGV[1]  'force' or '';  ARGV[2] budget (jobs, then keys, per call; a call also stops
---          after about 3 ms of server time and answers 1)
+--          after about 1 ms of server time and answers 1)
 -- ARGV[3]  flags, comma separated (optional): 'keep' keeps the audit journal; 'sweep'
 --          also scans for keys no registry names (SCAN MATCH emq:{q}:*, which walks the
 --          whole keyspace: a recovery tool, not the default)
@@ -12,12 +12,16 @@
 -- Refusals: EMQSTATE not paused; EMQSTATE active jobs present (unless forced).
 --          Both are checked before the first write.
 -- Writes:  in order, each step only once the one before is done, `budget` at most:
---          1. active (forced), pending, schedule, dead, every lane: each row with its
---             logs and lock, its dedup key released;
+--          1. active (forced), pending, schedule, dead, the lanes' jobs through their
+--             index `gindex` (no walk over the groups), then any lane the index does not
+--             know (a queue written before it), found by SSCAN of `groups` from the
+--             cursor kept in meta field `lanes`: each row with its logs and lock, its
+--             dedup key released;
 --          2. the repeat records (emq:{q}:repeat:<name>) named by the registry, then
 --             the claim records (claimreq:<rid>) named by their index `claimreqs`;
---          3. the named queue keys: metrics, lane structures (and gindex), wake, the
---             registry, the settled tombstones, the workers registry;
+--          3. the named queue keys (UNLINK: a big one is freed off the main thread):
+--             metrics, lane structures (and gindex), wake, the registry, the settled
+--             tombstones, the workers registry;
 --          4. only with 'sweep': every other key under the base (an orphan dedup key or
 --             log list, keys other modules added), by SCAN MATCH from the cursor kept
 --             in meta field `sweep`, `budget` keys per call;
@@ -55,8 +59,8 @@ local scan_all = flags:find(',sweep,', 1, true) ~= nil
 -- delete up to `budget` members of a job set; true when the budget is spent.
 -- ZPOPMIN takes them off the head of the set in one pass (no second walk to ZREM
 -- them), which keeps a large batch cache-friendly; the order does not matter here.
--- A call also stops after about 3 ms of server time (it answers "more"), so each call
--- fits the bound whatever its budget.
+-- A call also stops after about a slice of server time (it answers "more"), so each
+-- call fits the bound whatever its budget.
 local over = slicer()
 local function sweep(setkey, lane)
   while budget > 0 do
@@ -73,14 +77,49 @@ local function sweep(setkey, lane)
   return true
 end
 
+-- the lanes' jobs through their index; true when the budget or the slice is spent
+local function sweep_indexed()
+  while budget > 0 do
+    local k = math.min(budget, 64)
+    local popped, n = drop_indexed(k)
+    budget, jobs = budget - popped, jobs + n
+    if popped < k then return false end
+    if over(SLICE_EVERY) then return true end
+  end
+  return true
+end
+
+-- lanes the index does not know, one SSCAN page of `groups` at a time from the cursor
+-- in meta field `lanes` ('done' once the pass is over). A page cut short is read again
+-- by the next call (its lanes emptied so far cost a pop each). The slice is checked
+-- between pages too, and a page always ends, so the pass always reaches its end.
+local function sweep_lanes()
+  local cursor = redis.call('HGET', meta, 'lanes') or '0'
+  if cursor == 'done' then return false end
+  repeat
+    local r = redis.call('SSCAN', B .. GROUPS, cursor, 'COUNT', 64)
+    for _, g in ipairs(r[2]) do
+      if sweep(lane_key(g), true) then
+        redis.call('HSET', meta, 'lanes', cursor)
+        return true
+      end
+    end
+    cursor = r[1]
+    if cursor ~= '0' and over(SLICE_EVERY) then
+      redis.call('HSET', meta, 'lanes', cursor)
+      return true
+    end
+  until cursor == '0'
+  redis.call('HSET', meta, 'lanes', 'done')
+  return false
+end
+
 local function run()
   -- 1. the jobs
   for _, t in ipairs({ACTIVE, PENDING, SCHEDULE, DEAD}) do
     if sweep(B .. t) then return 1 end
   end
-  for _, g in ipairs(redis.call('SMEMBERS', B .. GROUPS)) do
-    if sweep(lane_key(g), true) then return 1 end
-  end
+  if sweep_indexed() or sweep_lanes() then return 1 end
 
   -- 2. the repeat records, under the same budget
   local names = redis.call('ZPOPMIN', B .. REPEAT, budget)
@@ -97,7 +136,7 @@ local function run()
   end
 
   -- 3. the keys every queue may have, by name
-  redis.call('DEL', B .. METRICS_COMPLETED, B .. METRICS_FAILED, B .. GROUPS,
+  redis.call('UNLINK', B .. METRICS_COMPLETED, B .. METRICS_FAILED, B .. GROUPS,
     B .. RING, B .. GACTIVE, B .. GLIMIT, B .. GWEIGHT, B .. GPAUSED,
     B .. GTURN, B .. WAKE, B .. REPEAT, B .. GINDEX, B .. SETTLED, B .. WORKERS)
 

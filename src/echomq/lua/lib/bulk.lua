@@ -6,8 +6,12 @@
 
 -- The time slice: a step (or a drain/obliterate call) stops early once it has run this
 -- long, whatever its budget, so every call fits the server-time bound by construction;
--- the caller's cursor or "more" carries on. Checked every SLICE_EVERY members.
-local SLICE_US = 3000
+-- the caller's cursor or "more" carries on. Checked every SLICE_EVERY members. The
+-- bound is 10 ms of wall time on a shared 2-core machine: a call the kernel
+-- deschedules part-way is charged the wait too, and a short burst after the server
+-- slept on its socket is rarely cut, so the slice is well under the bound (1 ms: a
+-- call's round trip costs about a tenth of that).
+local SLICE_US = 1000
 local SLICE_EVERY = 16
 
 -- the server clock in microseconds (TIME advances inside a script)
@@ -55,4 +59,29 @@ local function bulk_match(id, jk, f)
   if f.group ~= '' and r[2] ~= f.group then return false end
   if f.err ~= '' and not (r[3] and string.find(r[3], f.err, 1, true)) then return false end
   return true, r[2]
+end
+
+-- Pop up to k lane jobs off the lanes' index (`gindex` holds every lane's job, so the
+-- lanes are found without walking the groups): each one leaves its lane and goes
+-- with its row (logs, lock, dedup key). `emptied` (a table, or nil) collects the
+-- groups whose lane this left empty. A member whose row or lane no longer holds it
+-- (an index a pre-index client left stale) only leaves the index. Returns how many
+-- members were popped and how many of them were jobs deleted.
+local function drop_indexed(k, emptied)
+  local popped = redis.call('ZPOPMIN', B .. GINDEX, k)
+  local n = 0
+  for i = 1, #popped, 2 do
+    local id = popped[i]
+    local jk = B .. JOB .. id
+    local r = redis.call('HMGET', jk, 'group', 'dedup')
+    if r[1] then
+      local lane = lane_key(r[1])
+      if redis.call('ZREM', lane, id) == 1 then
+        delete_row(id, jk, r[2])
+        n = n + 1
+        if emptied and redis.call('EXISTS', lane) == 0 then emptied[r[1]] = true end
+      end
+    end
+  end
+  return #popped / 2, n
 end
