@@ -94,6 +94,38 @@ def test_the_json_formatter_writes_one_object_per_record_with_the_extras() -> No
     assert second["queue"] == "q" and "ValueError: x" in second["exc"]
 
 
+def test_the_text_formatter_escapes_job_text() -> None:
+    # a handler's exception text and a job's fields are data: an ESC sequence, a bell,
+    # a bidi override or a line break must not reach the terminal tailing the log
+    out = io.StringIO()
+    handler = logs.configure("text", logging.DEBUG, out)
+    hostile = "boom\x1b]0;owned\x07\x1b[2J\u202e\nFAKE WARNING echomq.worker: forged"
+    try:
+        try:
+            raise RuntimeError(hostile)
+        except RuntimeError as exc:
+            logging.getLogger("echomq.worker").warning(
+                "job %s failed: %s",
+                "JOB1",
+                exc,
+                extra={"queue": "q", "job_name": "n\x1b[31m"},
+                exc_info=exc,
+            )
+    finally:
+        logging.getLogger("echomq").removeHandler(handler)
+        logging.getLogger("echomq").propagate = True
+        logging.getLogger("echomq").setLevel(logging.NOTSET)
+    text = out.getvalue()
+    assert not any(ch in text for ch in "\x1b\x07\u202e")
+    lines = text.splitlines()
+    # the message stays one line; the traceback keeps its own lines, each escaped
+    assert "boom\\x1b]0;owned\\x07\\x1b[2J\\u202e\\nFAKE WARNING" in lines[0]
+    assert lines[0].endswith("[queue=q job_name=n\\x1b[31m]")
+    assert lines[1] == "Traceback (most recent call last):"
+    assert lines[-2].startswith("RuntimeError: boom\\x1b]0;owned")
+    assert lines[-1] == "FAKE WARNING echomq.worker: forged"  # a line break in the text
+
+
 HANDLER = """
 def handle(job):
     if job.data.get("fail"):

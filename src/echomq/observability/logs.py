@@ -27,6 +27,8 @@ import sys
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
+from ..safetext import clean, clean_lines
+
 #: The attributes every LogRecord has; anything else on a record came from ``extra``.
 _STANDARD = frozenset(
     logging.LogRecord("", 0, "", 0, "", None, None).__dict__.keys()
@@ -57,15 +59,36 @@ class JsonFormatter(logging.Formatter):
 
 
 class TextFormatter(logging.Formatter):
-    """``time level logger: message`` followed by the ``extra`` fields as ``k=v``."""
+    """``time level logger: message`` followed by the ``extra`` fields as ``k=v``.
+
+    A job's text is data (a handler's exception message, a job name, an error): the
+    message and the fields are one line with every control character escaped, and
+    each line of a traceback too (see :mod:`echomq.safetext`), so a job cannot drive
+    the terminal that tails the log or forge a log line.
+    """
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
 
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        """The prefix and the message, the message escaped to one line."""
+        record.message = clean(record.message)
+        return super().formatMessage(record)
+
+    def formatException(self, ei: Any) -> str:
+        """The traceback, each of its lines escaped."""
+        return clean_lines(super().formatException(ei))
+
     def format(self, record: logging.LogRecord) -> str:
-        text = super().format(record)
+        # the stdlib caches the formatted traceback on the record: format it afresh
+        # (escaped) here, and leave the record as other handlers expect it
+        cached, record.exc_text = record.exc_text, None
+        try:
+            text = super().format(record)
+        finally:
+            record.exc_text = cached
         fields = [
-            f"{k}={v}"
+            f"{k}={clean(v)}"
             for k, v in record.__dict__.items()
             if k not in _STANDARD and not k.startswith("_")
         ]
