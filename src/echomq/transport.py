@@ -106,6 +106,9 @@ RESEND: dict[str, bool] = {
     "reap": True,
     # bounded and "call again until True": a repeat is the next call
     "obliterate": True,
+    # writes only the lanes' index, toward what the lanes hold: a repeated step finds
+    # nothing more to do (its counts then leave out what the lost reply carried)
+    "reindex": True,
     # compare-and-set on the slot: a repeat answers 0 ("fired already"), one job made
     "fire_due": True,
     # the same cadence keeps the record as it is
