@@ -405,6 +405,9 @@ os.register_at_fork(after_in_child=_forked)
 
 
 def _where(client: Any) -> str:
+    if is_cluster(client):
+        node = client.get_default_node()  # the node it first asked (None before then)
+        return "the cluster" + (f" of {node.name}" if node is not None else "")
     pool = getattr(client, "connection_pool", None)
     kw = getattr(pool, "connection_kwargs", None) or {}
     if "path" in kw:
