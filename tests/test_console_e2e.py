@@ -27,7 +27,7 @@ import uvicorn
 from playwright.sync_api import Browser, Page, Request, sync_playwright
 
 from conftest import dump, queue_keys
-from echomq import Queue
+from echomq import Queue, registry
 from echomq.console import create_app
 from echomq.embedded import EmbeddedServer, free_port
 
@@ -477,7 +477,25 @@ def _demo(url: str, r: redis.Redis) -> tuple[str, str]:
     dead_job(thumbs, {"image": "broken.png"}, "PIL.UnidentifiedImageError")
     webhooks = Queue("webhooks", url=url)
     webhooks.enqueue({"hook": 1}, delay_ms=30000)
+    # two worker processes in the registry, as their beats write them
+    for wid, host, pid, held in (
+        ("5f0c2a9d41e7b3c8", "mail-1", 4120, [b.id for b in busy]),
+        ("a81d6e02c4f9b7e3", "mail-2", 4133, []),
+    ):
+        _beat(emails, wid, {"host": host, "pid": pid, "queues": ["emails"], "concurrency": 8,
+                            "jobs": len(held), "job_ids": held, "interval_ms": 1000,
+                            "completed": 1840 + pid % 50, "failed": 3})  # fmt: skip
+        r.hset(emails.keys.worker(wid), "started", str(int(sec) * 1000 - 3_600_000 - pid))
     return shown, dead[0]
+
+
+def _beat(q: Queue, wid: str, fields: dict[str, Any]) -> None:
+    """Write a worker's registry record with the worker's own beat script."""
+
+    def plan() -> Any:
+        return (yield registry.beat_op(q.ctx, wid, 3_600_000, registry.record_fields(fields), []))
+
+    q.runner.drive(plan())
 
 
 @pytest.mark.skipif(
@@ -509,6 +527,15 @@ def test_screenshots(browser: Browser) -> None:
             page.wait_for_selector(f"ul.events li:has-text('{new}')")
             page.wait_for_selector("tr[data-group=acme] .badge.paused")  # refreshed live
             page.screenshot(path=str(out / "queue.png"), full_page=True)
+            page.goto(f"{url}#/q/emails?state=dead")
+            page.wait_for_selector(f"tr[data-job={dead}]")
+            page.click("#btn-bulk")
+            page.select_option("#bulk-verb", "reprocess")
+            page.fill("#bulk-error", "550 5.1.1")
+            page.click("#bulk-dry-run")
+            page.wait_for_selector("#bulk-count:has-text('3 jobs match')")
+            page.screenshot(path=str(out / "bulk.png"))
+            page.click("#modal-cancel")
             page.goto(f"{url}#/q/reports")
             page.wait_for_selector(".head .badge.paused")
             page.click("#btn-obliterate")
@@ -529,6 +556,7 @@ def test_screenshots(browser: Browser) -> None:
     assert {p.name for p in out.glob("*.png")} >= {
         "queues.png",
         "queue.png",
+        "bulk.png",
         "job.png",
         "obliterate.png",
     }

@@ -18,7 +18,11 @@ events, and the safety model:
 - a non-loopback bind without a token refuses to start;
 - event streams are capped per client address (``STREAMS_PER_CLIENT``) and in all
   (``MAX_STREAMS``); a refused stream answers 429 and the page polls instead;
-- a read-only console refuses every change with 403.
+- a read-only console refuses every change with 403;
+- every change names its actor in the queue's audit journal:
+  ``console:<user>@<client address>``, the user being the Basic user, the name given
+  at login (carried in the signed session cookie), ``token`` for a bare token, or
+  ``local`` on a console without a token.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import hmac
 import ipaddress
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -60,6 +65,7 @@ from ..errors import (
 from ..observability.console import metrics_endpoint
 from ..views import SEARCH_BUDGET, to_json
 from .handlers import (
+    BULK_VERBS,
     GROUP_VERBS,
     GROUPS_PAGE,
     JOB_VERBS,
@@ -70,6 +76,7 @@ from .handlers import (
     Console,
     ReadOnly,
     UnsafeBind,
+    acting_as,
 )
 
 #: The environment variable a token may come from.
@@ -139,9 +146,31 @@ def resolve_token(token: str | None = None, token_file: str | None = None) -> st
     return token or None
 
 
-def session_value(token: str) -> str:
-    """The session cookie's value for ``token`` (a keyed digest, never the token)."""
-    return hmac.new(token.encode(), b"echomq-console-session", hashlib.sha256).hexdigest()
+#: A user name as the console journals it (login names and Basic users are cut to it).
+USER_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+def user_name(given: Any, default: str = "operator") -> str:
+    """``given`` as a journaled user name: ``[A-Za-z0-9._-]``, at most 64 characters
+    (anything else is replaced by ``_``); ``default`` when empty."""
+    if not isinstance(given, str) or not given.strip():
+        return default
+    return re.sub(r"[^A-Za-z0-9._-]", "_", given.strip())[:64]
+
+
+def session_value(token: str, user: str = "operator") -> str:
+    """The session cookie's value for ``token`` and ``user``: the user and a keyed
+    digest of it (never the token), so the cookie names who logged in and cannot be
+    made without the token."""
+    mac = hmac.new(token.encode(), b"echomq-console-session:" + user.encode(), hashlib.sha256)
+    return f"{user}.{mac.hexdigest()}"
+
+
+def _session_user(cookie: str, token: str) -> str | None:
+    user, _, _ = cookie.rpartition(".")
+    if USER_RE.fullmatch(user) is None:
+        return None
+    return user if _same(cookie, session_value(token, user)) else None
 
 
 def _same(given: str, expected: str) -> bool:
@@ -196,23 +225,34 @@ class Safety:
 
     def authenticated(self, request: Request) -> bool:
         """Whether the request carries the token (always true without one)."""
+        return self.user(request) is not None
+
+    def user(self, request: Request) -> str | None:
+        """Who the request is: the Basic user, the session's user, ``token`` for a bare
+        token, ``local`` on a console without one; ``None`` when unauthenticated."""
         if self.token is None:
-            return True
+            return "local"
         headers = request.headers
         given = headers.get("x-emq-token")
         if given is not None:
-            return _same(given, self.token)
+            return "token" if _same(given, self.token) else None
         scheme, _, value = headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer":
-            return _same(value.strip(), self.token)
+            return "token" if _same(value.strip(), self.token) else None
         if scheme.lower() == "basic":
             try:
                 pair = base64.b64decode(value.strip(), validate=True).decode()
             except ValueError:
-                return False
-            return _same(pair.partition(":")[2], self.token)
+                return None
+            name, _, secret = pair.partition(":")
+            return user_name(name, "token") if _same(secret, self.token) else None
         cookie = request.cookies.get(SESSION_COOKIE)
-        return cookie is not None and _same(cookie, session_value(self.token))
+        return None if cookie is None else _session_user(cookie, self.token)
+
+    def actor(self, request: Request) -> str:
+        """The actor a change journals: ``console:<user>@<client address>``."""
+        peer = request.client.host if request.client is not None else "?"
+        return f"console:{self.user(request) or 'anonymous'}@{peer}"
 
     def check_read(self, request: Request) -> None:
         """Refuse a request for data without the token (when one is set).
@@ -355,6 +395,7 @@ def _routes(console: Console, safety: Safety, per_client: int) -> list[Route | M
         reply = console.config()
         reply["token_required"] = safety.token is not None
         reply["authenticated"] = True
+        reply["actor"] = safety.actor(request)
         reply["streams_per_client"] = per_client
         return reply
 
@@ -374,10 +415,14 @@ def _routes(console: Console, safety: Safety, per_client: int) -> list[Route | M
                 raise Denied(401, "unauthorized", "token", "wrong token")
         except Denied as exc:
             return error_reply(exc)
-        reply = JsonDoc({"ok": True, "token_required": True}, headers={"cache-control": "no-store"})
+        user = user_name(body.get("user"))
+        reply = JsonDoc(
+            {"ok": True, "token_required": True, "user": user},
+            headers={"cache-control": "no-store"},
+        )
         reply.set_cookie(
             SESSION_COOKIE,
-            session_value(safety.token),
+            session_value(safety.token, user),
             httponly=True,
             samesite="strict",
             secure=request.url.scheme == "https",
@@ -434,10 +479,30 @@ def _routes(console: Console, safety: Safety, per_client: int) -> list[Route | M
         minutes = query_int(request, "minutes", 60)
         return await console.metrics(param(request, "queue"), minutes)
 
+    async def workers(request: Request) -> dict[str, Any]:
+        n = query_int(request, "n", 100)
+        return await console.workers(param(request, "queue"), n)
+
+    async def audit(request: Request) -> dict[str, Any]:
+        n = query_int(request, "n", 50)
+        return await console.audit(param(request, "queue"), n)
+
+    async def locate(request: Request) -> dict[str, Any]:
+        return await console.locate_job(param(request, "job"))
+
     async def change(request: Request) -> tuple[str, dict[str, Any]]:
         safety.check_change(request)
         verb = param(request, "verb")
         return verb, await _read_json(request)
+
+    def acting(fn: Callable[[Request], Awaitable[dict[str, Any]]]) -> Endpoint:
+        """A change, journaled as the request's actor."""
+
+        async def as_actor(request: Request) -> dict[str, Any]:
+            with acting_as(safety.actor(request)):
+                return await fn(request)
+
+        return _json(as_actor)
 
     def unknown(verb: str) -> HTTPException:
         return HTTPException(404, f"no such verb: {verb}")
@@ -461,6 +526,12 @@ def _routes(console: Console, safety: Safety, per_client: int) -> list[Route | M
             raise unknown(verb)
         q, j = param(request, "queue"), param(request, "job")
         return await JOB_VERBS[verb](console, q, j, body)
+
+    async def bulk_verb(request: Request) -> dict[str, Any]:
+        verb, body = await change(request)
+        if verb not in BULK_VERBS:
+            raise unknown(verb)
+        return await console.bulk(param(request, "queue"), verb, body)
 
     async def repeat_verb(request: Request) -> dict[str, Any]:
         verb, body = await change(request)
@@ -507,17 +578,21 @@ def _routes(console: Console, safety: Safety, per_client: int) -> list[Route | M
         Route("/metrics", metrics_endpoint(console, safety.check_read, error_reply)),
         Route("/api/queues", reading(queues)),
         Route("/api/events", events),
+        Route("/api/jobs/{job}", reading(locate)),
         Route(q, reading(queue)),
         Route(q + "/jobs", reading(jobs)),
         Route(q + "/groups", reading(groups)),
         Route(q + "/repeats", reading(repeats)),
         Route(q + "/metrics", reading(metrics)),
+        Route(q + "/workers", reading(workers)),
+        Route(q + "/audit", reading(audit)),
         Route(q + "/events", events),
         Route(q + "/jobs/{job}", reading(job)),
-        Route(q + "/{verb}", _json(queue_verb), methods=["POST"]),
-        Route(q + "/groups/{group}/{verb}", _json(group_verb), methods=["POST"]),
-        Route(q + "/jobs/{job}/{verb}", _json(job_verb), methods=["POST"]),
-        Route(q + "/repeats/{name}/{verb}", _json(repeat_verb), methods=["POST"]),
+        Route(q + "/{verb}", acting(queue_verb), methods=["POST"]),
+        Route(q + "/groups/{group}/{verb}", acting(group_verb), methods=["POST"]),
+        Route(q + "/jobs/{job}/{verb}", acting(job_verb), methods=["POST"]),
+        Route(q + "/repeats/{name}/{verb}", acting(repeat_verb), methods=["POST"]),
+        Route(q + "/bulk/{verb}", acting(bulk_verb), methods=["POST"]),
     ]
 
 

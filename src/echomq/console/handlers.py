@@ -13,25 +13,35 @@ JSON-ready dict, or raises a typed error:
 
 The HTTP adapter (:mod:`echomq.console.app`) maps those to status codes; another
 adapter (a test, a different framework) can call the handlers directly.
+
+**Who acts.** Every verb a handler calls names an actor in the queue's audit journal:
+the one set with :func:`acting_as` for the request (the app sets the logged-in user,
+``console:<user>@<address>``), else ``console``. Each actor gets its own facade of a
+queue (the actor is part of a facade's context), from a bounded cache.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import asdict
 from typing import Any
 
 import redis.asyncio
 
-from .. import __version__, events
+from .. import __version__, events, ids
+from ..bulk import DEFAULT_CLEAN_BUDGET, DEFAULT_SCAN, MAX_SCAN, BulkResult
 from ..connect import async_client, cluster_mode
 from ..discovery import QueueDirectory, server_label
 from ..errors import EchoMQError, InvalidArgument, JobGone
 from ..events import Event
+from ..journal import DEFAULT_AUDIT_ENTRIES
 from ..queue import DEFAULT_URL, AsyncQueue
+from ..registry import DEFAULT_WORKERS, MAX_WORKERS
 from ..views import MAX_PAGE, SEARCH_BUDGET, SEARCH_FIELDS, STATES, LenientJson
 
 Body = Mapping[str, Any]
@@ -64,6 +74,27 @@ GROUPS_PAGE = 50
 HEALTH_TTL_S = 0.5
 #: Seconds a health PING may take before the server counts as down.
 HEALTH_TIMEOUT_S = 1.0
+#: Audit entries one read answers at most.
+MAX_AUDIT = 500
+#: Server calls one bulk request makes at most; the page calls again with the cursor,
+#: which is how it draws a progress bar (and no request holds a worker for long).
+BULK_CALLS = 8
+#: The actor journaled when no request set one.
+DEFAULT_ACTOR = "console"
+#: Queues one "which queue holds this job" lookup checks at most.
+MAX_LOOKUP = 1000
+
+_ACTOR: ContextVar[str | None] = ContextVar("echomq_console_actor", default=None)
+
+
+@contextlib.contextmanager
+def acting_as(actor: str | None) -> Iterator[None]:
+    """Journal the verbs called inside the block as ``actor`` (``None``: the default)."""
+    token = _ACTOR.set(actor)
+    try:
+        yield
+    finally:
+        _ACTOR.reset(token)
 
 
 class ReadOnly(EchoMQError):
@@ -133,7 +164,7 @@ class Console:
         self.read_only = read_only
         self._client: Any = client
         self._owns_client = client is None
-        self._queues: OrderedDict[str, AsyncQueue] = OrderedDict()
+        self._queues: OrderedDict[tuple[str, str], AsyncQueue] = OrderedDict()
         self.directory = QueueDirectory()
         #: The server as the page names it (``host:port/db``; no password).
         self.server = server_label(self.url)
@@ -165,19 +196,22 @@ class Console:
         self._queues.clear()
 
     def queue(self, name: str) -> AsyncQueue:
-        """The facade of queue ``name`` (validated before any I/O).
+        """The facade of queue ``name`` for the current actor (:func:`acting_as`),
+        validated before any I/O.
 
         Raises:
             InvalidName: the name is malformed.
         """
-        q = self._queues.get(name)
+        actor = _ACTOR.get() or DEFAULT_ACTOR
+        key = (name, actor)
+        q = self._queues.get(key)
         if q is None:
-            q = AsyncQueue(name, client=self.client, serializer=LenientJson())
-            self._queues[name] = q
+            q = AsyncQueue(name, client=self.client, serializer=LenientJson(), actor=actor)
+            self._queues[key] = q
             if len(self._queues) > QUEUE_CACHE:
                 self._queues.popitem(last=False)
         else:
-            self._queues.move_to_end(name)
+            self._queues.move_to_end(key)
         return q
 
     def _writable(self) -> None:
@@ -235,14 +269,66 @@ class Console:
         return {"queues": list(rows), "complete": complete, "server": self.server}
 
     async def queue_summary(self, queue: str) -> Reply:
-        """One queue's counts per state, its pause, whether it exists, the server time."""
+        """One queue's counts per state, its pause, whether it exists, the server time
+        and its latency (ms the head of the backlog has waited; ``None``: none pending)."""
         q = self.queue(queue)
-        summary, now, exists = await asyncio.gather(
-            self._summary(q), q.server_time(), q.queue_exists()
+        summary, now, exists, latency = await asyncio.gather(
+            self._summary(q), q.server_time(), q.queue_exists(), q.latency()
         )
         summary["now_ms"] = now
         summary["exists"] = exists
+        summary["latency_ms"] = latency
         return summary
+
+    async def workers(self, queue: str, n: int = DEFAULT_WORKERS) -> Reply:
+        """The queue's live workers from the registry, newest beat first.
+
+        Returns:
+            ``{"workers": [{"id", "host", "pid", "queues", "concurrency", "jobs",
+            "job_ids", "started_ms", "beat_ms", "interval_ms", "version", "claimed",
+            "completed", "failed", "cancelled", "age_ms"}]}``.
+        """
+        if not 1 <= n <= MAX_WORKERS:
+            raise InvalidArgument(f"n must be within 1..{MAX_WORKERS}, got {n}")
+        found = await self.queue(queue).workers(n)
+        return {"workers": [asdict(w) for w in found]}
+
+    async def audit(self, queue: str, n: int = DEFAULT_AUDIT_ENTRIES) -> Reply:
+        """The newest ``n`` entries of the queue's audit journal, newest first.
+
+        Returns:
+            ``{"entries": [{"id", "time_ms", "verb", "args", "outcome", "count", "actor"}]}``.
+        """
+        if not 1 <= n <= MAX_AUDIT:
+            raise InvalidArgument(f"n must be within 1..{MAX_AUDIT}, got {n}")
+        entries = await self.queue(queue).audit(n)
+        return {"entries": [asdict(e) for e in entries]}
+
+    async def locate_job(self, job_id: str) -> Reply:
+        """Which queue holds job ``job_id``: one ``EXISTS`` per queue found so far (at
+        most ``MAX_LOOKUP``), for the page's "go to a job" box.
+
+        Returns:
+            ``{"queue": name, "id": job_id}``.
+
+        Raises:
+            InvalidJobId: a malformed id (before any I/O).
+            JobGone: no queue found so far holds it.
+        """
+        ids.validate(job_id)
+        names, _ = await self.directory.refresh(self.client)
+        names = sorted(names)[:MAX_LOOKUP]
+        gate = asyncio.Semaphore(SUMMARY_CONCURRENCY)
+
+        async def holds(name: str) -> bool:
+            async with gate:
+                return bool(await self.client.exists(self.queue(name).keys.job(job_id)))
+
+        found = await asyncio.gather(*(holds(n) for n in names))
+        for name, hit in zip(names, found):
+            if hit:
+                return {"queue": name, "id": job_id}
+        raise JobGone(f"no queue holds job {job_id}", job_id=job_id)
 
     async def list_jobs(
         self, queue: str, state: str, n: int = 20, offset: int = 0, group: str | None = None
@@ -502,6 +588,74 @@ class Console:
         cancelled = await self.queue(queue).cancel_repeat(name)
         return {"ok": True, "cancelled": cancelled}
 
+    async def cancel_job(self, queue: str, job_id: str, body: Body) -> Reply:
+        """Ask the worker running an active job to stop it (cooperative).
+
+        Returns:
+            ``{"ok": true, "requested": bool}`` (``false``: already asked for this run).
+
+        Raises:
+            JobNotActive: the job is not running; nothing changed.
+        """
+        _check_keys(body, ())
+        self._writable()
+        requested = await self.queue(queue).cancel_job(job_id)
+        return {"ok": True, "requested": requested}
+
+    # -------------------------------------------------------------- bulk verbs
+    async def bulk(self, queue: str, verb: str, body: Body) -> Reply:
+        """One bounded piece of a bulk verb by filter: at most ``BULK_CALLS`` server
+        calls, then the cursor to go on from (the page loops, drawing its progress).
+
+        Body: ``state`` (``remove`` only: pending, scheduled or dead), the filter
+        (``name``, ``group``, ``error``, ``since_ms``, ``until_ms``), ``dry_run``,
+        ``cursor`` (from the last reply), ``scan`` (1..5000); ``clean`` takes
+        ``older_than_ms`` and ``dry_run`` instead (and runs to its end: each of its
+        calls deletes the oldest 500 that qualify).
+
+        Returns:
+            ``{"ok", "verb", "matched", "examined", "locked", "calls", "cursor",
+            "dry_run", "done"}``: ``matched`` counts this piece only.
+
+        Raises:
+            InvalidArgument, InvalidName: a bad verb, state or filter (before any I/O).
+            JobLocked: ``remove`` of ``active`` jobs (held by their workers).
+            ReadOnly: a read-only console (a dry run too: it is the first step of a change).
+        """
+        if verb not in BULK_VERBS:
+            raise InvalidArgument(f"unknown bulk verb {verb!r}")
+        self._writable()
+        q = self.queue(queue)
+        dry = _flag(body, "dry_run")
+        if verb == "clean":
+            _check_keys(body, ("older_than_ms", "dry_run"))
+            age = _int(body, "older_than_ms", None, 0)
+            res: BulkResult = await q.clean(age, dry_run=dry, budget=DEFAULT_CLEAN_BUDGET)
+            return {"ok": True, **asdict(res), "done": res.done}
+        filters = ("name", "group", "error", "since_ms", "until_ms")
+        _check_keys(body, ("state", "dry_run", "cursor", "scan", *filters))
+        kw: dict[str, Any] = {k: body[k] for k in filters if body.get(k) not in (None, "")}
+        cursor = body.get("cursor")
+        if cursor is not None and not isinstance(cursor, str):
+            raise InvalidArgument(f"cursor must be a string, got {cursor!r}")
+        scan = _int(body, "scan", DEFAULT_SCAN, 1, MAX_SCAN)
+        common: dict[str, Any] = {
+            "dry_run": dry,
+            "cursor": cursor,
+            "scan": scan,
+            "max_calls": BULK_CALLS,
+        }
+        if verb == "remove":
+            state = _text(body, "state")
+            res = await q.remove_jobs(state, **kw, **common)
+        elif verb == "reprocess":
+            _check_keys(body, ("dry_run", "cursor", "scan", *filters))
+            res = await q.reprocess_jobs(**kw, **common)
+        else:
+            _check_keys(body, ("dry_run", "cursor", "scan", *filters))
+            res = await q.promote_jobs(**kw, **common)
+        return {"ok": True, **asdict(res), "done": res.done}
+
     async def reprocess_job(self, queue: str, job_id: str, body: Body) -> Reply:
         """Move a dead job back to the backlog."""
         _check_keys(body, ())
@@ -547,4 +701,7 @@ JOB_VERBS: dict[str, GroupVerb] = {
     "remove": Console.remove_job,
     "reprocess": Console.reprocess_job,
     "promote": Console.promote_job,
+    "cancel": Console.cancel_job,
 }
+#: POST /api/queues/{q}/bulk/<verb>
+BULK_VERBS = ("reprocess", "remove", "promote", "clean")

@@ -2,6 +2,7 @@
  *
  * Routes live in the URL fragment: #/ (queues), #/q/<queue>?state=&page=&group=&find=
  * (a queue: tab, page, lane and search in the URL), #/q/<queue>/job/<id> (a job).
+ * The top bar's "go to job" box finds the queue holding an id from any page.
  * Every element is built with DOM calls and text nodes, never from HTML strings, so
  * payloads and log lines cannot inject markup. Changes are POSTs with a JSON body and
  * X-Requested-With. With a token set, the page logs in once (POST /api/login sets an
@@ -24,6 +25,7 @@
     locked: "a worker holds this job",
     not_dead: "only a dead job can be reprocessed",
     not_scheduled: "only a scheduled job can be run now",
+    not_active: "only a running (active) job can be cancelled",
     not_pending: "the job is not pending",
     not_paused: "pause the queue first",
     active: "jobs are in flight: tick force to delete them too",
@@ -85,6 +87,21 @@
   }
   function isoTime(ms) {
     return ms === null || ms === undefined ? "" : new Date(Number(ms)).toISOString();
+  }
+  /* A duration in ms as a short text: 850 ms, 12.3 s, 4 m, 2.5 h. */
+  function span(ms) {
+    if (ms === null || ms === undefined) return "—";
+    const a = Number(ms);
+    if (a < 1000) return `${a} ms`;
+    if (a < 120e3) return `${(a / 1e3).toFixed(1)} s`;
+    if (a < 7200e3) return `${Math.round(a / 60e3)} m`;
+    return `${(a / 3600e3).toFixed(1)} h`;
+  }
+  /* A datetime-local input's value as ms since the epoch (its own time zone), or null. */
+  function inputMs(input) {
+    if (!input.value) return null;
+    const ms = new Date(input.value).getTime();
+    return Number.isFinite(ms) ? ms : null;
   }
 
   // ---------------------------------------------------------------------- api
@@ -196,8 +213,8 @@
   }
 
   /* Send a token to /api/login (which sets the session cookie). */
-  async function sendLogin(token) {
-    await api("POST", "/api/login", { token });
+  async function sendLogin(token, user) {
+    await api("POST", "/api/login", user ? { token, user } : { token });
     config.authenticated = true;
     Object.assign(config, await get("/api/config"));
     paintChrome();
@@ -214,6 +231,8 @@
     let wrong = false;
     for (;;) {
       const input = h("input", { type: "password", id: "token-input", autocomplete: "off" });
+      const who = h("input", { type: "text", id: "user-input", autocomplete: "username",
+        placeholder: "operator" });
       const ok = await modal({
         title: "Console token",
         ok: "Log in",
@@ -222,12 +241,13 @@
             "--token-file). The page keeps a session cookie for this browser, never the token."),
           wrong ? h("p", { class: "note", id: "token-wrong" }, "That token was refused.") : null,
           h("label", { class: "field" }, h("span", {}, "Token"), input),
+          h("label", { class: "field" }, h("span", {}, "Your name (the audit journal names it)"), who),
         ],
         canSubmit: () => input.value !== "",
       });
       if (!ok) return false;
       try {
-        await sendLogin(input.value);
+        await sendLogin(input.value, who.value.trim());
         return true;
       } catch (err) {
         if (err.status !== 401) { showError("Log in", err); return false; }
@@ -458,6 +478,9 @@
     const groups = h("div");
     const groupsPager = h("div", { class: "pager" });
     const repeats = h("div");
+    const workers = h("div", { id: "workers" });
+    const audit = h("div", { id: "audit" });
+    const bulkPanel = h("div", { class: "panel", id: "bulk-panel", hidden: true });
     const tabs = h("div", { class: "tabs" });
     const jobs = h("div");
     const pager = h("div", { class: "pager" });
@@ -475,7 +498,9 @@
       findInput, findField, h("button", { type: "submit", class: "ghost small", id: "btn-find" }, "Find"),
       h("button", { type: "button", class: "ghost small", id: "btn-clear-find",
         onclick: () => { findInput.value = ""; startFind(); } }, "Clear"),
-      sizeSelect);
+      sizeSelect,
+      verb("Bulk…", () => openBulk(), "ghost small", { id: "btn-bulk",
+        title: "act on every job of this tab matching a filter" }));
     const laneNote = h("div", { class: "note lane-note", id: "lane-note", hidden: true });
     const missing = h("div", { class: "panel empty", id: "no-such-queue", hidden: true });
     const content = h("div");
@@ -487,6 +512,7 @@
       content);
     content.append(
       oblit,
+      bulkPanel,
       cards,
       h("div", { class: "grid2" },
         h("section", { class: "panel" },
@@ -499,6 +525,10 @@
       h("section", { class: "panel flush" }, h("h2", {}, "Groups"), groups, groupsPager),
       h("section", { class: "panel flush jobs" }, h("h2", {}, "Jobs"), tabs, findBar, laneNote, jobs, pager),
       h("section", { class: "panel flush" }, h("h2", {}, "Repeatables"), repeats),
+      h("section", { class: "panel flush" }, h("h2", {}, "Workers ",
+        h("span", { class: "sub" }, "live, from the registry each worker writes on its beat")), workers),
+      h("section", { class: "panel flush" }, h("h2", {}, "Audit journal ",
+        h("span", { class: "sub" }, "the newest 50 operator acts")), audit),
     );
 
     // --- queue-scope verbs
@@ -620,6 +650,163 @@
       if (reply) toast("ok", `Drained ${fmt(reply.drained)} job(s) from ${g}`);
     }
 
+    // --- workers and the audit journal
+    function paintWorkers(list, now) {
+      if (!list.length) {
+        fill(workers, h("div", { class: "empty" }, "No live workers: none has beaten in the last few seconds."));
+        return;
+      }
+      const head = h("tr", {}, ["Worker", "Host", "PID", "Jobs", "Concurrency", "Done", "Failed", "Up", "Last beat", "In hand"]
+        .map((t) => h("th", {}, t)));
+      const rows = list.map((w) => h("tr", { dataset: { worker: w.id } },
+        h("td", { class: "mono" }, w.id),
+        h("td", { class: "mono" }, w.host),
+        h("td", { class: "num" }, String(w.pid)),
+        h("td", { class: "num" }, fmt(w.jobs)),
+        h("td", { class: "num" }, fmt(w.concurrency)),
+        h("td", { class: "num" }, fmt(w.completed)),
+        h("td", { class: "num" }, fmt(w.failed)),
+        h("td", { title: isoTime(w.started_ms) }, span(w.beat_ms - w.started_ms)),
+        h("td", { title: isoTime(w.beat_ms) }, `${span(w.age_ms)} ago`),
+        h("td", {}, w.job_ids.map((id) => [h("a", { href: jlink(name, id), class: "mono" }, id), " "]))));
+      fill(workers, h("table", {}, h("thead", {}, head), h("tbody", {}, rows)));
+    }
+
+    function paintAudit(list) {
+      if (!list.length) {
+        fill(audit, h("div", { class: "empty" }, "No operator act journaled yet."));
+        return;
+      }
+      const head = h("tr", {}, ["Time (UTC)", "Verb", "Arguments", "Outcome", "Count", "Actor"].map((t) => h("th", {}, t)));
+      const rows = list.map((e) => h("tr", { dataset: { entry: e.id } },
+        h("td", { class: "mono" }, isoTime(e.time_ms).replace("T", " ").replace("Z", "")),
+        h("td", { class: "mono" }, e.verb),
+        h("td", { class: "mono args" }, JSON.stringify(e.args)),
+        h("td", {}, e.outcome),
+        h("td", { class: "num" }, fmt(e.count)),
+        h("td", { class: "mono" }, e.actor)));
+      fill(audit, h("table", {}, h("thead", {}, head), h("tbody", {}, rows)));
+    }
+
+    // --- bulk verbs by filter: count (a dry run), confirm, then run with a progress bar
+    const BULK_BY_STATE = {
+      pending: [["remove", "Remove"]],
+      scheduled: [["promote", "Run now (promote)"], ["remove", "Remove"]],
+      dead: [["reprocess", "Reprocess"], ["remove", "Remove"], ["clean", "Clean (older than)"]],
+      active: [],
+    };
+
+    /* Drive one bulk verb to its end in bounded pieces (each one request of at most a
+     * few server calls); `onPiece(total)` after each. Returns the total or null. */
+    async function runBulk(verbName, body, onPiece) {
+      let total = 0;
+      let cursor = null;
+      for (;;) {
+        const reply = await post(`${base}/bulk/${verbName}`, cursor ? { ...body, cursor } : body);
+        total += reply.matched;
+        if (onPiece) onPiece(total, reply);
+        if (reply.done || view.stopped) return total;
+        cursor = reply.cursor;
+      }
+    }
+
+    async function openBulk() {
+      const choices = BULK_BY_STATE[view.state];
+      if (!choices.length) {
+        toast("error", "Bulk: nothing to do", "active jobs are held by their workers: cancel them one by one", "locked");
+        return;
+      }
+      const verbSel = h("select", { id: "bulk-verb" }, choices.map(([v, label]) => h("option", { value: v }, label)));
+      const fname = h("input", { type: "text", id: "bulk-name", placeholder: "any" });
+      const fgroup = h("input", { type: "text", id: "bulk-group", placeholder: "any", value: view.group || "" });
+      const ferror = h("input", { type: "text", id: "bulk-error", placeholder: "any" });
+      const since = h("input", { type: "datetime-local", id: "bulk-since" });
+      const until = h("input", { type: "datetime-local", id: "bulk-until" });
+      const age = h("input", { type: "number", id: "bulk-age", min: 0, value: 3600 });
+      const countText = h("span", { class: "sub", id: "bulk-count" }, "Count the matching jobs first.");
+      let counted = null;
+      const filterRows = h("div", {},
+        h("label", { class: "field" }, h("span", {}, "Job name (exactly)"), fname),
+        h("label", { class: "field" }, h("span", {}, "Group (exactly)"), fgroup),
+        h("label", { class: "field" }, h("span", {}, "Last error contains"), ferror),
+        h("label", { class: "field" }, h("span", {}, "Created from"), since),
+        h("label", { class: "field" }, h("span", {}, "Created until"), until));
+      const ageRow = h("label", { class: "field", hidden: true }, h("span", {}, "Dead for more than (seconds)"), age);
+      const body = () => {
+        if (verbSel.value === "clean") return { older_than_ms: Math.max(0, Number(age.value) || 0) * 1000 };
+        const b = {};
+        if (verbSel.value === "remove") b.state = view.state;
+        if (fname.value.trim()) b.name = fname.value.trim();
+        if (fgroup.value.trim()) b.group = fgroup.value.trim();
+        if (ferror.value) b.error = ferror.value;
+        const lo = inputMs(since);
+        const hi = inputMs(until);
+        if (lo !== null) b.since_ms = lo;
+        if (hi !== null) b.until_ms = hi;
+        return b;
+      };
+      const reset = () => {
+        counted = null;
+        countText.textContent = "Count the matching jobs first.";
+        const clean = verbSel.value === "clean";
+        filterRows.hidden = clean;
+        ageRow.hidden = !clean;
+      };
+      const countBtn = h("button", { type: "button", class: "ghost small", id: "bulk-dry-run",
+        onclick: async () => {
+          countText.textContent = "Counting…";
+          try {
+            const n = await runBulk(verbSel.value, { ...body(), dry_run: true },
+              (t) => { countText.textContent = `Counting… ${fmt(t)} so far`; });
+            counted = n;
+            countText.textContent = `${fmt(n)} job${n === 1 ? "" : "s"} match (a dry run: nothing changed).`;
+          } catch (err) {
+            counted = null;
+            countText.textContent = "";
+            showError("Count", err);
+          }
+          $("#modal-body").dispatchEvent(new Event("input"));
+        } }, "Count matching jobs");
+      const watch = (el) => el.addEventListener("input", reset);
+      [verbSel, fname, fgroup, ferror, since, until, age].forEach(watch);
+      verbSel.addEventListener("change", reset);
+      reset();
+      const go = await modal({
+        title: `Bulk: ${view.state} jobs of ${name}`,
+        ok: "Run",
+        danger: true,
+        canSubmit: () => counted !== null && counted > 0,
+        body: [
+          h("p", {}, "Acts on every matching job, in bounded server calls, each journaled. ",
+            "Count first: the count is a dry run over the same filter."),
+          h("label", { class: "field" }, h("span", {}, "Verb"), verbSel),
+          filterRows, ageRow,
+          h("div", { class: "inline" }, countBtn, countText),
+        ],
+      });
+      if (!go) return;
+      const label = choices.find(([v]) => v === verbSel.value)[1];
+      const want = counted;
+      const bar = h("div");
+      const status = h("span", { class: "sub", id: "bulk-status" }, "Starting…");
+      fill(bulkPanel, h("h2", {}, `${label}: ${view.state} jobs`),
+        h("div", { class: "oblit" }, h("div", { class: "progress", id: "bulk-progress" }, bar), status));
+      bulkPanel.hidden = false;
+      try {
+        const done = await runBulk(verbSel.value, body(), (t, reply) => {
+          bar.style.width = `${Math.round(Math.min(1, want ? t / want : 1) * 100)}%`;
+          status.textContent = `${fmt(t)} of ${fmt(want)} job${want === 1 ? "" : "s"}${reply.locked ? ` · ${fmt(reply.locked)} held by a worker, skipped` : ""}`;
+        });
+        bar.style.width = "100%";
+        status.textContent = `Done: ${fmt(done)} job${done === 1 ? "" : "s"}`;
+        toast("ok", `${label}: ${fmt(done)} job${done === 1 ? "" : "s"}`);
+      } catch (err) {
+        showError(label, err);
+      }
+      setTimeout(() => { bulkPanel.hidden = true; }, 4000);
+      refresh();
+    }
+
     // --- painting
     function paintHead(s) {
       missing.hidden = s.exists !== false;
@@ -647,7 +834,9 @@
           dataset: { state: st },
           onclick: selectable ? () => selectState(st) : null,
         }, h("div", { class: "label" }, st), h("div", { class: "value" }, fmt(s.counts[st])));
-      }));
+      }), h("div", { class: "card static", id: "latency", dataset: { state: "latency" },
+        title: "how long the job at the head of the backlog has waited" },
+      h("div", { class: "label" }, "latency"), h("div", { class: "value" }, span(s.latency_ms))));
       fill(tabs, ...STATES.map((st) => h("button", {
         type: "button", class: `tab${view.state === st ? " selected" : ""}`, dataset: { state: st },
         onclick: () => selectState(st),
@@ -877,12 +1066,15 @@
         view.summary = s;
         paintHead(s);
         if (s.exists === false) return;
-        const [m, rp] = await Promise.all([get(`${base}/metrics?minutes=60`), get(`${base}/repeats`)]);
+        const [m, rp, wk, au] = await Promise.all([get(`${base}/metrics?minutes=60`), get(`${base}/repeats`),
+          get(`${base}/workers`), get(`${base}/audit?n=50`)]);
         if (view.stopped) return;
         view.metrics = m;
         totals.textContent = `· ${fmt(m.completed.total)} completed, ${fmt(m.failed.total)} failed in all`;
         drawChart(canvas, m);
         paintRepeats(rp.repeats);
+        paintWorkers(wk.workers, s.now_ms);
+        paintAudit(au.entries);
       } catch (err) {
         if (!view.stopped) problem.show(err);
         return;
@@ -1077,6 +1269,19 @@
       if (ok) refresh();
     }
 
+    async function cancelJob() {
+      const go = await modal({
+        title: `Cancel running job ${id}?`, ok: "Cancel the job", danger: true,
+        body: [h("p", {}, "Asks the worker holding it to stop it, on its next beat (about a second). ",
+          "A handler that stops sends the job to dead (\"cancelled by an operator\"); one that ",
+          "finishes anyway completes it.")],
+      });
+      if (!go) return;
+      const reply = await act("Cancel", () => post(`${base}/cancel`), false);
+      if (reply) toast("ok", reply.requested ? `Asked the worker to cancel ${id}` : `Cancel of ${id} already asked`);
+      refresh();
+    }
+
     async function runNow() {
       const ok = await act("Run now", () => post(`${base}/promote`), `Job ${id} moved to pending`);
       if (ok) refresh();
@@ -1097,13 +1302,17 @@
       const row = d.job;
       view.row = row;
       const state = row.state || "unknown";
+      const cancelling = state === "active" && row.cancel !== undefined && row.cancel === row.attempts;
       fill(badges, h("span", { class: `badge ${state}`, id: "job-state", dataset: { state } }, state),
-        d.locked ? h("span", { class: "badge locked" }, "locked") : null);
+        d.locked ? h("span", { class: "badge locked" }, "locked") : null,
+        cancelling ? h("span", { class: "badge locked", id: "job-cancelling" }, "cancel asked") : null);
       // reprocess is offered to a dead job only (the server refuses any other)
       fill(actions,
         state === "dead" ? verb("Reprocess", reprocess, "", { id: "btn-reprocess" }) : null,
         state === "scheduled" ? verb("Run now", runNow, "", { id: "btn-run-now",
           title: "move it to pending now, at its priority" }) : null,
+        state === "active" ? verb("Cancel…", cancelJob, "danger", { id: "btn-cancel",
+          title: "ask the worker running it to stop it" }) : null,
         verb("Remove…", remove, "danger", { id: "btn-remove" }));
       const timeLabel = { active: "lease ends", scheduled: "due", dead: "died" }[state];
       const item = (k, v, attrs) => [h("dt", {}, k), h("dd", attrs || {}, v === undefined || v === "" ? "—" : v)];
@@ -1185,7 +1394,26 @@
     else current = queuesView(root);
   }
 
+  /* The top bar's "go to job": the console finds the queue holding the id. */
+  async function gotoJob(ev) {
+    ev.preventDefault();
+    const input = $("#goto-id");
+    const jid = input.value.trim();
+    if (!/^JOB[0-9A-Za-z]{11}$/.test(jid)) {
+      toast("error", "Go to job", "a job id is JOB and 11 letters or digits", "job_id");
+      return;
+    }
+    try {
+      const found = await get(`/api/jobs/${enc(jid)}`);
+      input.value = "";
+      location.hash = jlink(found.queue, found.id);
+    } catch (err) {
+      showError(`Go to ${jid}`, err);
+    }
+  }
+
   async function start() {
+    $("#goto-form").addEventListener("submit", gotoJob);
     $("#token-btn").addEventListener("click", async () => {
       if (config.authenticated && config.token_required) {
         await api("POST", "/api/logout", {});
