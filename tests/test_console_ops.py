@@ -136,3 +136,21 @@ def test_locate_a_job_by_id(api: TestClient, q: Queue, make_queue: Callable[...,
     assert api.get(f"/api/jobs/{jid}").json() == {"queue": other.name, "id": jid}
     refused(api.get("/api/jobs/JOB00000000001"), 404, "refused", "gone")
     refused(api.get("/api/jobs/nope"), 400, "invalid", "job_id")
+
+
+def test_repeatables_pause_resume_and_run_now(api: TestClient, q: Queue, r: redis.Redis) -> None:
+    q.repeat("digest", every_ms=3_600_000, first_in_ms=600_000)
+    rp = qp(q, "/repeats/digest")
+    assert post(api, rp + "/pause").json() == {"ok": True, "paused": True}
+    (row,) = api.get(qp(q, "/repeats")).json()["repeats"]
+    assert row["paused"] is True
+    before = dump(r, q)
+    assert post(api, rp + "/run").json() == {"ok": True, "id": None}  # paused: nothing made
+    assert post(api, rp + "/pause").json()["paused"] is False
+    assert dump(r, q) == before
+    assert isinstance(post(api, rp + "/resume").json()["next_run_ms"], int)
+    made = post(api, rp + "/run").json()["id"]
+    assert q.job_state(made) == "pending" and q.get_job(made).name == "digest"  # type: ignore[union-attr]
+    verbs = [e.verb for e in q.audit(10)]
+    assert verbs[:3] == ["run_repeat", "resume_repeat", "pause_repeat"]
+    refused(post(api, qp(q, "/repeats/../run")), 404, "invalid", "not_found")

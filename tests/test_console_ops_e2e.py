@@ -110,3 +110,21 @@ def test_go_to_a_job_from_any_page(
     page.fill("#goto-id", "JOB00000000001")
     page.press("#goto-id", "Enter")
     page.wait_for_selector(".toast.error[data-reason=gone]")
+
+
+def test_pause_resume_and_run_a_repeatable_through_the_page(
+    open_page: Callable[[str], Page], console_url: str, q: Queue, r: redis.Redis
+) -> None:
+    q.repeat("digest", every_ms=3_600_000, first_in_ms=600_000)
+    page = open_page(f"{console_url}#/q/{q.name}")
+    row = "tr[data-repeat=digest]"
+    page.wait_for_selector(f"{row}[data-paused='0']")
+    page.click(f"{row} button:has-text('Pause')")
+    page.wait_for_selector(f"{row}[data-paused='1'] .badge.paused")
+    assert page.is_disabled(f"{row} button:has-text('Run now')")
+    page.click(f"{row} button:has-text('Resume')")
+    page.wait_for_selector(f"{row}[data-paused='0']")
+    page.click(f"{row} button:has-text('Run now')")
+    page.wait_for_selector(".toast.ok:has-text('made JOB')")
+    assert r.zcard(q.keys.pending) == 1
+    assert [e.verb for e in q.audit(3)] == ["run_repeat", "resume_repeat", "pause_repeat"]

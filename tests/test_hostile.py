@@ -221,6 +221,10 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
     "workers": {"n": h(budgets)},
     "latency": {},
     "cancel_job": {"job_id": h(job_ids, optional=False)},
+    **{
+        verb: {"name": h(st.sampled_from(["every", "nope", "../x", ""]), optional=False)}
+        for verb in ("pause_repeat", "resume_repeat", "run_repeat")
+    },
     "update_data": {"job_id": h(job_ids, optional=False), "payload": payloads},
     "update_progress": {"job_id": h(job_ids, optional=False), "progress": payloads},
     "add_log": {

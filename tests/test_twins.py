@@ -525,6 +525,29 @@ async def test_reindex(twin: Twin, r: redis.Redis) -> None:
     assert field(await t("reindex", dry_run=True), "added") == 0
 
 
+@scenario("pause_repeat", "resume_repeat", "run_repeat")
+async def test_pause_resume_and_run_a_repeatable(twin: Twin, r: redis.Redis) -> None:
+    t = twin
+    await t("repeat", "every", every_ms=3_600_000, payload={"p": 1}, first_in_ms=600_000)
+    await t("repeat", "nightly", cron="0 3 * * *", job_name="digest")
+    assert await t("pause_repeat", "every") is True
+    assert await t("pause_repeat", "every") is False  # paused already: nothing written
+    assert await t("pause_repeat", "nope") is False
+    assert await t("run_repeat", "every") is None  # paused: resume it first
+    listed = {field(x, "name"): field(x, "paused") for x in await t("repeats")}
+    assert listed == {"every": True, "nightly": False}
+    # registering the same cadence again (a worker starting) keeps it paused
+    await t("repeat", "every", every_ms=3_600_000, payload={"p": 2})
+    assert field((await t("repeats"))[-1], "paused") is True
+    assert isinstance(await t("resume_repeat", "every"), int)
+    assert await t("resume_repeat", "every") is None  # not paused
+    made = await t("run_repeat", "nightly")
+    assert isinstance(made, str) and made.startswith("JOB")
+    assert field(await t("get_job", made), "name") == "digest"
+    assert await t("run_repeat", "nope") is None
+    assert {"pending", "repeat", "repeat:every", "repeat:nightly"} <= t.key_names()
+
+
 @scenario("repeat", "cancel_repeat", "repeats")
 async def test_repeatables(twin: Twin, r: redis.Redis) -> None:
     t = twin

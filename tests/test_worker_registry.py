@@ -214,3 +214,25 @@ def test_emq_job_cancel_and_emq_workers(q: Queue, r: redis.Redis, server: Embedd
     pending = q.enqueue(1)
     p = emq("job", "cancel", q.name, pending, "--yes")
     assert p.returncode == 18 and "not_active" in p.stderr
+
+
+def test_emq_repeat_pause_resume_run(q: Queue, server: EmbeddedServer) -> None:
+    def emq(*args: str) -> Any:
+        return subprocess.run(
+            [sys.executable, "-m", "echomq.cli", "--url", server.url, "--json", *args],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=60,
+        )
+
+    q.repeat("nightly", cron="0 3 * * *")
+    assert json.loads(emq("repeat", "pause", q.name, "nightly").stdout)["paused"] is True
+    listed = json.loads(emq("repeat", "list", q.name).stdout)["repeats"]
+    assert listed[0]["paused"] is True
+    assert json.loads(emq("repeat", "run", q.name, "nightly").stdout)["id"] is None
+    assert isinstance(
+        json.loads(emq("repeat", "resume", q.name, "nightly").stdout)["next_run_ms"], int
+    )
+    made = json.loads(emq("repeat", "run", q.name, "nightly").stdout)["id"]
+    assert q.job_state(made) == "pending"

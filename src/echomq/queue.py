@@ -176,6 +176,9 @@ class _Verbs:
     # repeatables
     repeat = _Verb(repeating.repeat)
     cancel_repeat = _Verb(repeating.cancel_repeat)
+    pause_repeat = _Verb(repeating.pause_repeat)
+    resume_repeat = _Verb(repeating.resume_repeat)
+    run_repeat = _Verb(repeating.run_repeat)
     repeats = _Verb(repeating.repeats)
     # views for the operator's tools (bounded pages, search, one job)
     server_time = _Verb(views.server_time)

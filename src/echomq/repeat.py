@@ -23,7 +23,7 @@ from croniter import croniter
 
 from . import checks, ids
 from .backoff import Backoff
-from .context import Context
+from .context import Context, as_str
 from .errors import InvalidArgument
 from .keyspace import check_name
 from .scripts import Batch, Cmd, Eval, Plan, script
@@ -46,6 +46,8 @@ class Repeatable:
         backoff: each job's backoff spec, or ``None``.
         count: how many occurrences it has made.
         last_run_ms: the slot of the last occurrence, or ``None``.
+        paused: it makes no jobs until ``resume_repeat`` (``next_run_ms`` is then the
+            run it had when paused).
     """
 
     name: str
@@ -60,6 +62,7 @@ class Repeatable:
     backoff: str | None
     count: int
     last_run_ms: int | None
+    paused: bool = False
 
 
 def next_cron_ms(expr: str, after_ms: int) -> int:
@@ -172,6 +175,70 @@ def cancel_repeat(ctx: Context, name: str) -> Plan[bool]:
     return bool((yield Eval(script("cancel_repeat"), (ctx.keys.base,), (name, ctx.actor))))
 
 
+def pause_repeat(ctx: Context, name: str) -> Plan[bool]:
+    """Stop a repeatable making jobs; its record and next run are kept.
+
+    Registering it again with the same cadence (a worker starting) keeps it paused; a
+    new cadence replaces it, unpaused.
+
+    Returns:
+        ``True`` when it was paused now, ``False`` when there is no such repeatable or
+        it was paused already (nothing written).
+
+    Raises:
+        InvalidName: before anything is sent.
+    """
+    check_name(name, "repeat")
+    return bool((yield Eval(script("pause_repeat"), (ctx.keys.base,), (name, ctx.actor))))
+
+
+def resume_repeat(ctx: Context, name: str) -> Plan[int | None]:
+    """Let a paused repeatable make jobs again, from its first slot after now (the slots
+    missed while paused are skipped).
+
+    Returns:
+        The next run in ms since the epoch (server clock), or ``None`` when there is no
+        such repeatable or it is not paused (nothing written).
+
+    Raises:
+        InvalidName: before anything is sent.
+    """
+    check_name(name, "repeat")
+    row = yield Batch(
+        (Cmd(("HMGET", ctx.keys.repeat_record(name), "kind", "spec")), Cmd(("TIME",)))
+    )
+    kind, spec = (as_str(x) if x is not None else None for x in row[0])
+    nxt = ""
+    if kind == "cron" and spec is not None:
+        nxt = str(next_cron_ms(spec, _server_ms(row[1])))
+    got = yield Eval(script("resume_repeat"), (ctx.keys.base,), (name, nxt, ctx.actor))
+    return int(got) or None
+
+
+def run_repeat(ctx: Context, name: str) -> Plan[str | None]:
+    """Run a repeatable now: one job, made as its slots make theirs (``fire_due``).
+
+    The cadence goes on from this run: ``every_ms`` counts from now, a cron takes its
+    next slot after now.
+
+    Returns:
+        The new job's id; ``None`` when there is no such repeatable, it is paused
+        (resume it first), or a worker's beat fired the slot between the two calls
+        (that beat made the job): nothing else written.
+
+    Raises:
+        InvalidName: before anything is sent.
+    """
+    check_name(name, "repeat")
+    got = yield Eval(script("run_repeat"), (ctx.keys.base,), (name, ctx.actor))
+    if not got:
+        return None
+    slot, kind, spec = int(got[0]), as_str(got[1]), as_str(got[2])
+    nxt = str(next_cron_ms(spec, slot)) if kind == "cron" else ""
+    made = yield Eval(script("fire_due"), (ctx.keys.base,), (name, str(slot), nxt, ids.new_id()))
+    return as_str(made) if made else None
+
+
 def repeats(ctx: Context, n: int = 1000) -> Plan[list[Repeatable]]:
     """The registered repeatables, soonest first.
 
@@ -199,7 +266,7 @@ def repeats(ctx: Context, n: int = 1000) -> Plan[list[Repeatable]]:
                 name=name,
                 every_ms=int(row["spec"]) if every else None,
                 cron=None if every else row.get("spec"),
-                next_run_ms=next_run,
+                next_run_ms=int(row["paused"]) if "paused" in row else next_run,
                 payload=ctx.serializer.loads(row.get("payload", "null")),
                 job_name=row.get("job_name") or name,
                 group=row.get("group") or None,
@@ -208,6 +275,7 @@ def repeats(ctx: Context, n: int = 1000) -> Plan[list[Repeatable]]:
                 backoff=row.get("backoff") or None,
                 count=int(row.get("count", "0")),
                 last_run_ms=int(row["last"]) if "last" in row else None,
+                paused="paused" in row,
             )
         )
     return out

@@ -144,6 +144,11 @@ RESEND: dict[str, bool] = {
     "promote_job": False,
     # a repeat finds the request made: 0 ("already asked"), true of the moment it answers
     "cancel_job": True,
+    # a repeat finds it paused (or not paused): 0, true of the moment it answers
+    "pause_repeat": True,
+    "resume_repeat": True,
+    # NOT re-sent: a repeat would make the slot due again, and its caller fire a 2nd job
+    "run_repeat": False,
     # the registry: a beat again writes the same record; a leave again finds none (0);
     # the read's trim removes only entries whose record is gone
     "worker_beat": True,

@@ -1,4 +1,4 @@
-"""Repeatable commands: ``emq repeat list|add|cancel``."""
+"""Repeatable commands: ``emq repeat list|add|cancel|pause|resume|run``."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ DEFAULT_LIST_LIMIT = 1000
 
 @cli.group()
 def repeat() -> None:
-    """Jobs made on a cadence: list, register or cancel a repeatable."""
+    """Jobs made on a cadence: list, register, cancel, pause, resume or run a repeatable."""
 
 
 def utc_text(ms: int) -> str:
@@ -56,7 +56,9 @@ def list_repeats(env: Env, queue: str, limit: int) -> None:
             table.add_row(
                 clean(row["name"]),
                 clean(_cadence(row)),
-                utc_text(row["next_run_ms"]),
+                ("paused (was " + utc_text(row["next_run_ms"]) + ")")
+                if row["paused"]
+                else utc_text(row["next_run_ms"]),
                 str(row["count"]),
                 clean(row["job_name"]),
                 clean(row["group"] or "-"),
@@ -137,3 +139,44 @@ def cancel_repeat(env: Env, queue: str, name: str) -> None:
         f"cancelled repeat {name}" if cancelled else f"no repeat {name} in {queue}; nothing changed"
     )
     env.emit({"queue": queue, "name": name, "cancelled": cancelled}, text)
+
+
+@repeat.command("pause")
+@click.argument("queue")
+@click.argument("name")
+@pass_env
+def pause_repeat(env: Env, queue: str, name: str) -> None:
+    """Stop repeatable NAME of QUEUE making jobs (its record and next run are kept)."""
+    paused = env.queue(queue).pause_repeat(name)
+    text = f"paused repeat {name}" if paused else f"repeat {name}: not registered or paused already"
+    env.emit({"queue": queue, "name": name, "paused": paused}, text)
+
+
+@repeat.command("resume")
+@click.argument("queue")
+@click.argument("name")
+@pass_env
+def resume_repeat(env: Env, queue: str, name: str) -> None:
+    """Let paused repeatable NAME of QUEUE make jobs again, from its next slot after now."""
+    nxt = env.queue(queue).resume_repeat(name)
+    text = (
+        f"repeat {name}: not registered or not paused"
+        if nxt is None
+        else f"resumed repeat {name}: next run {utc_text(nxt)}"
+    )
+    env.emit({"queue": queue, "name": name, "next_run_ms": nxt}, text)
+
+
+@repeat.command("run")
+@click.argument("queue")
+@click.argument("name")
+@pass_env
+def run_repeat(env: Env, queue: str, name: str) -> None:
+    """Run repeatable NAME of QUEUE now: one job, as its slots make them."""
+    made = env.queue(queue).run_repeat(name)
+    text = (
+        f"repeat {name}: not registered, paused, or fired by a worker just now"
+        if made is None
+        else f"repeat {name} made job {made}"
+    )
+    env.emit({"queue": queue, "name": name, "id": made}, text)

@@ -656,6 +656,37 @@ class Console:
             res = await q.promote_jobs(**kw, **common)
         return {"ok": True, **asdict(res), "done": res.done}
 
+    async def pause_repeat(self, queue: str, name: str, body: Body) -> Reply:
+        """Stop repeatable ``name`` making jobs (its next run is kept).
+
+        Returns:
+            ``{"ok": true, "paused": bool}`` (``false``: no such repeatable, or paused).
+        """
+        _check_keys(body, ())
+        self._writable()
+        return {"ok": True, "paused": await self.queue(queue).pause_repeat(name)}
+
+    async def resume_repeat(self, queue: str, name: str, body: Body) -> Reply:
+        """Let paused repeatable ``name`` make jobs again, from its next slot after now.
+
+        Returns:
+            ``{"ok": true, "next_run_ms": ms or null}`` (``null``: none, or not paused).
+        """
+        _check_keys(body, ())
+        self._writable()
+        return {"ok": True, "next_run_ms": await self.queue(queue).resume_repeat(name)}
+
+    async def run_repeat(self, queue: str, name: str, body: Body) -> Reply:
+        """Run repeatable ``name`` now: one job, made as its slots make theirs.
+
+        Returns:
+            ``{"ok": true, "id": job id or null}`` (``null``: none, paused, or a
+            worker fired it just then).
+        """
+        _check_keys(body, ())
+        self._writable()
+        return {"ok": True, "id": await self.queue(queue).run_repeat(name)}
+
     async def reprocess_job(self, queue: str, job_id: str, body: Body) -> Reply:
         """Move a dead job back to the backlog."""
         _check_keys(body, ())
@@ -692,7 +723,12 @@ GROUP_VERBS: dict[str, GroupVerb] = {
     "drain": Console.drain_group,
 }
 #: POST /api/queues/{q}/repeats/{name}/<verb>
-REPEAT_VERBS: dict[str, GroupVerb] = {"cancel": Console.cancel_repeat}
+REPEAT_VERBS: dict[str, GroupVerb] = {
+    "cancel": Console.cancel_repeat,
+    "pause": Console.pause_repeat,
+    "resume": Console.resume_repeat,
+    "run": Console.run_repeat,
+}
 #: POST /api/queues/{q}/jobs/{id}/<verb>
 JOB_VERBS: dict[str, GroupVerb] = {
     "data": Console.update_data,

@@ -8,7 +8,8 @@
 -- ARGV[11] actor (optional; '' = none), written to the audit journal
 -- Reply:   the next run in ms. A record that already has this same cadence keeps its
 --          next run and counters (re-registering at every worker start fires nothing
---          early); a new or changed cadence is scheduled at the first run.
+--          early), and stays paused if it was (pause_repeat); a new or changed cadence
+--          is scheduled at the first run, unpaused.
 -- Refusals: none (the caller gates the name and the cadence).
 -- Writes:  repeat:<name> hash replaced (count/last kept), ZADD repeat; event
 --          'repeat_added'; one audit entry (args: name, kind, spec).
@@ -18,9 +19,10 @@ local B = KEYS[1]
 --! include audit
 local name, kind, spec = ARGV[1], ARGV[2], ARGV[3]
 local rk = B .. REPEAT_RECORD .. name
-local old = redis.call('HMGET', rk, 'kind', 'spec', 'count', 'last')
+local old = redis.call('HMGET', rk, 'kind', 'spec', 'count', 'last', 'paused')
 local next_run = redis.call('ZSCORE', B .. REPEAT, name)
-if not (old[1] == kind and old[2] == spec and next_run) then
+local same = old[1] == kind and old[2] == spec and next_run
+if not same then
   if kind == 'every' then
     next_run = now_ms() + tonumber(ARGV[4])
   else
@@ -31,6 +33,7 @@ next_run = tonumber(next_run)
 redis.call('DEL', rk)
 local f = {'kind', kind, 'spec', spec, 'payload', ARGV[5], 'count', old[3] or '0'}
 if old[4] then f[#f + 1] = 'last'; f[#f + 1] = old[4] end
+if same and old[5] then f[#f + 1] = 'paused'; f[#f + 1] = old[5] end
 local opt = {'job_name', 'group', 'priority', 'max_attempts', 'backoff'}
 for i, k in ipairs(opt) do
   if ARGV[5 + i] ~= '' then f[#f + 1] = k; f[#f + 1] = ARGV[5 + i] end

@@ -908,15 +908,33 @@
       }
       const head = h("tr", {}, ["Name", "Cadence", "Next run", "Made", "Job name", "Group", ""].map((t) => h("th", {}, t)));
       const now = view.summary ? view.summary.now_ms : Date.now();
-      const rows = list.map((rep) => h("tr", { dataset: { repeat: rep.name } },
+      const rows = list.map((rep) => h("tr", { dataset: { repeat: rep.name, paused: rep.paused ? "1" : "0" } },
         h("td", { class: "mono" }, rep.name),
         h("td", {}, rep.every_ms !== null ? `every ${fmt(rep.every_ms)} ms` : `cron ${rep.cron}`),
-        h("td", { title: isoTime(rep.next_run_ms) }, relTime(rep.next_run_ms, now)),
+        h("td", { title: isoTime(rep.next_run_ms) }, rep.paused
+          ? h("span", { class: "badge paused" }, "paused") : relTime(rep.next_run_ms, now)),
         h("td", { class: "num" }, fmt(rep.count)),
         h("td", {}, rep.job_name || ""),
         h("td", { class: "mono" }, rep.group || "—"),
-        h("td", { class: "row-actions" }, verb("Cancel…", () => cancelRepeat(rep.name), "danger small"))));
+        h("td", { class: "row-actions" },
+          verb("Run now", () => repeatVerb(rep.name, "run"), "ghost small",
+            { disabled: config.read_only || rep.paused, title: rep.paused ? "resume it first" : "make one job now" }),
+          verb(rep.paused ? "Resume" : "Pause", () => repeatVerb(rep.name, rep.paused ? "resume" : "pause"), "ghost small"),
+          verb("Cancel…", () => cancelRepeat(rep.name), "danger small"))));
       fill(repeats, h("table", {}, h("thead", {}, head), h("tbody", {}, rows)));
+    }
+
+    async function repeatVerb(rname, verbName) {
+      const reply = await act(`${verbName} ${rname}`, () => post(`${base}/repeats/${enc(rname)}/${verbName}`), false);
+      if (reply) {
+        if (verbName === "run") {
+          toast("ok", reply.id ? `Repeatable ${rname} made ${reply.id}` : `Repeatable ${rname}: no job made`,
+            reply.id ? null : "paused, gone, or a worker fired it just then");
+        } else {
+          toast("ok", `Repeatable ${rname} ${verbName === "pause" ? "paused" : "resumed"}`);
+        }
+      }
+      refresh();
     }
 
     async function cancelRepeat(rname) {
