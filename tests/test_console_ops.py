@@ -14,7 +14,7 @@ from collections.abc import Callable
 import redis
 
 from conftest import dump
-from echomq import Queue
+from echomq import Queue, new_id
 from test_console_api import CHANGE, TestClient, api, dead_job, make_client, post, qp, refused
 
 __all__ = ["api", "make_client"]  # the fixtures, imported for the tests below
@@ -134,7 +134,7 @@ def test_locate_a_job_by_id(api: TestClient, q: Queue, make_queue: Callable[...,
     jid = other.enqueue({"x": 1})
     q.enqueue(1)
     assert api.get(f"/api/jobs/{jid}").json() == {"queue": other.name, "id": jid}
-    refused(api.get("/api/jobs/JOB00000000001"), 404, "refused", "gone")
+    refused(api.get(f"/api/jobs/{new_id()}"), 404, "refused", "gone")  # no queue holds it
     refused(api.get("/api/jobs/nope"), 400, "invalid", "job_id")
 
 

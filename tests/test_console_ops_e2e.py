@@ -11,7 +11,7 @@ from collections.abc import Callable
 import redis
 from playwright.sync_api import Page
 
-from echomq import JobContext, Queue, Worker
+from echomq import JobContext, Queue, Worker, new_id
 from test_console_e2e import HOSTILE, browser, console_url, dead_job, open_page
 from worker_support import FAST, running, wait_until
 
@@ -107,7 +107,7 @@ def test_go_to_a_job_from_any_page(
     page.press("#goto-id", "Enter")
     page.wait_for_selector("#job-state[data-state=pending]")
     assert page.evaluate("location.hash") == f"#/q/{q.name}/job/{jid}"
-    page.fill("#goto-id", "JOB00000000001")
+    page.fill("#goto-id", new_id())
     page.press("#goto-id", "Enter")
     page.wait_for_selector(".toast.error[data-reason=gone]")
 

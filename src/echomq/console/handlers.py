@@ -83,6 +83,8 @@ BULK_CALLS = 8
 DEFAULT_ACTOR = "console"
 #: Queues one "which queue holds this job" lookup checks at most.
 MAX_LOOKUP = 1000
+#: Discovery chunks one lookup may advance (until a full pass is done).
+LOOKUP_CHUNKS = 10
 
 _ACTOR: ContextVar[str | None] = ContextVar("echomq_console_actor", default=None)
 
@@ -316,7 +318,12 @@ class Console:
             JobGone: no queue found so far holds it.
         """
         ids.validate(job_id)
-        names, _ = await self.directory.refresh(self.client)
+        # a few more chunks of the bounded discovery scan than a page's refresh, so a
+        # queue made a moment ago is found (each chunk is short SCAN calls)
+        for _ in range(LOOKUP_CHUNKS):
+            names, complete = await self.directory.refresh(self.client)
+            if complete:
+                break
         names = sorted(names)[:MAX_LOOKUP]
         gate = asyncio.Semaphore(SUMMARY_CONCURRENCY)
 
