@@ -717,7 +717,7 @@ def test_repeat_add_list_cancel(emq: Any, fast: Any, q: Queue, r: redis.Redis) -
     assert by_name["tick"] == {
         "name": "tick", "every_ms": 5000, "cron": None, "next_run_ms": tick_next, "payload": 2,
         "job_name": "tick", "group": None, "priority": 0, "max_attempts": None,
-        "backoff": None, "count": 0, "last_run_ms": None,
+        "backoff": None, "count": 0, "last_run_ms": None, "paused": False,
     }  # fmt: skip
     assert by_name["nightly"]["cron"] == "0 3 * * *"
     assert by_name["nightly"]["next_run_ms"] == nightly_next
