@@ -239,7 +239,8 @@ static void lane_grew(Q *q, Str g, long long before, int quiet) {
     }
 }
 
-/* delete a row with its logs and lock; release its dedup key if it still names it */
+/* delete a row with its logs, lock and error history; release its dedup key if it
+ * still names it */
 static void delete_row(Q *q, Str id, Str jk, Str dedup) {
     RedisModuleCtx *c = q->ctx;
     if (dedup.p) {
@@ -248,7 +249,9 @@ static void delete_row(Q *q, Str id, Str jk, Str dedup) {
         if (eq(holder, id)) RedisModule_Call(c, "DEL", "!b", dk.p, dk.n);
     }
     Str logs = cat3(q, jk, S(":logs"), NONE), lock = cat3(q, jk, S(":lock"), NONE);
-    RedisModule_Call(c, "DEL", "!bbb", jk.p, jk.n, logs.p, logs.n, lock.p, lock.n);
+    Str errs = cat3(q, jk, S(":errors"), NONE);
+    RedisModule_Call(c, "DEL", "!bbbb", jk.p, jk.n, logs.p, logs.n, lock.p, lock.n, errs.p,
+                     errs.n);
 }
 
 static void count_metric(Q *q, const char *which, long long n, long long now) {
@@ -294,6 +297,129 @@ static int settled_recently(Q *q, Str id, long long now) {
     Str sc = rstr(RedisModule_Call(q->ctx, "ZSCORE", "!bb", sk.p, sk.n, id.p, id.n));
     double v;
     return sc.p && tonum(sc, &v) && v >= (double)(now - SETTLED_MS);
+}
+
+/* ---- lib/history.lua: the opt-in history ---- */
+
+#define TRIM_STEP 4
+#define ERRORS_CAP 20
+
+/* the queue's retention of one settled set: count and age (has_* = 0 when unset) */
+typedef struct {
+    int has_count, has_age;
+    double count, age;
+} Retain;
+
+static Retain retention(Q *q, const char *which) {
+    Str meta = K(q, "meta");
+    Str f1 = cat3(q, S("keep_"), S(which), NONE), f2 = cat3(q, f1, S("_ms"), NONE);
+    Rep *r = RedisModule_Call(q->ctx, "HMGET", "!bbb", meta.p, meta.n, f1.p, f1.n, f2.p, f2.n);
+    Retain out = {0, 0, 0, 0};
+    out.has_count = tonum(rstr(elem(r, 0)), &out.count);
+    out.has_age = tonum(rstr(elem(r, 1)), &out.age);
+    return out;
+}
+
+/* lib/history.lua's trim_settled: the keys to delete in one DEL, the jobs dropped */
+typedef struct {
+    Q *q;
+    Str setkey;
+    int done; /* the completed set: keys collected; dead: delete_row per job */
+    RedisModuleString **keys;
+    size_t nkeys, cap;
+    long long gone;
+} Trim;
+
+static void trim_key(Trim *t, Str k) {
+    if (t->nkeys == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 16;
+        RedisModuleString **grown = RedisModule_PoolAlloc(t->q->ctx, sizeof(*grown) * cap);
+        if (t->nkeys) memcpy(grown, t->keys, sizeof(*grown) * t->nkeys);
+        t->keys = grown;
+        t->cap = cap;
+    }
+    t->keys[t->nkeys++] = RedisModule_CreateString(t->q->ctx, k.p, k.n);
+}
+
+static void trim_flush(Trim *t) {
+    if (t->nkeys > 0) RedisModule_Call(t->q->ctx, "DEL", "!v", t->keys, t->nkeys);
+    t->nkeys = 0;
+}
+
+/* drop the jobs of an id list reply; returns how many */
+static size_t trim_drop(Trim *t, Rep *ids) {
+    Q *q = t->q;
+    RedisModuleCtx *c = q->ctx;
+    size_t n = ids && RedisModule_CallReplyType(ids) == REDISMODULE_REPLY_ARRAY
+                   ? RedisModule_CallReplyLength(ids)
+                   : 0;
+    if (n == 0) return 0;
+    RedisModuleString **v = RedisModule_PoolAlloc(c, sizeof(*v) * n);
+    for (size_t i = 0; i < n; i++) {
+        Str id = rstr(elem(ids, i)), jk = job_key(q, id);
+        if (t->done) {
+            trim_key(t, jk);
+            trim_key(t, cat3(q, jk, S(":logs"), NONE));
+            trim_key(t, cat3(q, jk, S(":lock"), NONE));
+            trim_key(t, cat3(q, jk, S(":errors"), NONE));
+            if (t->nkeys >= 1000) trim_flush(t);
+        } else {
+            /* lib/common's delete_row reads the row's dedup field when not handed one */
+            Str d = rstr(RedisModule_Call(c, "HGET", "!bc", jk.p, jk.n, "dedup"));
+            delete_row(q, id, jk, d);
+        }
+        v[i] = RedisModule_CreateString(c, id.p, id.n);
+    }
+    RedisModule_Call(c, "ZREM", "!bv", t->setkey.p, t->setkey.n, v, n);
+    t->gone += (long long)n;
+    return n;
+}
+
+static long long trim_settled(Q *q, Str setkey, Retain r, int own, long long now, int step,
+                              Str extra) {
+    RedisModuleCtx *c = q->ctx;
+    Trim t = {q, setkey, eq(setkey, K(q, "completed")), NULL, 0, 0, 0};
+    if (extra.p) trim_key(&t, extra);
+    Str st = num(q, step);
+    if (r.has_count && r.count > 0) {
+        Str lo = num(q, -(r.count + step)), hi = num(q, -(r.count + 1));
+        trim_drop(&t, RedisModule_Call(c, "ZRANGE", "!bbb", setkey.p, setkey.n, lo.p, lo.n, hi.p,
+                                       hi.n));
+    }
+    if (r.has_age && r.age > 0) {
+        Str upto = cat3(q, S("("), num14(q, (double)now - r.age), NONE);
+        trim_drop(&t, RedisModule_Call(c, "ZRANGE", "!bcbcccb", setkey.p, setkey.n, "-inf",
+                                       upto.p, upto.n, "BYSCORE", "LIMIT", "0", st.p, st.n));
+    }
+    if (own) {
+        /* index entries go whatever their rows hold (a row removed another way) */
+        Str ku = K(q, "keepuntil"), ns = num(q, (double)now);
+        Rep *ids = RedisModule_Call(c, "ZRANGE", "!bcbcccb", ku.p, ku.n, "-inf", ns.p, ns.n,
+                                    "BYSCORE", "LIMIT", "0", st.p, st.n);
+        size_t n = trim_drop(&t, ids);
+        if (n > 0) {
+            RedisModuleString **v = RedisModule_PoolAlloc(c, sizeof(*v) * n);
+            for (size_t i = 0; i < n; i++) {
+                Str m = rstr(elem(ids, i));
+                v[i] = RedisModule_CreateString(c, m.p, m.n);
+            }
+            RedisModule_Call(c, "ZREM", "!bv", ku.p, ku.n, v, n);
+        }
+    }
+    trim_flush(&t);
+    return t.gone;
+}
+
+static Str json_str(Q *q, Str s);
+
+static void record_error(Q *q, Str jk, Str attempt, long long now, Str err) {
+    Str ek = cat3(q, jk, S(":errors"), NONE);
+    Str j = cat3(q, S("{\"attempt\":"), attempt, S(",\"time\":"));
+    j = cat3(q, j, num14(q, (double)now), S(",\"error\":"));
+    j = cat3(q, j, json_str(q, err), S("}"));
+    RedisModule_Call(q->ctx, "RPUSH", "!bb", ek.p, ek.n, j.p, j.n);
+    Str lo = num14(q, -(double)ERRORS_CAP);
+    RedisModule_Call(q->ctx, "LTRIM", "!bbc", ek.p, ek.n, lo.p, lo.n, "-1");
 }
 
 /* ---- JSON text as lua-cjson writes it ---- */
@@ -535,14 +661,27 @@ static int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
         }
         if (!id.p) break;
         Str jk = job_key(&q, id);
-        Rep *f = RedisModule_Call(ctx, "HMGET", "!bccc", jk.p, jk.n, "attempts", "payload", "name");
+        Rep *f = RedisModule_Call(ctx, "HMGET", "!bcccc", jk.p, jk.n, "attempts", "payload", "name",
+                                  "keep");
         double a = 0;
         Str as = rstr(elem(f, 0));
         if (as.p && !tonum(as, &a)) a = 0;
         long long tok = (long long)a + 1;
         Str toks = num(&q, (double)tok);
-        RedisModule_Call(ctx, "HSET", "!bcbcc", jk.p, jk.n, "attempts", toks.p, toks.n, "state",
-                         "active");
+        if (!rstr(elem(f, 3)).p) {
+            RedisModule_Call(ctx, "HSET", "!bcbcc", jk.p, jk.n, "attempts", toks.p, toks.n,
+                             "state", "active");
+        } else {
+            /* a kept row: its timeline, in the same HSET */
+            Str ns = num(&q, (double)now);
+            if (tok == 1)
+                RedisModule_Call(ctx, "HSET", "!bcbcccbcb", jk.p, jk.n, "attempts", toks.p, toks.n,
+                                 "state", "active", "started_at", ns.p, ns.n, "last_started_at",
+                                 ns.p, ns.n);
+            else
+                RedisModule_Call(ctx, "HSET", "!bcbcccb", jk.p, jk.n, "attempts", toks.p, toks.n,
+                                 "state", "active", "last_started_at", ns.p, ns.n);
+        }
         RedisModule_Call(ctx, "ZADD", "!bbb", active.p, active.n, deadline.p, deadline.n, id.p,
                          id.n);
         if (lockttl > 0) {
@@ -590,10 +729,13 @@ static int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
 /* ---- the token fence: HMGET state attempts <extra...> ---- */
 
 /* 1 and the reply when fenced; 0 when a refusal has been sent */
-static int fenced(Q *q, Str jk, Str token, const char *x1, const char *x2, Rep **out) {
-    Rep *f = RedisModule_Call(q->ctx, "HMGET", "!bcccc", jk.p, jk.n, "state", "attempts", x1, x2);
+static int fenced(Q *q, Str jk, Str token, const char *x1, const char *x2, const char *x3,
+                  Rep **out) {
+    Rep *f = RedisModule_Call(q->ctx, "HMGET", "!bccccc", jk.p, jk.n, "state", "attempts", x1, x2,
+                              x3);
     Str state = rstr(elem(f, 0)), attempts = rstr(elem(f, 1));
-    if (!state.p) {
+    /* a kept completed row is no job to settle: gone, as a deleted row */
+    if (!state.p || eqc(state, "completed")) {
         RedisModule_ReplyWithLongLong(q->ctx, -1);
         return 0;
     }
@@ -621,13 +763,46 @@ static int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     Q q = {ctx, arg(l.keys[0])};
     Str id = A(&l, 0), token = A(&l, 1), jk = row_of(&q, &l, id);
     Rep *f;
-    if (!fenced(&q, jk, token, "group", "dedup", &f)) return REDISMODULE_OK;
+    if (!fenced(&q, jk, token, "group", "dedup", "keep", &f)) return REDISMODULE_OK;
     Str active = K(&q, "active");
     RedisModule_Call(ctx, "ZREM", "!bb", active.p, active.n, id.p, id.n);
     Str g = rstr(elem(f, 2));
     if (g.p) give_back(&q, g, 0);
-    delete_row(&q, id, jk, rstr(elem(f, 3)));
     long long now = now_ms();
+    double own = 0;
+    Retain r = {0, 0, 0, 0};
+    Str keep = rstr(elem(f, 4));
+    if (keep.p) {
+        if (!tonum(keep, &own)) own = 0;
+        r = retention(&q, "completed");
+    }
+    if (own > 0 || r.has_count || r.has_age) {
+        /* kept: the row stays as history; the dedup key goes as for a deleted row */
+        Str d = rstr(elem(f, 3));
+        if (d.p) {
+            Str dk = cat3(&q, q.b, S("de:"), d);
+            Str holder = rstr(RedisModule_Call(ctx, "GET", "!b", dk.p, dk.n));
+            if (eq(holder, id)) RedisModule_Call(ctx, "DEL", "!b", dk.p, dk.n);
+        }
+        Str lock = cat3(&q, jk, S(":lock"), NONE), ns = num(&q, (double)now);
+        Str res = A(&l, 2);
+        if (res.p)
+            RedisModule_Call(ctx, "HSET", "!bcccbcb", jk.p, jk.n, "state", "completed",
+                             "finished_at", ns.p, ns.n, "result", res.p, res.n);
+        else
+            RedisModule_Call(ctx, "HSET", "!bcccb", jk.p, jk.n, "state", "completed",
+                             "finished_at", ns.p, ns.n);
+        Str done = K(&q, "completed");
+        RedisModule_Call(ctx, "ZADD", "!bbb", done.p, done.n, ns.p, ns.n, id.p, id.n);
+        if (own > 0) {
+            Str ku = K(&q, "keepuntil"), until = num(&q, (double)now + own);
+            RedisModule_Call(ctx, "ZADD", "!bbb", ku.p, ku.n, until.p, until.n, id.p, id.n);
+        }
+        /* the lock goes in the trim's one DEL */
+        trim_settled(&q, done, r, own > 0, now, TRIM_STEP, lock);
+    } else {
+        delete_row(&q, id, jk, rstr(elem(f, 3)));
+    }
     tombstone(&q, id, now);
     count_metric(&q, "completed", 1, now);
     emit(&q, ev(&q, "completed", id));
@@ -644,7 +819,7 @@ static int cmd_retry(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     Q q = {ctx, arg(l.keys[0])};
     Str id = A(&l, 0), token = A(&l, 1), err = A(&l, 2), jk = row_of(&q, &l, id);
     Rep *f;
-    if (!fenced(&q, jk, token, "group", "max_attempts", &f)) return REDISMODULE_OK;
+    if (!fenced(&q, jk, token, "group", "max_attempts", "keep", &f)) return REDISMODULE_OK;
     double maxa;
     if (!tonum(A(&l, 4), &maxa) && !tonum(rstr(elem(f, 3)), &maxa) && !tonum(A(&l, 5), &maxa))
         return bad_args(ctx);
@@ -655,13 +830,21 @@ static int cmd_retry(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     RedisModule_Call(ctx, "DEL", "!b", lock.p, lock.n);
     Str g = rstr(elem(f, 2));
     if (g.p) give_back(&q, g, 0);
+    int kept = rstr(elem(f, 4)).p != NULL;
+    if (kept) record_error(&q, jk, token, now, err);
     Str fs = num14(&q, (double)failures);
     Str job = json_str(&q, id), error = json_str(&q, err);
     if ((double)failures >= maxa) {
         Str dead = K(&q, "dead"), ns = num(&q, (double)now);
-        RedisModule_Call(ctx, "HSET", "!bcccb", jk.p, jk.n, "state", "dead", "last_error", err.p,
-                         err.n);
+        if (kept)
+            RedisModule_Call(ctx, "HSET", "!bcccbcb", jk.p, jk.n, "state", "dead", "last_error",
+                             err.p, err.n, "died_at", ns.p, ns.n);
+        else
+            RedisModule_Call(ctx, "HSET", "!bcccb", jk.p, jk.n, "state", "dead", "last_error",
+                             err.p, err.n);
         RedisModule_Call(ctx, "ZADD", "!bbb", dead.p, dead.n, ns.p, ns.n, id.p, id.n);
+        Retain r = retention(&q, "dead");
+        if (r.has_count || r.has_age) trim_settled(&q, dead, r, 0, now, TRIM_STEP, NONE);
         count_metric(&q, "failed", 1, now);
         /* lua-cjson's key order for this table (its hash order, fixed for these keys) */
         Str j = cat3(&q, S("{\"error\":"), error, S(",\"failures\":"));
@@ -755,16 +938,25 @@ static int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
     int o = 2 + n * w;
     Str prio = opt(&l, o), name = opt(&l, o + 1), g = opt(&l, o + 2), maxa = opt(&l, o + 3),
         delay = opt(&l, o + 4), runat = opt(&l, o + 5), backoff = opt(&l, o + 6),
-        trace = opt(&l, o + 7);
-    const Str numeric[] = {prio, maxa, delay, runat};
+        trace = opt(&l, o + 7), keep = opt(&l, o + 8);
+    const Str numeric[] = {prio, maxa, delay, runat, keep};
     static const char *const refusal[] = {
         "EMQARG priority is not a finite number", "EMQARG max_attempts is not a finite number",
-        "EMQARG delay_ms is not a finite number", "EMQARG run_at_ms is not a finite number"};
-    for (int k = 0; k < 4; k++) {
+        "EMQARG delay_ms is not a finite number", "EMQARG run_at_ms is not a finite number",
+        "EMQARG keep_ms is not a finite number"};
+    for (int k = 0; k < 5; k++) {
         double x;
         if (numeric[k].p && !(tonum(numeric[k], &x) && isfinite(x)))
             return RedisModule_ReplyWithError(ctx, refusal[k]);
     }
+    /* one read for two questions: settled tombstones (1) and the queue's retention (2,
+     * `keeps` named twice) */
+    Str sk = K(&q, "settled"), kk = K(&q, "keeps");
+    long long seen =
+        rint_(RedisModule_Call(ctx, "EXISTS", "!bbb", sk.p, sk.n, kk.p, kk.n, kk.p, kk.n));
+    /* history: a job asked for it, or the queue keeps it */
+    if (!keep.p && seen >= 2) keep = S("0");
+    long long now = now_ms(); /* the server clock, read once */
     int has_due = 0;
     double due = 0, dv = 0;
     if (runat.p) {
@@ -772,10 +964,10 @@ static int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
         if (!tonum(runat, &due)) return bad_args(ctx);
     } else if (delay.p && tonum(delay, &dv) && dv > 0) {
         has_due = 1;
-        due = (double)now_ms() + dv;
+        due = (double)now + dv;
     }
     /* the row's fields, the same for every job but the payload (slot 5) and dedup */
-    RedisModuleString *f[24];
+    RedisModuleString *f[32];
     int nf = 0;
     f[nf++] = mk(ctx, S("state"));
     f[nf++] = mk(ctx, S(has_due ? "scheduled" : "pending"));
@@ -789,6 +981,12 @@ static int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
     if (maxa.p) { f[nf++] = mk(ctx, S("max_attempts")); f[nf++] = mk(ctx, maxa); }
     if (backoff.p) { f[nf++] = mk(ctx, S("backoff")); f[nf++] = mk(ctx, backoff); }
     if (trace.p) { f[nf++] = mk(ctx, S("trace")); f[nf++] = mk(ctx, trace); }
+    if (keep.p) {
+        f[nf++] = mk(ctx, S("keep"));
+        f[nf++] = mk(ctx, keep);
+        f[nf++] = mk(ctx, S("enqueued_at"));
+        f[nf++] = mk(ctx, num(&q, (double)now));
+    }
     RedisModuleString *dedup_field = mk(ctx, S("dedup"));
     Str dest, score;
     if (has_due) {
@@ -805,9 +1003,8 @@ static int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
     RedisModuleString **zs = RedisModule_PoolAlloc(ctx, sizeof(*zs) * (size_t)(2 * n + 1));
     int nz = 0;
     /* the tombstones are read only when there are any */
-    Str sk = K(&q, "settled");
-    int tombs = rint_(RedisModule_Call(ctx, "EXISTS", "!b", sk.p, sk.n)) == 1;
-    long long tomb_now = tombs ? now_ms() : 0;
+    int tombs = seen % 2 == 1;
+    long long tomb_now = now;
     if (w == 4) RedisModule_ReplyWithArray(ctx, n);
     for (int i = 0; i < n; i++) {
         int a = 2 + i * w;

@@ -36,6 +36,10 @@ def put_job(
     assert got is not None and got.id == jid, "the builder expects no other ready work"
     if state == "active":
         return jid, got.token
+    if state == "completed":  # kept as history: the job asks for its own keep
+        assert kw.get("keep_ms"), "a completed job stays only when kept (keep_ms=...)"
+        q.complete(jid, got.token)
+        return jid, None
     assert state == "dead"
     assert q.retry(jid, got.token, "boom") == "dead"
     return jid, got.token
@@ -50,7 +54,7 @@ def changed(before: dict[str, Any], after: dict[str, Any]) -> set[str]:
 def row_keys(r: redis.Redis, q: Queue) -> set[str]:
     """Every job row of ``q`` (not its logs or lock keys)."""
     rows = set(r.scan_iter(match=q.keys.base + "job:*", count=1000))
-    return {k for k in rows if not k.endswith((":logs", ":lock"))}
+    return {k for k in rows if not k.endswith((":logs", ":lock", ":errors"))}
 
 
 def ring(r: redis.Redis, q: Queue) -> list[str]:

@@ -121,7 +121,7 @@ def test_enqueue_stats_jobs_and_show(emq: Any, fast: Any, q: Queue, r: redis.Red
     assert stats == {
         "queue": q.name,
         "pending": 2, "active": 0, "scheduled": 1, "dead": 0, "completed": 0, "failed": 0,
-        "paused": False,
+        "paused": False, "kept": 0,
         "groups": [
             {"name": "g1", "depth": 1, "in_flight": 0, "limit": None, "weight": 1, "paused": False}
         ],
@@ -185,7 +185,7 @@ def test_queues_finds_every_queue(
     found = {row["queue"]: row for row in doc["queues"]}
     assert found[flat.name] == {
         "queue": flat.name, "pending": 2, "active": 0, "scheduled": 0, "dead": 0,
-        "completed": 0, "failed": 0, "paused": False,
+        "completed": 0, "failed": 0, "paused": False, "kept": 0,
     }  # fmt: skip
     assert found[only_scheduled.name]["scheduled"] == 1
     assert found[paused.name]["paused"] is True and found[paused.name]["pending"] == 1
@@ -774,3 +774,25 @@ def test_new_commands_gate_names_before_connecting() -> None:
         assert result.exit_code == exits.MALFORMED, args
     result = runner.invoke(cli_app.cli, ["--url", nowhere, "repeat", "list", "q"])
     assert result.exit_code == exits.NO_SERVER  # a well-formed command does try the server
+
+
+def test_retention_shows_sets_merges_and_clears(fast: Any, q: Queue, r: redis.Redis) -> None:
+    shown = fast("retention", q.name)
+    assert shown.returncode == 0 and "keeps no history" in shown.stdout
+    doc = as_json(fast("--json", "retention", q.name, "--completed", "100", "--dead-age", "7d"))
+    assert doc == {
+        "queue": q.name,
+        "completed": 100,
+        "completed_age_ms": None,
+        "dead": None,
+        "dead_age_ms": 7 * 86_400_000,
+        "trimmed": 0,
+    }
+    # an option given replaces that limit only; 0 clears it
+    fast("retention", q.name, "--completed-age", "90s", "--completed", "0")
+    assert r.hgetall(q.keys.meta) == {"keep_completed_ms": "90000", "keep_dead_ms": "604800000"}
+    text = fast("retention", q.name).stdout
+    assert "completed" in text and "90000" in text and "604800000" in text
+    bad = fast("retention", q.name, "--dead-age", "soon")
+    assert bad.returncode == 2 and r.hgetall(q.keys.meta)["keep_dead_ms"] == "604800000"
+    assert [e.verb for e in q.audit(5)] == ["set_retention", "set_retention"]

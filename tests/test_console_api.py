@@ -135,6 +135,7 @@ def test_list_queues_counts_and_pause(
         "dead": 0,
         "completed": 0,
         "failed": 0,
+        "kept": 0,
     }
     assert rows[b.name]["counts"]["pending"] == 1
     assert (dump(r, a), dump(r, b)) == before
@@ -390,6 +391,7 @@ def test_obliterate_forced_takes_jobs_in_flight(api: TestClient, q: Queue, r: re
             "dead": 0,
             "completed": 0,
             "failed": 0,
+            "kept": 0,
         },
     }
     assert queue_keys(r, q) == set()

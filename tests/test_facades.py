@@ -80,7 +80,10 @@ def test_spine_signatures_match_the_issue(pair: tuple[Queue, AsyncQueue]) -> Non
         assert p.kind is inspect.Parameter.KEYWORD_ONLY and p.default == default
     assert list(inspect.signature(q.claim).parameters) == ["lease_ms"]
     assert inspect.signature(q.claim).parameters["lease_ms"].default == 30000
-    assert list(inspect.signature(q.complete).parameters) == ["job_id", "token"]
+    complete = inspect.signature(q.complete).parameters
+    assert list(complete) == ["job_id", "token", "result"]  # result: issue 13's history
+    assert complete["result"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert complete["result"].default is None
     retry = inspect.signature(q.retry).parameters
     assert list(retry)[:3] == ["job_id", "token", "error"]
     assert retry["delay_ms"].default == 0 and retry["max_attempts"].default is None

@@ -157,6 +157,7 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
         "max_attempts": h(counters),
         "dedup_id": h(names),
         "backoff": h(backoffs),
+        "keep_ms": h(waits),
     },
     "enqueue_many": {
         "payloads": h(st.lists(payloads, max_size=4), optional=False),
@@ -165,10 +166,15 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
         "delay_ms": h(waits),
         "priority": h(priorities),
         "max_attempts": h(counters),
+        "keep_ms": h(waits),
     },
     "claim": {"lease_ms": h(lease)},
     "claim_many": {"count": h(budgets, optional=False), "lease_ms": h(lease), "lock_ms": h(waits)},
-    "complete": {"job_id": h(job_ids, optional=False), "token": h(tokens, optional=False)},
+    "complete": {
+        "job_id": h(job_ids, optional=False),
+        "token": h(tokens, optional=False),
+        "result": payloads,
+    },
     "complete_many": {"pairs": h(pairs, optional=False)},
     "retry": {
         "job_id": h(job_ids, optional=False),
@@ -225,6 +231,13 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
         verb: {"name": h(st.sampled_from(["every", "nope", "../x", ""]), optional=False)}
         for verb in ("pause_repeat", "resume_repeat", "run_repeat")
     },
+    "set_retention": {
+        "completed": h(counters0),
+        "completed_age_ms": h(waits),
+        "dead": h(counters0),
+        "dead_age_ms": h(waits),
+    },
+    "retention": {},
     "update_data": {"job_id": h(job_ids, optional=False), "payload": payloads},
     "update_progress": {"job_id": h(job_ids, optional=False), "progress": payloads},
     "add_log": {

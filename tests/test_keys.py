@@ -47,6 +47,7 @@ COMPOSED: dict[str, tuple[tuple[str, ...], Callable[[Keyspace], str], str]] = {
     "job": (("JOB",), lambda k: k.job(ID), ID),
     "logs": (("JOB", "LOGS"), lambda k: k.logs(ID), ID),
     "lock": (("JOB", "LOCK"), lambda k: k.lock(ID), ID),
+    "errors": (("JOB", "ERRORS"), lambda k: k.errors(ID), ID),
     "dedup": (("DEDUP",), lambda k: k.dedup(DEDUP_ID), DEDUP_ID),
     "lane": (("LANE", "LANE_END"), lambda k: k.lane(GROUP), GROUP),
     "repeat_record": (("REPEAT_RECORD",), lambda k: k.repeat_record(REPEAT_NAME), REPEAT_NAME),

@@ -1,14 +1,15 @@
 """The native twins against the scripts: random sequences of verbs, replies and keys.
 
-Two private servers, both with the module loaded; the same queue name on each. One
-queue runs the scripts, the other the native commands. Hypothesis draws a sequence of
-verbs (enqueue flat/grouped/delayed/deduplicated, enqueue_many, claim, claim_many with
-locks, complete, retry to schedule or dead, extend, reprocess, remove, pause/resume,
-group pause/limit, promote) with the same ids on both sides. After every step the
-replies must be equal (a refusal: the same exception and message) and every key of the
-queue equal on both servers: its type, its value byte for byte in the server's own
-order (hash fields, list items), ttl presence, and the events published. Server times
-are normalised (a 13-digit millisecond value is ``T``; metric minute buckets are ``M``).
+Two private servers, both with the module loaded; the same queue name on each. One queue
+runs the scripts, the other the native commands. Hypothesis draws a sequence of verbs
+(enqueue flat/grouped/delayed/deduplicated/kept, enqueue_many, claim, claim_many with
+locks, complete with or without a result, retry to schedule or dead, extend, reprocess,
+remove, pause/resume, group pause/limit, promote, the queue's retention) with the same
+ids on both sides. After every step the replies must be equal (a refusal: the same
+exception and message) and every key of the queue equal on both servers: its type, its
+value byte for byte in the server's own order (hash fields, list items), ttl presence,
+and the events published. Server times are normalised (a 13-digit millisecond value is
+``T``; metric minute buckets are ``M``).
 """
 
 from __future__ import annotations
@@ -101,11 +102,21 @@ step = st.one_of(
         st.sampled_from([None, None, 0, 3_600_000]),  # delay_ms
         st.sampled_from([None, None, "d1"]),  # dedup_id
         st.sampled_from([None, 1, 2]),  # max_attempts
+        st.sampled_from([None, None, 60_000]),  # keep_ms (history for this job)
     ),
     st.tuples(st.just("enqueue_many"), st.integers(1, 3), st.sampled_from(GROUPS)),
     st.tuples(st.just("claim")),
     st.tuples(st.just("claim_many"), st.integers(1, 4), st.sampled_from([0, 5000])),
-    st.tuples(st.just("complete"), st.sampled_from(IDS), st.booleans()),
+    st.tuples(
+        st.just("complete"), st.sampled_from(IDS), st.booleans(), st.sampled_from([None, {"r": 1}])
+    ),
+    # the queue's retention (ages long enough that no step's timing decides a trim)
+    st.tuples(
+        st.just("retention"),
+        st.sampled_from([None, 1, 2]),
+        st.sampled_from([None, 3_600_000]),
+        st.sampled_from([None, 1]),
+    ),
     st.tuples(
         st.just("retry"),
         st.sampled_from(IDS),
@@ -128,8 +139,8 @@ step = st.one_of(
 def run(q: Queue, tokens: dict[str, int], op: tuple[Any, ...]) -> Any:
     verb = op[0]
     if verb == "enqueue":
-        _, jid, g, prio, delay, dedup, maxa = op
-        kw: dict[str, Any] = {"job_id": jid, "group": g, "dedup_id": dedup}
+        _, jid, g, prio, delay, dedup, maxa, keep = op
+        kw: dict[str, Any] = {"job_id": jid, "group": g, "dedup_id": dedup, "keep_ms": keep}
         if prio is not None:
             kw["priority"] = prio
         if delay is not None:
@@ -146,7 +157,9 @@ def run(q: Queue, tokens: dict[str, int], op: tuple[Any, ...]) -> Any:
                 tokens[c.id] = c.token
         return got
     if verb == "complete":
-        return q.complete(op[1], tokens.get(op[1], 1) + (0 if op[2] else 7))
+        return q.complete(op[1], tokens.get(op[1], 1) + (0 if op[2] else 7), result=op[3])
+    if verb == "retention":
+        return q.set_retention(completed=op[1], completed_age_ms=op[2], dead=op[3])
     if verb == "retry":
         _, jid, right, err, delay, maxa = op
         tok = tokens.get(jid, 1) + (0 if right else 7)

@@ -36,7 +36,7 @@ def test_counts_carry_the_pause_in_one_call(q: Queue, r: redis.Redis) -> None:
     assert counts.paused is True and counts == Counts(1, 0, 1, 0, 0, 0, True)
     assert counts.as_dict() == {
         "pending": 1, "active": 0, "scheduled": 1, "dead": 0,
-        "completed": 0, "failed": 0, "paused": True,
+        "completed": 0, "failed": 0, "paused": True, "kept": 0,
     }  # fmt: skip
     assert Counts(**counts.as_dict()) == counts  # round trip
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -52,7 +52,8 @@ def test_counts_carry_the_pause_in_one_call(q: Queue, r: redis.Redis) -> None:
 
 @pytest.mark.parametrize("state", JOB_STATES)
 def test_job_row_round_trips_the_row(q: Queue, r: redis.Redis, state: str) -> None:
-    jid, token = put_job(q, state, group="g", priority=3, name="nm", payload={"é": [1]})
+    keep = {"keep_ms": 60_000} if state == "completed" else {}
+    jid, token = put_job(q, state, group="g", priority=3, name="nm", payload={"é": [1]}, **keep)
     q.update_progress(jid, 40)
     if state == "active":
         assert token is not None
@@ -82,7 +83,8 @@ def test_a_field_the_row_type_does_not_know_is_kept(q: Queue, r: redis.Redis) ->
 
 
 def test_job_state_is_the_literal(q: Queue, r: redis.Redis) -> None:
-    assert get_args(JobState) == JOB_STATES == ("pending", "active", "scheduled", "dead")
+    assert get_args(JobState) == JOB_STATES
+    assert JOB_STATES == ("pending", "active", "scheduled", "dead", "completed")
     jid = q.enqueue("x")
     state: JobState | None = q.job_state(jid)
     assert state == "pending" and r.hget(q.keys.job(jid), "state") == "pending"

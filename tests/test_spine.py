@@ -792,7 +792,7 @@ def test_check_stalled_is_bounded(q: Queue, r: redis.Redis) -> None:
         lambda q: q.check_stalled(max_stalled=-1),
         lambda q: q.browse("pending", 0),
         lambda q: q.browse("pending", 5, -1),
-        lambda q: q.browse("completed"),
+        lambda q: q.browse("finished"),
         lambda q: q.extend_locks([("JOB00000000001", 1)], 0),
         lambda q: q.retry("JOB00000000001", 1, "e", delay_ms=-1),
         lambda q: q.retry("JOB00000000001", 1, "e", max_attempts=0),

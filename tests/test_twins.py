@@ -612,6 +612,33 @@ async def test_cancel_and_the_worker_registry(twin: Twin, r: redis.Redis) -> Non
     t.keys()
 
 
+@scenario("set_retention", "retention", "enqueue", "complete", "retry", "browse", "get_job")
+async def test_history_retention_and_result(twin: Twin, r: redis.Redis) -> None:
+    t = twin
+    assert field(await t("retention"), "completed") is None
+    assert await t("set_retention", completed=2, dead=3) == 0
+    assert field(await t("retention"), "dead") == 3
+    for n in (1, 2, 3):
+        await t("enqueue", n, job_id=J(n), max_attempts=1)
+    for n in (1, 2):
+        c = await t("claim")
+        await t("complete", c.id, c.token, result={"n": n})
+    c = await t("claim")
+    assert await t("retry", c.id, c.token, "boom") == "dead"
+    assert await t("browse", "completed") == [J(2), J(1)]
+    row = await t("get_job", J(1))
+    assert (field(row, "state"), field(row, "result")) == ("completed", '{"n":1}')
+    assert [field(e, "error") for e in field(await t("get_job", J(3)), "errors")] == ["boom"]
+    assert await t("result", J(2), timeout_s=5) == {"n": 2}
+    failed = await t.outcome("result", J(3))
+    assert field(failed, "error") == "boom"
+    await t.outcome("result", J(9))  # not kept: JobNotKept at once
+    assert await t("enqueue", "again", job_id=J(1)) == J(1)  # still kept: a duplicate
+    # the error history's entries carry their server time inside JSON text
+    left = t.key_names(timing=("job:J3:errors",))
+    assert {"completed", "dead", "meta", f"job:{J(3)}:errors"} <= left
+
+
 @scenario("audit")
 async def test_the_audit_journal(twin: Twin, r: redis.Redis) -> None:
     t = twin

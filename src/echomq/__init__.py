@@ -9,15 +9,19 @@ from .errors import (
     InvalidJobId,
     InvalidName,
     InvalidPayload,
+    JobFailed,
     JobGone,
     JobLocked,
     JobNotActive,
     JobNotDead,
+    JobNotKept,
     JobNotPending,
     JobNotScheduled,
     QueueHasActiveJobs,
     QueueNotPaused,
     Refused,
+    ResultError,
+    ResultTimeout,
     ScriptError,
     ServerUnavailable,
     StaleToken,
@@ -29,7 +33,7 @@ from .journal import AuditEntry
 from .lanes import GroupInfo, ReindexResult
 from .queue import AsyncQueue, Queue
 from .repeat import Repeatable
-from .results import Counts, JobRow, JobState, RetryOutcome
+from .results import Counts, ErrorRecord, JobRow, JobState, Retention, RetryOutcome
 from .spine import Claimed
 from .worker import Worker, WorkerStats
 from .worker.config import WorkerConfig
@@ -46,6 +50,7 @@ __all__ = [
     "Claimed",
     "Counts",
     "EchoMQError",
+    "ErrorRecord",
     "Event",
     "EventStream",
     "GroupInfo",
@@ -55,11 +60,13 @@ __all__ = [
     "InvalidPayload",
     "JobCancelled",
     "JobContext",
+    "JobFailed",
     "JobFilter",
     "JobGone",
     "JobLocked",
     "JobNotActive",
     "JobNotDead",
+    "JobNotKept",
     "JobNotPending",
     "JobNotScheduled",
     "JobRow",
@@ -71,6 +78,9 @@ __all__ = [
     "Refused",
     "ReindexResult",
     "Repeatable",
+    "ResultError",
+    "ResultTimeout",
+    "Retention",
     "RetryOutcome",
     "ScriptError",
     "Serializer",

@@ -43,6 +43,8 @@ MAX_COUNT = 2**31 - 1
 MAX_NAME_LEN = 256
 #: The states a job can be in (``browse`` takes one).
 STATES = ("pending", "active", "scheduled", "dead")
+#: The states a read can page: the four sets, and the completed jobs kept as history.
+PAGE_STATES = (*STATES, "completed")
 
 
 # redis-py's own URL reader (typed in some versions, not in others)
@@ -182,10 +184,12 @@ def _safe_str(value: Any) -> str:
         return repr(type(value))
 
 
-def state(value: Any) -> str:
-    """A job state: ``pending``, ``active``, ``scheduled`` or ``dead``."""
-    if not isinstance(value, str) or value not in STATES:
-        raise InvalidArgument(f"unknown state {show(value, 80)}; want one of {', '.join(STATES)}")
+def state(value: Any, *, kept: bool = False) -> str:
+    """A job state: ``pending``, ``active``, ``scheduled`` or ``dead``; with ``kept``
+    also ``completed`` (the kept history, for the reads that page it)."""
+    allowed = PAGE_STATES if kept else STATES
+    if not isinstance(value, str) or value not in allowed:
+        raise InvalidArgument(f"unknown state {show(value, 80)}; want one of {', '.join(allowed)}")
     return value
 
 

@@ -15,6 +15,10 @@ and carries a stable ``.reason`` string::
     │   ├── OutcomeUnknown     a write was sent and no reply came; it is never sent again
     │   ├── ServerFull         the server is out of memory and refused a write (nothing written)
     │   └── EnqueuePartial     enqueue_many stopped part-way; .landed holds the ids written
+    ├── ResultError            Queue.result() has no value to answer
+    │   ├── JobFailed          the kept job is dead; .error is its last error
+    │   ├── JobNotKept         the job keeps no history (or is gone): answered at once
+    │   └── ResultTimeout      the job did not settle within timeout_s (a TimeoutError)
     └── Refused                .reason names why; nothing was written
         ├── JobGone            gone        no such job row
         ├── JobLocked          locked      a worker holds the job's lock
@@ -114,6 +118,50 @@ class EnqueuePartial(ServerUnavailable):
         super().__init__(message)
         self.landed = landed
         self.cause = cause
+
+
+class ResultError(EchoMQError):
+    """``Queue.result()`` has no value to answer for a job.
+
+    Attributes:
+        job_id: the job asked about.
+    """
+
+    def __init__(self, message: str = "", *, job_id: str | None = None) -> None:
+        super().__init__(message or f"no result for {job_id}")
+        self.job_id = job_id
+
+
+class JobFailed(ResultError):
+    """The kept job is dead: it failed ``max_attempts`` times (or stalled too often).
+
+    Attributes:
+        job_id: the job.
+        error: its last error text (``None`` if the row recorded none).
+        attempt: the token of its last failed run (0 when unknown).
+    """
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        job_id: str | None = None,
+        error: str | None = None,
+        attempt: int = 0,
+    ) -> None:
+        super().__init__(message or f"job {job_id} is dead: {error}", job_id=job_id)
+        self.error = error
+        self.attempt = attempt
+
+
+class JobNotKept(ResultError):
+    """The job keeps no history (its queue had no retention when it was enqueued and it
+    asked for no ``keep_ms``), or no row of it exists (never enqueued, removed, or
+    trimmed from the history): there is no result to wait for."""
+
+
+class ResultTimeout(ResultError, TimeoutError):
+    """The kept job did not complete or die within ``timeout_s``."""
 
 
 class Refused(EchoMQError):

@@ -77,6 +77,7 @@ class Keyspace:
         "audit",
         "base",
         "claimreqs",
+        "completed",
         "dead",
         "events",
         "gactive",
@@ -86,6 +87,8 @@ class Keyspace:
         "groups",
         "gturn",
         "gweight",
+        "keeps",
+        "keepuntil",
         "meta",
         "metrics_completed",
         "metrics_failed",
@@ -126,6 +129,14 @@ class Keyspace:
         self.workers = b + "workers"  # the worker registry obliterate clears
         # the claim records' index (rid -> expiry ms), so obliterate finds them
         self.claimreqs = b + "claimreqs"
+        # opt-in history: completed jobs kept (score = finish time), and the jobs
+        # kept by their own keep_ms (score = when that runs out)
+        self.completed = b + "completed"
+        self.keepuntil = b + "keepuntil"
+        # "1" while the queue has a retention (the limits are in meta): the enqueue
+        # reads it in the one EXISTS it makes anyway, so a queue without history pays
+        # no extra read
+        self.keeps = b + "keeps"
 
     def job(self, job_id: str) -> str:
         """The row of ``job_id`` (gated)."""
@@ -138,6 +149,10 @@ class Keyspace:
     def lock(self, job_id: str) -> str:
         """The worker lock of ``job_id`` (gated)."""
         return self.job(job_id) + ":lock"
+
+    def errors(self, job_id: str) -> str:
+        """The error history of a kept ``job_id`` (gated): a capped list, oldest first."""
+        return self.job(job_id) + ":errors"
 
     def dedup(self, dedup_id: str) -> str:
         """The dedup key for ``dedup_id`` (gated)."""
@@ -160,7 +175,8 @@ class Keyspace:
         return self.base + "repeat:" + check_name(name, "repeat")
 
     def state_set(self, state: str) -> str:
-        """The sorted set holding jobs in ``state`` (pending, active, scheduled, dead)."""
+        """The sorted set holding jobs in ``state`` (pending, active, scheduled, dead,
+        completed: the kept ones)."""
         try:
             return {
                 "pending": self.pending,
@@ -168,6 +184,7 @@ class Keyspace:
                 "scheduled": self.schedule,
                 "schedule": self.schedule,
                 "dead": self.dead,
+                "completed": self.completed,
             }[state]
         except KeyError:
             raise InvalidName(f"unknown state: {show(state)}") from None

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import functools
 import inspect
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Concatenate, Generic, TypeVar, overload
 
 from typing_extensions import ParamSpec, Self
 
-from . import admin, bulk, jobs, journal, lanes, reads, registry, spine, views
+from . import admin, bulk, history, jobs, journal, lanes, reads, registry, spine, views
 from . import repeat as repeating
 from .connect import DEFAULT_URL as DEFAULT_URL
 from .connect import async_client, sync_client
 from .context import DEFAULT_MAX_ATTEMPTS, Context, JsonSerializer, Serializer
+from .errors import ResultTimeout
 from .events import AsyncEventStream, EventStream
 from .keyspace import Keyspace
 from .native import Executor
@@ -156,6 +158,9 @@ class _Verbs:
     workers = _Verb(registry.workers)
     # the audit journal
     audit = _Verb(journal.audit)
+    # opt-in history
+    set_retention = _Verb(history.set_retention)
+    retention = _Verb(history.retention)
     # bulk verbs by filter
     reprocess_jobs = _Verb(bulk.reprocess_jobs)
     remove_jobs = _Verb(bulk.remove_jobs)
@@ -234,6 +239,48 @@ class Queue(_Verbs):
         """The queue's lifecycle events: ``with q.events() as stream: for ev in stream``."""
         return EventStream(self.client, self.name, self.keys.events)
 
+    def result(self, job_id: str, timeout_s: float | None = None) -> Any:
+        """Wait for a kept job's result (see ``set_retention`` and ``keep_ms``).
+
+        Subscribes to the queue's events first, then reads the job's row: a job already
+        settled answers at once, and one that settles between the two is seen by the
+        read. Then it waits on the subscription (no polling of the row) for the job's
+        ``completed``, ``dead`` or ``removed`` event, reading the row again after each
+        such event and after a lost subscription.
+
+        Args:
+            job_id: the job.
+            timeout_s: how long to wait, in seconds (``None``: as long as it takes).
+
+        Returns:
+            The handler's return value, deserialized by the queue's serializer
+            (``None`` when it returned ``None``).
+
+        Raises:
+            InvalidJobId, InvalidArgument: a malformed id or timeout, before any I/O.
+            JobNotKept: the job keeps no history, or no row of it exists; at once.
+            JobFailed: the job is dead (``.error``: its last error).
+            ResultTimeout: it did not settle within ``timeout_s``.
+        """
+        self.keys.job(job_id)
+        limit = history.timeout(timeout_s)
+        deadline = None if limit is None else time.monotonic() + limit
+        with self.events() as stream:
+            reconnects = stream.reconnects
+            got = self.runner.drive(history.settled(self.ctx, job_id))
+            while not got.done:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise ResultTimeout(
+                        f"job {job_id} did not settle in {timeout_s} s", job_id=job_id
+                    )
+                event = stream.get(timeout=left)
+                lost = stream.reconnects != reconnects
+                reconnects = stream.reconnects
+                if lost or (event is not None and history.settles(job_id, event.name, event.job)):
+                    got = self.runner.drive(history.settled(self.ctx, job_id))
+            return got.value
+
     def close(self) -> None:
         """Close the queue's own connection, and the pool if this queue created it."""
         self.runner.close()
@@ -289,6 +336,41 @@ class AsyncQueue(_Verbs):
     def events(self) -> AsyncEventStream:
         """The queue's events: ``async with aq.events() as stream: async for ev in stream``."""
         return AsyncEventStream(self.client, self.name, self.keys.events)
+
+    async def result(self, job_id: str, timeout_s: float | None = None) -> Any:
+        """Wait for a kept job's result; as :meth:`Queue.result`, awaited.
+
+        Args:
+            job_id: the job.
+            timeout_s: how long to wait, in seconds (``None``: as long as it takes).
+
+        Returns:
+            The handler's return value, deserialized (``None`` when it returned ``None``).
+
+        Raises:
+            InvalidJobId, InvalidArgument: a malformed id or timeout, before any I/O.
+            JobNotKept: the job keeps no history, or no row of it exists; at once.
+            JobFailed: the job is dead (``.error``: its last error).
+            ResultTimeout: it did not settle within ``timeout_s``.
+        """
+        self.keys.job(job_id)
+        limit = history.timeout(timeout_s)
+        deadline = None if limit is None else time.monotonic() + limit
+        async with self.events() as stream:
+            reconnects = stream.reconnects
+            got = await self.runner.drive(history.settled(self.ctx, job_id))
+            while not got.done:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise ResultTimeout(
+                        f"job {job_id} did not settle in {timeout_s} s", job_id=job_id
+                    )
+                event = await stream.get(timeout=left)
+                lost = stream.reconnects != reconnects
+                reconnects = stream.reconnects
+                if lost or (event is not None and history.settles(job_id, event.name, event.job)):
+                    got = await self.runner.drive(history.settled(self.ctx, job_id))
+            return got.value
 
     async def aclose(self) -> None:
         """Close the queue's own connection, and the pool if this queue created it."""

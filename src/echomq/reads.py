@@ -7,11 +7,17 @@ from typing import cast
 from . import checks
 from .context import Context
 from .errors import InvalidArgument
-from .results import JOB_STATES, Counts, JobRow, JobState
+from .results import JOB_STATES, Counts, ErrorRecord, JobRow, JobState
 from .scripts import Batch, Cmd, Eval, Plan, script
 
 STATES = JOB_STATES
-_SETS = {"pending": "pending", "active": "active", "scheduled": "schedule", "dead": "dead"}
+_SETS = {
+    "pending": "pending",
+    "active": "active",
+    "scheduled": "schedule",
+    "dead": "dead",
+    "completed": "completed",
+}
 
 
 def counts(ctx: Context) -> Plan[Counts]:
@@ -22,27 +28,32 @@ def counts(ctx: Context) -> Plan[Counts]:
         A :class:`~echomq.results.Counts`.
     """
     r = yield Eval(script("counts"), (ctx.keys.base,))
-    pending, active, scheduled, dead, completed, failed, paused = (int(v) for v in r)
-    return Counts(pending, active, scheduled, dead, completed, failed, bool(paused))
+    pending, active, scheduled, dead, completed, failed, paused, kept = (int(v) for v in r)
+    return Counts(pending, active, scheduled, dead, completed, failed, bool(paused), kept)
 
 
 def get_job(ctx: Context, job_id: str) -> Plan[JobRow | None]:
-    """A job's row, or ``None`` when it does not exist.
+    """A job's row, or ``None`` when it does not exist, in one round trip.
 
     Returns:
-        A :class:`~echomq.results.JobRow`: the row's fields typed, and ``data``, the
-        deserialized payload.
+        A :class:`~echomq.results.JobRow`: the row's fields typed, ``data`` (the
+        deserialized payload) and, for a kept job, its timeline, result and
+        ``errors`` (its error history, oldest first).
     """
-    row = yield Cmd(("HGETALL", ctx.keys.job(job_id)))
+    row, errors = yield Batch(
+        (Cmd(("HGETALL", ctx.keys.job(job_id))), Cmd(("LRANGE", ctx.keys.errors(job_id), 0, -1)))
+    )
     if not row:
         return None
     payload = row.get("payload")
     data = ctx.serializer.loads(payload) if payload is not None else None
-    return JobRow.from_fields(job_id, row, data)
+    history = tuple(ErrorRecord.from_text(e) for e in errors or ())
+    return JobRow.from_fields(job_id, row, data, history)
 
 
 def job_state(ctx: Context, job_id: str) -> Plan[JobState | None]:
-    """``pending``, ``active``, ``scheduled``, ``dead``, or ``None`` when gone."""
+    """``pending``, ``active``, ``scheduled``, ``dead``, ``completed`` (a job kept as
+    history), or ``None`` when gone."""
     return cast("JobState | None", (yield Cmd(("HGET", ctx.keys.job(job_id), "state"))))
 
 
@@ -60,7 +71,8 @@ def browse(
     and the number of lanes.
 
     Args:
-        state: ``pending``, ``active``, ``scheduled`` or ``dead``.
+        state: ``pending``, ``active``, ``scheduled``, ``dead`` or ``completed``
+            (the completed jobs kept as history; newest first = latest finished).
         n: page size.
         offset: how many to skip.
         order: ``newest`` (score then id, descending: the default) or ``run`` (the
@@ -69,7 +81,7 @@ def browse(
     Raises:
         InvalidArgument: an unknown state or order, or a bad page.
     """
-    state = checks.state(state)
+    state = checks.state(state, kept=True)
     n = checks.batch(n, "n")
     offset = checks.count(offset, "offset", zero=True)
     if not isinstance(order, str) or order not in ORDERS:

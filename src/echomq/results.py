@@ -8,12 +8,14 @@ enums are ``str`` enums: each member equals (and prints as) its wire text
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Literal, get_args
 
-#: The state a job's row records; a job in a lane is ``pending``.
-JobState = Literal["pending", "active", "scheduled", "dead"]
+#: The state a job's row records; a job in a lane is ``pending``; ``completed`` only
+#: for a job kept as history (see ``Queue.set_retention`` and ``keep_ms``).
+JobState = Literal["pending", "active", "scheduled", "dead", "completed"]
 #: Every :data:`JobState`, in the order the counts and the CLI list them.
 JOB_STATES: tuple[JobState, ...] = get_args(JobState)
 
@@ -36,6 +38,8 @@ class Counts:
         pending, active, scheduled, dead: jobs in each state now.
         completed, failed: the running totals of ``metrics:completed``/``failed``.
         paused: whether the queue's claim gate is closed.
+        kept: completed jobs kept as history now (the ``completed`` set; 0 unless the
+            queue or its jobs keep history).
     """
 
     pending: int
@@ -45,6 +49,7 @@ class Counts:
     completed: int
     failed: int
     paused: bool
+    kept: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """The counts as a plain dict (for JSON output)."""
@@ -65,7 +70,16 @@ _ROW_FIELDS = (
     "stalled",
     "lock",
     "repeat",
+    "keep",
+    "enqueued_at",
+    "started_at",
+    "last_started_at",
+    "finished_at",
+    "died_at",
+    "result",
 )
+#: The history fields that hold a server time in ms.
+_TIME_FIELDS = ("enqueued_at", "started_at", "last_started_at", "finished_at", "died_at")
 
 
 def _int(value: str | None, default: int | None = 0) -> int | None:
@@ -88,6 +102,14 @@ class JobRow:
         priority: the priority (0 when absent).
         max_attempts: the job's own limit, ``None`` for the queue default.
         failures, stalled: the counters (0 when absent).
+        keep: ``None`` for a job that keeps no history; else its own ``keep_ms``, or 0
+            when it is kept as the queue's retention says.
+        enqueued_at, started_at, last_started_at, finished_at, died_at: a kept job's
+            timeline, server ms (``None`` until it happens; ``started_at`` is the first
+            claim, ``last_started_at`` the latest).
+        result: a kept completed job's result as stored (the serializer's text), or
+            ``None`` (no history, not completed, or the handler returned ``None``).
+        errors: a kept job's error history, oldest first (the newest 20 failures).
         extra: any other field of the row (a field a newer transition added).
     """
 
@@ -108,12 +130,28 @@ class JobRow:
     stalled: int = 0
     lock: str | None = None
     repeat: str | None = None
+    keep: int | None = None
+    enqueued_at: int | None = None
+    started_at: int | None = None
+    last_started_at: int | None = None
+    finished_at: int | None = None
+    died_at: int | None = None
+    result: str | None = None
+    errors: tuple[ErrorRecord, ...] = ()
     extra: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_fields(cls, job_id: str, row: dict[str, str], data: Any) -> JobRow:
-        """Build from a row's fields (text) and its deserialized payload."""
+    def from_fields(
+        cls,
+        job_id: str,
+        row: dict[str, str],
+        data: Any,
+        errors: tuple[ErrorRecord, ...] = (),
+    ) -> JobRow:
+        """Build from a row's fields (text), its deserialized payload and (for a kept
+        job) its error history."""
         extra = {k: v for k, v in row.items() if k not in _ROW_FIELDS and k not in _CORE_FIELDS}
+        times = {k: _int(row.get(k), None) for k in _TIME_FIELDS}
         return cls(
             id=job_id,
             state=row.get("state", "pending"),  # type: ignore[arg-type]
@@ -132,7 +170,11 @@ class JobRow:
             stalled=_int(row.get("stalled")) or 0,
             lock=row.get("lock"),
             repeat=row.get("repeat"),
+            keep=_int(row.get("keep"), None),
+            result=row.get("result"),
+            errors=errors,
             extra=extra,
+            **times,
         )
 
     def fields(self) -> dict[str, str]:
@@ -152,3 +194,60 @@ class JobRow:
 
 _CORE_FIELDS = ("state", "attempts", "payload")
 _ZERO_ABSENT = ("priority", "failures", "stalled")
+
+
+@dataclass(frozen=True)
+class ErrorRecord:
+    """One failure in a kept job's error history (``emq:{q}:job:<id>:errors``).
+
+    Attributes:
+        attempt: the token of the run that failed (the claim count then).
+        time_ms: when the failure was recorded (server ms).
+        error: the error text the worker sent.
+    """
+
+    attempt: int
+    time_ms: int
+    error: str
+
+    @classmethod
+    def from_text(cls, text: str) -> ErrorRecord:
+        """Read one entry as the retry script writes it (``{"attempt","time","error"}``);
+        an entry that does not read is kept whole as its error."""
+        try:
+            doc = json.loads(text)
+            return cls(int(doc["attempt"]), int(doc["time"]), str(doc["error"]))
+        except (ValueError, KeyError, TypeError):
+            return cls(0, 0, text)
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How much settled history a queue keeps (``None``: no limit of that kind set).
+
+    A queue with no field set keeps none (the default: complete deletes the row). With
+    any set, the jobs enqueued from then on carry a timeline and an error history; a
+    completed one stays in ``completed`` while ``completed`` or ``completed_age_ms``
+    says (the newest N, and younger than T ms); ``dead`` and ``dead_age_ms`` trim the
+    dead set the same way.
+
+    Attributes:
+        completed: keep the newest N completed jobs.
+        completed_age_ms: keep completed jobs younger than this.
+        dead: keep the newest N dead jobs.
+        dead_age_ms: keep dead jobs younger than this.
+    """
+
+    completed: int | None = None
+    completed_age_ms: int | None = None
+    dead: int | None = None
+    dead_age_ms: int | None = None
+
+    @property
+    def keeps(self) -> bool:
+        """Whether any retention is set (new jobs are kept)."""
+        return any(v is not None for v in asdict(self).values())
+
+    def as_dict(self) -> dict[str, Any]:
+        """The retention as a plain dict (for JSON output)."""
+        return asdict(self)

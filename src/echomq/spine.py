@@ -105,6 +105,7 @@ def enqueue(
     max_attempts: int | None = None,
     dedup_id: str | None = None,
     backoff: str | Backoff | None = None,
+    keep_ms: int | None = None,
 ) -> Plan[str]:
     """Enqueue one job in one round trip.
 
@@ -120,10 +121,15 @@ def enqueue(
         dedup_id: while a job holding this dedup id exists, enqueue returns its id.
         backoff: a :class:`~echomq.backoff.Backoff` (or its spec text) stored on the
             row; a worker retrying the job waits as it says.
+        keep_ms: keep this job's history even when the queue keeps none: its
+            timeline, result and error history, and its row for ``keep_ms`` after it
+            completes (``0``/``None``: as the queue's retention says).
 
     Returns:
         The job id; for a duplicate ``job_id`` or a held ``dedup_id``, the id of the
-        job that already exists (nothing is written then).
+        job that already exists (nothing is written then). An id still kept as
+        history (a completed job) is a duplicate too: a re-sent enqueue cannot run a
+        completed job again.
 
     Raises:
         InvalidJobId, InvalidName, InvalidArgument: before anything is sent.
@@ -141,8 +147,9 @@ def enqueue(
         max_attempts=max_attempts,
         backoff=backoff,
     )
+    keep = _keep(keep_ms)
     text = checks.payload(ctx.serializer, payload)
-    opts = hooks.trace_opts(opts)
+    opts = _with_keep(hooks.trace_opts(opts), keep)
     enq = script("enqueue")
     if job_id is None and dedup_id is None:
         # a minted id cannot be a duplicate: the short form, whose reply is a count
@@ -156,6 +163,25 @@ def enqueue(
     return held
 
 
+#: Where keep_ms goes among the enqueue script's shared options (after the trace).
+KEEP_OPTION_INDEX = 8
+
+
+def _keep(keep_ms: int | None) -> str:
+    """Gate ``keep_ms``: its wire text, ``''`` for none (``None`` or 0)."""
+    if keep_ms is None:
+        return ""
+    keep_ms = checks.ms(keep_ms, "keep_ms", zero=True)
+    return str(keep_ms) if keep_ms else ""
+
+
+def _with_keep(opts: list[str], keep: str) -> list[str]:
+    """The shared options with keep_ms in its place (unchanged when there is none)."""
+    if not keep:
+        return opts
+    return [*opts, *([""] * (KEEP_OPTION_INDEX - len(opts))), keep]
+
+
 def enqueue_many(
     ctx: Context,
     payloads: Iterable[Any],
@@ -165,13 +191,14 @@ def enqueue_many(
     delay_ms: int | None = None,
     priority: int = 0,
     max_attempts: int | None = None,
+    keep_ms: int | None = None,
 ) -> Plan[list[str]]:
     """Enqueue many jobs in one round trip (script calls of ENQUEUE_CHUNK jobs, pipelined).
 
     Args:
         payloads: the jobs' data, one job each.
-        name, group, delay_ms, priority, max_attempts: as for :func:`enqueue`,
-            applied to every job.
+        name, group, delay_ms, priority, max_attempts, keep_ms: as for
+            :func:`enqueue`, applied to every job.
 
     Returns:
         The new ids, in the order of ``payloads`` (which is also their mint order).
@@ -191,8 +218,9 @@ def enqueue_many(
         max_attempts=max_attempts,
         backoff=None,
     )
+    keep = _keep(keep_ms)
     texts = checks.payloads(ctx.serializer, payloads)
-    opts = hooks.trace_opts(opts)
+    opts = _with_keep(hooks.trace_opts(opts), keep)
     if not texts:
         return []
     minted = ids.new_ids(len(texts))
@@ -364,15 +392,28 @@ def _row_keys(ctx: Context, job_id: str) -> tuple[str, str]:
     return ctx.keys.base, ctx.keys.job(job_id)
 
 
-def complete(ctx: Context, job_id: str, token: int) -> Plan[None]:
+def complete(ctx: Context, job_id: str, token: int, *, result: Any = None) -> Plan[None]:
     """Settle an active job as done: its row and logs go, the completion is counted.
 
+    A kept job (see ``set_retention`` and ``keep_ms``) stays instead, as history: state
+    ``completed``, its finish time and ``result``.
+
+    Args:
+        job_id: the job.
+        token: the token its claim handed out.
+        result: the handler's return value, serialized by the queue's serializer and
+            stored on a kept job's row (``None``: nothing is sent).
+
     Raises:
-        JobGone: no such job.
+        JobGone: no such job (or it completed already and is kept as history).
         StaleToken: the job is not active under ``token``.
+        InvalidPayload: ``result`` does not serialize, before anything is sent.
     """
     tok = _fenced(ctx, job_id, token)
-    yield Eval(script("complete"), _row_keys(ctx, job_id), (job_id, tok), job=job_id)
+    args: tuple[str, ...] = (job_id, tok)
+    if result is not None:
+        args = (job_id, tok, checks.payload(ctx.serializer, result))
+    yield Eval(script("complete"), _row_keys(ctx, job_id), args, job=job_id)
 
 
 def complete_many(ctx: Context, pairs: Sequence[tuple[str, int]]) -> Plan[list[str]]:
@@ -388,11 +429,29 @@ def complete_many(ctx: Context, pairs: Sequence[tuple[str, int]]) -> Plan[list[s
     return (yield from fenced_batch(pairs, complete_ops(ctx, pairs)))
 
 
-def complete_ops(ctx: Context, pairs: Sequence[tuple[str, int]]) -> list[Eval]:
+def complete_ops(
+    ctx: Context,
+    pairs: Sequence[tuple[str, int]],
+    results: dict[tuple[str, int], str] | None = None,
+) -> list[Eval]:
     """One ``complete`` script call per ``(job_id, token)``, gated before any I/O;
-    read their replies with :func:`fenced_outcomes`."""
+    read their replies with :func:`fenced_outcomes`.
+
+    Args:
+        results: serialized results by ``(job_id, token)``, sent with their
+            completions (a kept job stores its result; see :func:`complete`).
+    """
     done = script("complete")
-    return [Eval(done, _row_keys(ctx, j), (j, _fenced(ctx, j, t)), job=j) for j, t in pairs]
+    if not results:
+        return [Eval(done, _row_keys(ctx, j), (j, _fenced(ctx, j, t)), job=j) for j, t in pairs]
+    ops = []
+    for j, t in pairs:
+        args: tuple[str, ...] = (j, _fenced(ctx, j, t))
+        text = results.get((j, t))
+        if text is not None:
+            args = (*args, text)
+        ops.append(Eval(done, _row_keys(ctx, j), args, job=j))
+    return ops
 
 
 def fenced_batch(pairs: Sequence[tuple[str, int]], ops: Sequence[Eval]) -> Plan[list[str]]:

@@ -113,6 +113,8 @@ RESEND: dict[str, bool] = {
     "fire_due": True,
     # the same cadence keeps the record as it is
     "repeat": True,
+    # sets the same limits again; its trim is one more bounded sweep
+    "set_retention": True,
     # replaces a value with the same value (progress publishes its event again)
     "update_data": True,
     "update_progress": True,

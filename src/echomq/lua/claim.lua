@@ -17,6 +17,8 @@
 -- Refusals: none (an empty array when nothing is ready).
 -- Writes:  ZPOPMIN pending|lane, attempts + 1 and state active (one HSET), ZADD active deadline,
 --          gactive/ring/gturn for lanes, the :lock key, claimreq:<rid>; event 'active'.
+--          A kept row (field `keep`) also gets last_started_at, and started_at on its
+--          first claim (token 1), in the same HSET.
 local B = KEYS[1]
 --! include keys
 --! include common
@@ -103,9 +105,16 @@ while #out < count * 5 do
   if not id then break end
   local jk = B .. JOB .. id
   -- one read and one write of the row: the new token is attempts + 1
-  local f = redis.call('HMGET', jk, 'attempts', 'payload', 'name')
+  local f = redis.call('HMGET', jk, 'attempts', 'payload', 'name', 'keep')
   local tok = (tonumber(f[1]) or 0) + 1
-  redis.call('HSET', jk, 'attempts', tok, 'state', 'active')
+  if not f[4] then
+    redis.call('HSET', jk, 'attempts', tok, 'state', 'active')
+  elseif tok == 1 then
+    redis.call('HSET', jk, 'attempts', tok, 'state', 'active', 'started_at', now,
+      'last_started_at', now)
+  else
+    redis.call('HSET', jk, 'attempts', tok, 'state', 'active', 'last_started_at', now)
+  end
   redis.call('ZADD', B .. ACTIVE, deadline, id)
   if lockttl > 0 then redis.call('SET', jk .. LOCK, tok, 'PX', lockttl) end
   out[#out + 1] = id

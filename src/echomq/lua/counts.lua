@@ -1,7 +1,9 @@
 -- counts: jobs in every state (lanes counted in pending), the metrics and the pause.
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV     none
--- Reply:   {pending, active, scheduled, dead, completed, failed, paused(0|1)}
+-- Reply:   {pending, active, scheduled, dead, completed, failed, paused(0|1), kept}
+--          (completed and failed: the metrics totals; kept: the completed jobs kept
+--          as history, ZCARD completed)
 -- Refusals: none. Read-only.
 local B = KEYS[1]
 --! include keys
@@ -15,4 +17,5 @@ return {
   tonumber(redis.call('HGET', B .. METRICS_COMPLETED, 'count') or '0'),
   tonumber(redis.call('HGET', B .. METRICS_FAILED, 'count') or '0'),
   redis.call('HEXISTS', B .. META, 'paused'),
+  redis.call('ZCARD', B .. COMPLETED),
 }

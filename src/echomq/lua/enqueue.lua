@@ -8,7 +8,12 @@
 --          first run landed writes nothing.
 -- ARGV[3+n*w ..]  options shared by every job, in this order; '' or omitted = absent:
 --          priority, name, group, max_attempts, delay_ms, run_at_ms, backoff,
---          trace (the producer's W3C trace context, written to the row's `trace`)
+--          trace (the producer's W3C trace context, written to the row's `trace`),
+--          keep_ms (keep this job's history: its row stays keep_ms after it completes)
+-- Reads:   one EXISTS of `settled` and `keeps` (the latter named twice, so the count
+--          tells both apart): the tombstones are read only when there are any, and a
+--          queue with a retention (`keeps`, set by set_retention) keeps the jobs
+--          enqueued from then on. A queue without history makes no other read.
 -- Reply:   w = 4: an array of n ids, the new job's id or, for a duplicate id / held
 --          dedup key, the id of the job that already holds it (nothing written for it).
 --          w = 2 (minted ids, no dedup): the number of jobs written (duplicates skipped).
@@ -18,6 +23,9 @@
 --          nothing (the client checks the same before sending).
 -- Writes:  the row (state pending|scheduled, attempts 0), pending/lane/schedule,
 --          groups + ring + wake for lanes, de:<dedup> (NX), wake; event 'enqueued'.
+--          A kept job's row also gets `keep` (its keep_ms, or 0: as the queue's
+--          retention says) and `enqueued_at` (server ms). An id whose row is still
+--          kept (a completed job in history) is a duplicate like any existing row.
 local B = KEYS[1]
 --! include keys
 --! include common
@@ -37,6 +45,7 @@ end
 local prio, name, g, maxa = ARGV[o], ARGV[o + 1], ARGV[o + 2], ARGV[o + 3]
 local delay, runat, backoff = ARGV[o + 4], ARGV[o + 5], ARGV[o + 6]
 local trace = ARGV[o + 7]
+local keep = ARGV[o + 8]
 if prio == '' then prio = nil end
 if name == '' then name = nil end
 if g == '' then g = nil end
@@ -45,19 +54,28 @@ if delay == '' then delay = nil end
 if runat == '' then runat = nil end
 if backoff == '' then backoff = nil end
 if trace == '' then trace = nil end
+if keep == '' then keep = nil end
 
 for _, opt in ipairs({{prio, 'priority'}, {maxa, 'max_attempts'}, {delay, 'delay_ms'},
-    {runat, 'run_at_ms'}}) do
+    {runat, 'run_at_ms'}, {keep, 'keep_ms'}}) do
   if opt[1] and not finite(opt[1]) then
     return redis.error_reply('EMQARG ' .. opt[2] .. ' is not a finite number')
   end
 end
 
+-- one read for two questions: settled tombstones (1) and the queue's retention (2)
+local seen = redis.call('EXISTS', B .. SETTLED, B .. KEEPS, B .. KEEPS)
+-- history: a job asked for it, or the queue keeps it
+if not keep and seen >= 2 then keep = '0' end
+local delayed = not runat and delay and tonumber(delay) > 0
+-- the server clock, read once, only when something needs it
+local now = (keep or delayed or seen % 2 == 1) and now_ms() or nil
+
 local due = nil
 if runat then
   due = tonumber(runat)
-elseif delay and tonumber(delay) > 0 then
-  due = now_ms() + tonumber(delay)
+elseif delayed then
+  due = now + tonumber(delay)
 end
 
 -- the row's fields are the same for every job but the payload (slot 6)
@@ -68,6 +86,10 @@ if prio then f[#f + 1] = 'priority'; f[#f + 1] = prio end
 if maxa then f[#f + 1] = 'max_attempts'; f[#f + 1] = maxa end
 if backoff then f[#f + 1] = 'backoff'; f[#f + 1] = backoff end
 if trace then f[#f + 1] = 'trace'; f[#f + 1] = trace end
+if keep then
+  f[#f + 1] = 'keep'; f[#f + 1] = keep
+  f[#f + 1] = 'enqueued_at'; f[#f + 1] = now
+end
 local nf = #f
 
 local dest, score
@@ -82,7 +104,7 @@ end
 local out = (w == 4) and {} or nil
 local zs = {}
 -- the tombstones are read only when there are any (most queues settle nothing lately)
-local tomb_now = redis.call('EXISTS', B .. SETTLED) == 1 and now_ms() or nil
+local tomb_now = seen % 2 == 1 and now or nil
 for i = 0, n - 1 do
   local a = 3 + i * w
   local id = ARGV[a]

@@ -12,16 +12,17 @@
 -- Refusals: EMQSTATE not paused; EMQSTATE active jobs present (unless forced).
 --          Both are checked before the first write.
 -- Writes:  in order, each step only once the one before is done, `budget` at most:
---          1. active (forced), pending, schedule, dead, the lanes' jobs through their
+--          1. active (forced), pending, schedule, dead, completed (kept history),
+--             the lanes' jobs through their
 --             index `gindex` (no walk over the groups), then any lane the index does not
 --             know (a queue written before it), found by SSCAN of `groups` from the
---             cursor kept in meta field `lanes`: each row with its logs and lock, its
---             dedup key released;
+--             cursor kept in meta field `lanes`: each row with its logs, lock and error
+--             history, its dedup key released;
 --          2. the repeat records (emq:{q}:repeat:<name>) named by the registry, then
 --             the claim records (claimreq:<rid>) named by their index `claimreqs`;
 --          3. the named queue keys (UNLINK: a big one is freed off the main thread):
 --             metrics, lane structures (and gindex), wake, the registry, the settled
---             tombstones, the workers registry;
+--             tombstones, the workers registry, the keep index and the retention marker;
 --          4. only with 'sweep': every other key under the base (an orphan dedup key or
 --             log list, keys other modules added), by SCAN MATCH from the cursor kept
 --             in meta field `sweep`, `budget` keys per call;
@@ -116,7 +117,7 @@ end
 
 local function run()
   -- 1. the jobs
-  for _, t in ipairs({ACTIVE, PENDING, SCHEDULE, DEAD}) do
+  for _, t in ipairs({ACTIVE, PENDING, SCHEDULE, DEAD, COMPLETED}) do
     if sweep(B .. t) then return 1 end
   end
   if sweep_indexed() or sweep_lanes() then return 1 end
@@ -138,7 +139,8 @@ local function run()
   -- 3. the keys every queue may have, by name
   redis.call('UNLINK', B .. METRICS_COMPLETED, B .. METRICS_FAILED, B .. GROUPS,
     B .. RING, B .. GACTIVE, B .. GLIMIT, B .. GWEIGHT, B .. GPAUSED,
-    B .. GTURN, B .. WAKE, B .. REPEAT, B .. GINDEX, B .. SETTLED, B .. WORKERS)
+    B .. GTURN, B .. WAKE, B .. REPEAT, B .. GINDEX, B .. SETTLED, B .. WORKERS,
+    B .. KEEPUNTIL, B .. KEEPS)
 
   -- 4. with 'sweep' only: a scan for keys no registry names. A step that finds more
   -- than the budget deletes `budget` of them and keeps its starting cursor, so the

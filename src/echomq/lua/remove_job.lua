@@ -6,9 +6,11 @@
 -- Reply:   1
 -- Refusals: -1 no row (gone); EMQLOCK a :lock key or a lock field is present.
 --          Both before any write.
--- Writes:  ZREM from pending/active/schedule/dead and its lane; an in-flight grouped
+-- Writes:  ZREM from pending/active/schedule/dead/completed (+ keepuntil) and its
+--          lane; an in-flight grouped
 --          job gives its lane slot back; the lane's place on the ring is re-synced;
---          row, logs, lock deleted; the row's dedup key and ARGV[2]'s released when
+--          row, logs, lock, error history deleted; the row's dedup key and ARGV[2]'s
+--          released when
 --          they name this job; the id's tombstone in `settled` (at most 4 expired ones
 --          trimmed). Event 'removed'; one audit entry.
 local B = KEYS[1]
@@ -17,7 +19,7 @@ local B = KEYS[1]
 --! include audit
 local id, jk = ARGV[1], KEYS[2]
 if redis.call('EXISTS', jk) == 0 then return -1 end
-local f = redis.call('HMGET', jk, 'group', 'lock')
+local f = redis.call('HMGET', jk, 'group', 'lock', 'keep')
 if f[2] or redis.call('EXISTS', jk .. LOCK) == 1 then
   return redis.error_reply('EMQLOCK job ' .. id .. ' is locked')
 end
@@ -26,6 +28,11 @@ local was_active = redis.call('ZREM', B .. ACTIVE, id) == 1
 redis.call('ZREM', B .. PENDING, id)
 redis.call('ZREM', B .. SCHEDULE, id)
 redis.call('ZREM', B .. DEAD, id)
+if f[3] then
+  -- a kept row (history): it may be in completed and in the keep index
+  redis.call('ZREM', B .. COMPLETED, id)
+  redis.call('ZREM', B .. KEEPUNTIL, id)
+end
 if g then
   redis.call('ZREM', lane_key(g), id)
   redis.call('ZREM', B .. GINDEX, id)

@@ -4,15 +4,21 @@
 -- ARGV[1]  job id;  ARGV[2] token;  ARGV[3] error text;  ARGV[4] delay_ms
 -- ARGV[5]  max_attempts override ('' = the row's, else ARGV[6]);  ARGV[6] default max
 -- Reply:   'scheduled' (parked at now + delay_ms) or 'dead' (failures reached max)
--- Refusals: -1 no row (gone); EMQSTALE not active under this token.
+-- Refusals: -1 no row (gone) or a kept completed row; EMQSTALE not active under this
+--          token.
 -- Writes:  failures+1, last_error, ZREM active, lane slot back (+ ring), lock deleted,
 --          schedule or dead (+ metrics:failed); event 'retrying' or 'dead'.
+--          A kept row (field `keep`) also appends {attempt, time, error} to its capped
+--          error history job:<id>:errors (newest 20), and gets died_at when it dies.
+--          A job going dead trims `dead` by the queue's dead retention read from meta
+--          (at most 4 by count and 4 by age: rows, logs, error histories).
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include history
 local id, token, err = ARGV[1], ARGV[2], ARGV[3]
 local jk = KEYS[2]
-local f, refusal = fenced(jk, token, 'group', 'max_attempts')
+local f, refusal = fenced(jk, token, 'group', 'max_attempts', 'keep')
 if not f then return refusal end
 local maxa = tonumber(ARGV[5]) or tonumber(f[4]) or tonumber(ARGV[6])
 local now = now_ms()
@@ -20,9 +26,18 @@ local failures = redis.call('HINCRBY', jk, 'failures', 1)
 redis.call('ZREM', B .. ACTIVE, id)
 redis.call('DEL', jk .. LOCK)
 if f[3] then give_back(f[3]) end
+if f[5] then record_error(jk, token, now, err) end
 if failures >= maxa then
-  redis.call('HSET', jk, 'state', 'dead', 'last_error', err)
+  if f[5] then
+    redis.call('HSET', jk, 'state', 'dead', 'last_error', err, 'died_at', now)
+  else
+    redis.call('HSET', jk, 'state', 'dead', 'last_error', err)
+  end
   redis.call('ZADD', B .. DEAD, now, id)
+  -- the queue's dead retention (every dead job, kept or not), read from meta
+  local r = redis.call('HMGET', B .. META, 'keep_dead', 'keep_dead_ms')
+  local count, age = tonumber(r[1]), tonumber(r[2])
+  if count or age then trim_settled(B .. DEAD, count, age, false, now, TRIM_STEP) end
   count_metric(B .. METRICS_FAILED, 1, now)
   emit(cjson.encode({event = 'dead', job = id, error = err, failures = failures}))
   return 'dead'

@@ -37,8 +37,8 @@ from typing import Any
 
 import redis
 
-from .. import registry, repeat, spine
-from ..errors import EchoMQError, JobGone, StaleToken
+from .. import checks, registry, repeat, spine
+from ..errors import EchoMQError, InvalidArgument, JobGone, StaleToken
 from ..observability.hooks import WorkerObserver
 from ..queue import AsyncQueue
 from ..spine import Claimed
@@ -62,6 +62,7 @@ class _Running:
     job: JobContext
     task: asyncio.Task[None] | None = None
     timer: asyncio.TimerHandle | None = None
+    value: Any = None  # the handler's return value (sent with the completion)
     recorded: bool = False
     is_async: bool = False
 
@@ -82,6 +83,9 @@ class Engine:
         self._running: dict[tuple[str, int], _Running] = {}
         self._done: list[JobContext] = []  # finished, not yet taken for completion
         self._completing: list[tuple[str, int]] = []  # completions the server has not answered
+        # serialized handler results of finished jobs, sent with their completions
+        self._results: dict[tuple[str, int], str] = {}
+        self._aq: AsyncQueue | None = None
         self._other: list[tuple[JobContext, str, str]] = []  # other outcomes, unanswered
         self._nudged: asyncio.Future[None] | None = None
         self._beating = False
@@ -96,6 +100,7 @@ class Engine:
     ) -> None:
         """Serve until a stop is requested, then wind down."""
         loop = asyncio.get_running_loop()
+        self._aq = aq
         self._waker = Waker(blocker, aq.keys.wake, spine.claim_gate(aq.ctx).args)
         self._thread = threading.get_ident()
         self._nudged = loop.create_future()
@@ -142,7 +147,9 @@ class Engine:
                     want = min(free, cfg.claim_batch) if self._more else 0
                     if self._completing or want:
                         done = self._completing
-                        plan = plans.complete_and_claim(aq.ctx, done, want, cfg.lease_ms, cfg.lock)
+                        plan = plans.complete_and_claim(
+                            aq.ctx, done, want, cfg.lease_ms, cfg.lock, self._results
+                        )
                         t0 = time.perf_counter()
                         got = await aq.runner.drive(plan)
                         if want:
@@ -256,11 +263,12 @@ class Engine:
             fn, is_async = self.routes.pick(job.name)
             run.is_async = is_async
             if is_async:
-                await fn(job)
+                run.value = await fn(job)
             else:
                 result = await asyncio.get_running_loop().run_in_executor(pool, fn, job)
                 if inspect.isawaitable(result):
-                    await result
+                    result = await result
+                run.value = result
         except (asyncio.CancelledError, Exception) as exc:
             outcome, error = self._failure(job, exc)
         finally:
@@ -291,9 +299,23 @@ class Engine:
         run.recorded = True
         if outcome == "done":
             self._done.append(run.job)
+            if run.value is not None:
+                self._result_of(run)
         else:
             self._other.append((run.job, outcome, error))
         self.nudge()
+
+    def _result_of(self, run: _Running) -> None:
+        """Serialize a handler's return value for its completion (a kept job stores
+        it; see ``Queue.result``). A value the serializer refuses is logged and left
+        out: the job did its work, so it still completes."""
+        assert self._aq is not None
+        try:
+            text = checks.payload(self._aq.ctx.serializer, run.value)
+        except InvalidArgument as exc:
+            log.warning("job %s: its result is not kept: %s", run.job.id, exc)
+            return
+        self._results[(run.job.id, run.job.attempt)] = text
 
     # ---- sending outcomes -----------------------------------------------------------
 
@@ -310,6 +332,8 @@ class Engine:
         self.stats.completed += len(sent) - len(stale)
         self.stats.stale += len(stale)
         self._completing = []  # only the serve loop (or the wind-down) adds to it
+        for pair in sent:
+            self._results.pop(pair, None)
 
     async def _send_outcomes(self, aq: AsyncQueue) -> None:
         """Send the outcomes of the jobs that did not simply finish: releases,
@@ -451,7 +475,8 @@ class Engine:
             self._take_done()
             if self._completing:
                 done = self._completing
-                got = await aq.runner.drive(plans.complete_and_claim(aq.ctx, done, 0, 1, 0))
+                plan = plans.complete_and_claim(aq.ctx, done, 0, 1, 0, self._results)
+                got = await aq.runner.drive(plan)
                 self._count_completions(done, got.stale)
         except _RECOVERABLE as exc:
             self.stats.errors += 1

@@ -82,7 +82,12 @@ class Round:
 
 
 def complete_and_claim(
-    ctx: Context, done: Sequence[tuple[str, int]], count: int, lease_ms: int, lock_ms: int
+    ctx: Context,
+    done: Sequence[tuple[str, int]],
+    count: int,
+    lease_ms: int,
+    lock_ms: int,
+    results: dict[tuple[str, int], str] | None = None,
 ) -> Plan[Round]:
     """Complete finished jobs and claim more, in two round trips for both.
 
@@ -93,8 +98,10 @@ def complete_and_claim(
         done: ``(job_id, token)`` of the jobs to complete.
         count: the most jobs to claim (0: only complete).
         lease_ms, lock_ms: as for ``claim_many``.
+        results: the serialized results of finished jobs by ``(job_id, token)``,
+            sent with their completions (a kept job stores its result).
     """
-    completions = spine.complete_ops(ctx, done)
+    completions = spine.complete_ops(ctx, done, results)
     if count == 0:
         if not completions:
             return Round([], [], [])

@@ -47,9 +47,12 @@ end
 -- the token fence (law 6): read the row's state, attempts and the extra fields asked
 -- for. Returns the fields, or nil and the refusal to return: -1 when there is no row,
 -- EMQSTALE when the job is not active under `token`. Nothing is written either way.
+-- (A kept completed row answers -1 too.)
 local function fenced(jk, token, ...)
   local f = redis.call('HMGET', jk, 'state', 'attempts', ...)
-  if not f[1] then return nil, -1 end
+  -- a kept completed row is no job to settle: a repeated complete answers gone, as
+  -- it does when the row was deleted
+  if not f[1] or f[1] == 'completed' then return nil, -1 end
   if f[1] ~= 'active' or f[2] ~= token then
     return nil, redis.error_reply('EMQSTALE token ' .. token .. ' is not current')
   end
@@ -158,7 +161,8 @@ local function make_ready(id, jk, g, score)
   end
 end
 
--- delete a row with its logs and lock; release its dedup key if it still names it.
+-- delete a row with its logs, lock and error history; release its dedup key if it
+-- still names it.
 -- A caller that already read the row's dedup field passes it (false when absent).
 local function delete_row(id, jk, dedup)
   local d = dedup
@@ -167,7 +171,7 @@ local function delete_row(id, jk, dedup)
     local dk = B .. DEDUP .. d
     if redis.call('GET', dk) == id then redis.call('DEL', dk) end
   end
-  redis.call('DEL', jk, jk .. LOGS, jk .. LOCK)
+  redis.call('DEL', jk, jk .. LOGS, jk .. LOCK, jk .. ERRORS)
 end
 
 -- settled tombstones: complete and remove_job leave the id they delete in `settled`

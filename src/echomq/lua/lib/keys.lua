@@ -27,12 +27,20 @@ local SETTLED = 'settled'
 local WORKERS = 'workers'
 -- the claim records' index (rid -> expiry ms)
 local CLAIMREQS = 'claimreqs'
+-- opt-in history: kept completed jobs (score = finish ms), and the jobs kept by their
+-- own keep_ms (score = the ms their keep runs out)
+local COMPLETED = 'completed'
+local KEEPUNTIL = 'keepuntil'
+-- '1' while the queue has a retention (its limits live in meta)
+local KEEPS = 'keeps'
 -- a job's row: B .. JOB .. id
 local JOB = 'job:'
 -- the row's log list: row .. LOGS
 local LOGS = ':logs'
 -- the row's worker lock: row .. LOCK
 local LOCK = ':lock'
+-- a kept row's error history (a capped list): row .. ERRORS
+local ERRORS = ':errors'
 -- a dedup key: B .. DEDUP .. dedup_id
 local DEDUP = 'de:'
 -- a claim request's record: B .. CLAIMREQ .. rid
