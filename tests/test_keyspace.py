@@ -131,8 +131,9 @@ def test_state_sets() -> None:
     assert ks.state_set("active") == ks.active
     assert ks.state_set("scheduled") == ks.schedule
     assert ks.state_set("dead") == ks.dead
+    assert ks.state_set("completed") == ks.completed  # the kept history (issue 13)
     with pytest.raises(InvalidName):
-        ks.state_set("completed")
+        ks.state_set("finished")
 
 
 def test_queue_of_meta() -> None:
