@@ -64,7 +64,7 @@ _S = WaitState
 #: from                  to                     when
 #: ====================  =====================  ===========================================
 #: IDLE                  READING_GATE           a wait starts on a plain client
-#: IDLE                  WAITING                a wait starts on a cluster client (pipelined)
+#: IDLE                  WAITING                a wait starts on a cluster client (two commands)
 #: READING_GATE          WAITING_WITH_CLAIM     the gate read open: the claim rides behind
 #: READING_GATE          WAITING                the gate read closed, or claims go plainly
 #: WAITING_WITH_CLAIM    CLAIMING               the BLPOP answered: the claim's reply follows
@@ -118,8 +118,8 @@ class Waker:
 
     While the gate reads closed, the wait is ``BLPOP`` with the gate read behind it,
     and no claim rides along. A cluster client (no single pool) gets that form too,
-    as a pipeline. So does every wait for :data:`PLAIN_CLAIM_S` after the server
-    refused the transaction as a whole.
+    as two commands (``BLPOP``, then the gate read). So does every wait for
+    :data:`PLAIN_CLAIM_S` after the server refused the transaction as a whole.
 
     ``state`` (a :class:`WaitState`) tells a stopping worker how to end a wait.
     """
@@ -149,7 +149,7 @@ class Waker:
         the claim's reply is handed over."""
         pool = getattr(self.blocker, "connection_pool", None)
         if pool is None:
-            return await self._pipelined(timeout_s)
+            return await self._on_cluster(timeout_s)
         try:
             async with HeldConnection(pool) as conn:
                 self._enter(WaitState.READING_GATE)
@@ -192,13 +192,13 @@ class Waker:
             return Woke(claim_sent=True, refused=reason)
         return Woke(claim_sent=True, claim=None if replies is None else replies[0])
 
-    async def _pipelined(self, timeout_s: float) -> Woke:
+    async def _on_cluster(self, timeout_s: float) -> Woke:
         self._enter(WaitState.WAITING)
         try:
-            pipe = self.blocker.pipeline(transaction=False)
-            pipe.blpop([self.wake_key], timeout=timeout_s)
-            pipe.execute_command(*self.gate)
-            gate = (await pipe.execute())[1]
+            # two commands, not a pipeline: redis-py 5's asyncio cluster pipeline makes
+            # no attempt at all when the client's retries are off (echomq.connect)
+            await self.blocker.blpop([self.wake_key], timeout=timeout_s)
+            gate = await self.blocker.execute_command(*self.gate)
         except BaseException:
             self._enter(WaitState.IDLE)
             raise
