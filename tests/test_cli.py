@@ -796,3 +796,24 @@ def test_retention_shows_sets_merges_and_clears(fast: Any, q: Queue, r: redis.Re
     bad = fast("retention", q.name, "--dead-age", "soon")
     assert bad.returncode == 2 and r.hgetall(q.keys.meta)["keep_dead_ms"] == "604800000"
     assert [e.verb for e in q.audit(5)] == ["set_retention", "set_retention"]
+
+
+def test_job_show_carries_a_kept_job_history(fast: Any, q: Queue) -> None:
+    jid = q.enqueue({"n": 1}, keep_ms=60_000, max_attempts=3)
+    got = q.claim()
+    assert got is not None
+    q.retry(jid, got.token, "boom \x1b[31m")
+    q.promote()
+    got = q.claim()
+    assert got is not None
+    q.complete(jid, got.token, result={"ok": True})
+    doc = as_json(fast("--json", "job", "show", q.name, jid))
+    assert doc["state"] == "completed" and doc["keep"] == 60_000
+    assert doc["result"] == '{"ok":true}' and isinstance(doc["finished_at"], int)
+    assert [(e["attempt"], e["error"]) for e in doc["errors"]] == [(1, "boom \x1b[31m")]
+    text = fast("job", "show", q.name, jid).stdout
+    assert "error (attempt 1)" in text and "\x1b" not in text
+    done = as_json(fast("--json", "jobs", q.name, "completed"))
+    assert [j["id"] for j in done["jobs"]] == [jid]
+    assert as_json(fast("--json", "bulk", "clean", q.name, "--older-than-ms", "0",
+                        "--state", "completed", "--yes"))["matched"] == 1  # fmt: skip

@@ -420,3 +420,40 @@ def test_a_queue_without_history_writes_nothing_new(q: Queue, r: redis.Redis) ->
         "wake",
     }
     assert q.counts().kept == 0 and q.browse("completed") == []
+
+
+def test_views_page_and_clean_the_completed_jobs(q: Queue, r: redis.Redis) -> None:
+    q.set_retention(completed=10)
+    a, b = q.enqueue("a", job_id=J(1)), q.enqueue("b", job_id=J(2), keep_ms=60_000)
+    run_job(q, a, "ra")
+    run_job(q, b, "rb")
+    page = q.job_page("completed")
+    assert [line.id for line in page.jobs] == [b, a] and page.total == 2
+    assert all(line.state == "completed" for line in page.jobs)
+    found = q.find_jobs("completed", "a", fields=["id", "payload"])
+    assert [line.id for line in found.jobs] == [a]
+    view = q.job_view(a)
+    assert view is not None and view.score == int(r.hget(q.keys.job(a), "finished_at") or 0)
+    assert q.clean(0, "completed", dry_run=True).matched == 2
+    assert q.clean(0, "completed").matched == 2
+    assert r.exists(q.keys.completed, q.keys.keepuntil, q.keys.job(a), q.keys.job(b)) == 0
+    assert q.audit(1)[0].args == {"state": "completed", "older_than_ms": 0}
+
+
+def test_a_kept_job_that_keeps_stalling_dies_with_its_timeline(q: Queue, r: redis.Redis) -> None:
+    q.set_retention(dead=1)
+    old = q.enqueue("o", job_id=J(1), max_attempts=1)
+    got = q.claim()
+    assert got is not None
+    q.retry(old, got.token, "boom")
+    jid = q.enqueue("s", job_id=J(2))
+    got = q.claim()
+    assert got is not None
+    r.zadd(q.keys.active, {jid: 0})  # its lease ran out
+    assert q.check_stalled(max_stalled=0) == ([], [jid])
+    row = r.hgetall(q.keys.job(jid))
+    assert row["state"] == "dead" and int(row["died_at"]) > 0
+    job = q.get_job(jid)
+    assert job is not None and [e.error for e in job.errors] == [row["last_error"]]
+    assert r.zrange(q.keys.dead, 0, -1) == [jid]  # the older dead job was trimmed
+    assert r.exists(q.keys.job(old)) == 0

@@ -342,7 +342,7 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
     "promote_job": {"job_id": h(job_ids, optional=False)},
     "clean": {
         "older_than_ms": h(waits, optional=False),
-        "state": h(st.sampled_from(["dead", "pending"])),
+        "state": h(st.sampled_from(["dead", "completed", "pending"])),
         "dry_run": h(flags),
         "budget": h(st.integers(1, 5000)),
         "progress": h(st.just(print)),

@@ -408,14 +408,17 @@ def clean(
     budget: int = DEFAULT_CLEAN_BUDGET,
     progress: Progress | None = None,
 ) -> Plan[BulkResult]:
-    """Delete the dead jobs that died more than ``older_than_ms`` ago (server clock).
+    """Delete the dead jobs that died more than ``older_than_ms`` ago (server clock),
+    or with ``state="completed"`` the completed jobs kept as history that finished
+    more than ``older_than_ms`` ago.
 
-    Each server call deletes the oldest ``budget`` of them (rows, logs, dedup keys);
-    the verb calls again until none qualifies. A dry run answers how many qualify.
+    Each server call deletes the oldest ``budget`` of them (rows, logs, error
+    histories, dedup keys); the verb calls again until none qualifies. A dry run
+    answers how many qualify.
 
     Args:
-        older_than_ms: the age, in ms, past which a dead job goes.
-        state: ``dead`` (the only state with a time of settling while no history is kept).
+        older_than_ms: the age, in ms, past which a job goes.
+        state: ``dead`` or ``completed`` (the two sets scored by their time of settling).
         dry_run: write nothing.
         budget: jobs deleted per server call.
         progress: called with a :class:`BulkResult` after every call.
@@ -424,8 +427,10 @@ def clean(
         InvalidArgument: a bad age, state or budget, before any I/O.
     """
     checks.ms(older_than_ms, "older_than_ms", zero=True)
-    if state != "dead":
-        raise InvalidArgument(f"clean takes state 'dead', got {checks.show(state, 40)}")
+    if state not in ("dead", "completed"):
+        raise InvalidArgument(
+            f"clean takes state 'dead' or 'completed', got {checks.show(state, 40)}"
+        )
     checks.flag(dry_run, "dry_run")
     _gate(budget, None, progress)
     res = BulkResult("clean", dry_run=dry_run)
@@ -434,7 +439,7 @@ def clean(
         n, more = yield Eval(
             script("bulk_clean"),
             (ctx.keys.base,),
-            (str(older_than_ms), str(budget), dry, ctx.actor),
+            (str(older_than_ms), str(budget), dry, ctx.actor, state),
         )
         res = replace(res, matched=res.matched + int(n), calls=res.calls + 1, cursor=None)
         _report(progress, res)

@@ -32,6 +32,9 @@ from .lanes import GroupInfo
 from .scripts import Batch, Cmd, Eval, Plan, script
 
 STATES = ("pending", "active", "scheduled", "dead")
+#: Every state a page or a search can read: the four sets and the completed jobs a
+#: queue keeps as history (``set_retention``, ``keep_ms``), newest finished first.
+PAGE_STATES = checks.PAGE_STATES
 Order = Literal["run", "soonest", "newest"]
 #: Each state's order in a page: (the order's name, whether the set is read reversed).
 ORDERS: dict[str, tuple[Order, bool]] = {
@@ -39,6 +42,7 @@ ORDERS: dict[str, tuple[Order, bool]] = {
     "scheduled": ("soonest", False),
     "active": ("newest", True),
     "dead": ("newest", True),
+    "completed": ("newest", True),
 }
 #: The largest page a view returns.
 MAX_PAGE = 200
@@ -72,6 +76,7 @@ _PRESENCE = (
     "active",
     "schedule",
     "dead",
+    "completed",
     "groups",
     "repeat",
     "metrics:completed",
@@ -118,9 +123,10 @@ class JobLine:
 
     Attributes:
         id: the job id.
-        state: ``pending``, ``active``, ``scheduled`` or ``dead``.
+        state: ``pending``, ``active``, ``scheduled``, ``dead`` or ``completed``.
         score: the set's score: priority (pending), lease deadline (active), due
-            time (scheduled), time of death (dead), in ms where it is a time.
+            time (scheduled), time of death (dead), finish time (completed, a job
+            kept as history), in ms where it is a time.
     """
 
     id: str
@@ -218,7 +224,7 @@ class Throughput:
 
 # ---------------------------------------------------------------------- helpers
 def _state(state: str) -> str:
-    return checks.state(state)
+    return checks.state(state, kept=True)
 
 
 #: The orders a caller may ask for instead of the state's own (as ``browse`` takes):
@@ -347,7 +353,8 @@ def job_page(
     """A page of jobs in ``state`` in the operator's order, with their list fields.
 
     Args:
-        state: ``pending``, ``active``, ``scheduled`` or ``dead``.
+        state: ``pending``, ``active``, ``scheduled``, ``dead`` or ``completed`` (the
+            completed jobs kept as history, newest finished first).
         n: page size, 1..``MAX_PAGE``.
         offset: jobs to skip.
         group: page this group's lane instead (``pending`` only); without it,
@@ -485,7 +492,7 @@ def job_view(ctx: Context, job_id: str, log_tail: int = LOG_TAIL) -> Plan[JobVie
             Cmd(("LRANGE", k.logs(job_id), -log_tail, -1)),
             Cmd(("LLEN", k.logs(job_id))),
             Cmd(("EXISTS", k.lock(job_id))),
-            *(Cmd(("ZSCORE", k.state_set(s), job_id)) for s in STATES),
+            *(Cmd(("ZSCORE", k.state_set(s), job_id)) for s in PAGE_STATES),
             Cmd(("TIME",)),
         )
     )
@@ -496,7 +503,7 @@ def job_view(ctx: Context, job_id: str, log_tail: int = LOG_TAIL) -> Plan[JobVie
     if "payload" in row:
         row["data"] = ctx.serializer.loads(row["payload"])
     state = row.get("state")
-    score = dict(zip(STATES, scores)).get(state) if state in STATES else None
+    score = dict(zip(PAGE_STATES, scores)).get(state) if state in PAGE_STATES else None
     if state == "pending" and score is None:  # in its lane
         score = _int(row.get("priority"))
     return JobView(

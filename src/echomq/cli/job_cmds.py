@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Any
 
 import click
@@ -16,7 +17,20 @@ from .queue_cmds import parse_json
 from .text import clean
 
 #: Row fields that hold a count: shown as numbers in ``--json``.
-NUMERIC_FIELDS = ("attempts", "failures", "priority", "max_attempts", "stalled")
+NUMERIC_FIELDS = (
+    "attempts",
+    "failures",
+    "priority",
+    "max_attempts",
+    "stalled",
+    # a kept job's history (issue 13): its keep_ms and its timeline, server ms
+    "keep",
+    "enqueued_at",
+    "started_at",
+    "last_started_at",
+    "finished_at",
+    "died_at",
+)
 
 
 def numbers(row: dict[str, Any]) -> dict[str, Any]:
@@ -54,14 +68,18 @@ def show(env: Env, queue: str, job_id: str) -> None:
         raise JobGone(f"job {job_id} is gone", job_id=job_id)
     row = numbers(found.as_dict())
     row.pop("payload", None)
+    if found.errors:  # a kept job's error history, oldest first
+        row["errors"] = [asdict(e) for e in found.errors]
 
     def text() -> None:
         env.heading(f"job {job_id} of {queue} {env.on_server()}")
         table = Table("field", "value")
         for key in sorted(row):
-            if key not in ("id", "data"):
+            if key not in ("id", "data", "errors"):
                 table.add_row(clean(key), clean(row[key]))
         table.add_row("data", clean(json.dumps(row.get("data"), ensure_ascii=False)))
+        for e in found.errors:
+            table.add_row(f"error (attempt {e.attempt})", clean(e.error))
         env.out.print(table)
 
     env.emit(row, text)

@@ -200,26 +200,37 @@ def bulk_promote(env: Env, queue: str, **kw: Any) -> None:
 @click.option(
     "--older-than-ms", type=click.IntRange(min=0), required=True, help="Age past which a job goes."
 )
+@click.option(
+    "--state",
+    type=click.Choice(["dead", "completed"]),
+    default="dead",
+    show_default=True,
+    help="The set to clean: dead jobs, or the completed jobs kept as history.",
+)
 @click.option("--dry-run", is_flag=True, help="Count the jobs that qualify; change none.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @pass_env
-def bulk_clean(env: Env, queue: str, older_than_ms: int, dry_run: bool, yes: bool) -> None:
-    """Delete the dead jobs of QUEUE that died more than --older-than-ms ago."""
+def bulk_clean(
+    env: Env, queue: str, older_than_ms: int, state: str, dry_run: bool, yes: bool
+) -> None:
+    """Delete the dead (or kept completed) jobs of QUEUE settled more than
+    --older-than-ms ago."""
     q = env.queue(queue)
-    count = q.clean(older_than_ms, dry_run=True).matched
+    count = q.clean(older_than_ms, state, dry_run=True).matched
     if dry_run:
         res = BulkResult("clean", matched=count, calls=1, dry_run=True)
-        env.emit(_result_doc(queue, res), f"dry run: {count} dead jobs would be deleted")
+        env.emit(_result_doc(queue, res), f"dry run: {count} {state} jobs would be deleted")
         return
     confirm(
         env,
         yes,
         lambda: (
-            f"delete {count} dead jobs of {queue} {env.on_server()} older than {older_than_ms} ms?"
+            f"delete {count} {state} jobs of {queue} {env.on_server()} "
+            f"older than {older_than_ms} ms?"
         ),
     )
-    res = q.clean(older_than_ms)
-    env.emit(_result_doc(queue, res), f"deleted {res.matched} dead jobs of {queue}")
+    res = q.clean(older_than_ms, state)
+    env.emit(_result_doc(queue, res), f"deleted {res.matched} {state} jobs of {queue}")
 
 
 @job.command("promote")

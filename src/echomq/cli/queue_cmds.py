@@ -18,9 +18,9 @@ from ..views import (
     ASKED_ORDERS,
     MAX_PAGE,
     MAX_SEARCH_BUDGET,
+    PAGE_STATES,
     SEARCH_BUDGET,
     SEARCH_FIELDS,
-    STATES,
     JobLine,
 )
 from .app import Env, cli, confirm, pass_env
@@ -294,7 +294,7 @@ FIND_SCAN_LIMIT = 100_000
 
 @cli.command()
 @click.argument("queue")
-@click.argument("state", type=click.Choice(STATES))
+@click.argument("state", type=click.Choice(PAGE_STATES))
 @click.option("--limit", type=click.IntRange(1, MAX_PAGE), default=20, show_default=True)
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--group", help="List this group's lane (pending only).")

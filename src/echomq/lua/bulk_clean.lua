@@ -1,4 +1,5 @@
--- bulk_clean: one bounded step of "delete the dead jobs that died more than T ago".
+-- bulk_clean: one bounded step of "delete the dead (or kept completed) jobs that settled
+-- more than T ago".
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  older_than_ms: a job qualifies when it died before now - older_than_ms
 --          (server clock; dead's score is the time of death)
@@ -6,17 +7,21 @@
 --          about 1 ms of server time and answers more)
 -- ARGV[3]  '1' for a dry run (answer how many qualify, write nothing), else ''
 -- ARGV[4]  actor (optional; '' = none), written to the audit journal
+-- ARGV[5]  the set: 'completed' (the jobs kept as history; score = finish time) or
+--          'dead' ('' or omitted = dead)
 -- Reply:   {deleted (or, on a dry run, how many qualify), more (1: call again)}
 -- Refusals: none.
 -- Writes:  (not on a dry run) the oldest qualifying dead jobs: ZREM dead, row, logs and
---          lock deleted, dedup key released; event 'removed' per job; one audit entry
+--          lock and error history deleted, dedup key released (a completed job also
+--          leaves the keep index `keepuntil`); event 'removed' per job; one audit entry
 --          (verb clean) when any job went.
 local B = KEYS[1]
 --! include keys
 --! include common
 --! include audit
 --! include bulk
-local dead = B .. DEAD
+local which = ARGV[5] == 'completed' and 'completed' or 'dead'
+local dead = which == 'completed' and B .. COMPLETED or B .. DEAD
 local cut = now_ms() - tonumber(ARGV[1])
 if ARGV[3] == '1' then
   return {redis.call('ZCOUNT', dead, '-inf', '(' .. cut), 0}
@@ -31,9 +36,10 @@ for i, id in ipairs(found) do
   emit(ev('removed', id))
 end
 zrem_all(dead, ids)
+if which == 'completed' and #ids > 0 then zrem_all(B .. KEEPUNTIL, ids) end
 local more = (#found >= scan or #ids < #found) and 1 or 0
 if #ids > 0 then
-  audit('clean', cjson.encode({state = 'dead', older_than_ms = tonumber(ARGV[1])}),
+  audit('clean', cjson.encode({state = which, older_than_ms = tonumber(ARGV[1])}),
     more == 1 and 'more' or 'done', #ids, ARGV[4])
 end
 return {#ids, more}

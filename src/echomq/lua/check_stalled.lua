@@ -7,9 +7,13 @@
 -- Refusals: none.
 -- Writes:  ZREM active, lock deleted, lane slot back, stalled+1, then pending|lane
 --          (+ ring, wake) or dead (+ last_error, metrics:failed); events 'stalled'/'dead'.
+--          A kept row (field `keep`) going dead also gets died_at and the stall in its
+--          error history; when any job went dead, `dead` is trimmed by the queue's dead
+--          retention read from meta (at most 4 by count and 4 by age).
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include history
 local maxs = tonumber(ARGV[1])
 local now = now_ms()
 local ids = redis.call('ZRANGEBYSCORE', B .. ACTIVE, '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
@@ -18,7 +22,7 @@ if #ids == 0 then return {back, dead} end
 zrem_all(B .. ACTIVE, ids)
 for _, id in ipairs(ids) do
   local jk = B .. JOB .. id
-  local f = redis.call('HMGET', jk, 'group', 'priority')
+  local f = redis.call('HMGET', jk, 'group', 'priority', 'keep', 'attempts')
   redis.call('DEL', jk .. LOCK)
   local s = redis.call('HINCRBY', jk, 'stalled', 1)
   -- a job going dead wakes a worker if its slot re-rings the group; one going back
@@ -26,7 +30,12 @@ for _, id in ipairs(ids) do
   if f[1] then give_back(f[1], s <= maxs) end
   if s > maxs then
     local err = 'stalled: lease expired ' .. s .. ' times'
-    redis.call('HSET', jk, 'state', 'dead', 'last_error', err)
+    if f[3] then
+      redis.call('HSET', jk, 'state', 'dead', 'last_error', err, 'died_at', now)
+      record_error(jk, f[4] or '0', now, err)
+    else
+      redis.call('HSET', jk, 'state', 'dead', 'last_error', err)
+    end
     redis.call('ZADD', B .. DEAD, now, id)
     count_metric(B .. METRICS_FAILED, 1, now)
     emit(cjson.encode({event = 'dead', job = id, error = err}))
@@ -38,4 +47,10 @@ for _, id in ipairs(ids) do
   end
 end
 if #back > 0 then push_wake(#back) end
+if #dead > 0 then
+  -- the queue's dead retention (every dead job), read from meta
+  local r = redis.call('HMGET', B .. META, 'keep_dead', 'keep_dead_ms')
+  local count, age = tonumber(r[1]), tonumber(r[2])
+  if count or age then trim_settled(B .. DEAD, count, age, false, now, TRIM_STEP) end
+end
 return {back, dead}
