@@ -14,8 +14,9 @@ from collections.abc import Callable
 import redis
 
 from conftest import dump
-from echomq import Queue, new_id
+from echomq import Queue, ids, new_id
 from test_console_api import CHANGE, TestClient, api, dead_job, make_client, post, qp, refused
+from worker_support import server_ms
 
 __all__ = ["api", "make_client"]  # the fixtures, imported for the tests below
 
@@ -154,3 +155,19 @@ def test_repeatables_pause_resume_and_run_now(api: TestClient, q: Queue, r: redi
     verbs = [e.verb for e in q.audit(10)]
     assert verbs[:3] == ["run_repeat", "resume_repeat", "pause_repeat"]
     refused(post(api, qp(q, "/repeats/../run")), 404, "invalid", "not_found")
+
+
+def test_find_by_creation_time(api: TestClient, q: Queue, r: redis.Redis) -> None:
+    old_ms = server_ms(r) - 3_600_000
+    shift = ids.NODE_BITS + ids.SEQ_BITS
+    old = q.enqueue({"age": "old"}, job_id=ids.encode((old_ms - ids.EPOCH_MS) << shift))
+    new = q.enqueue({"age": "new"})
+    found = api.get(qp(q, f"/jobs?state=pending&until={old_ms + 1000}")).json()
+    assert [j["id"] for j in found["jobs"]] == [old] and found["cursor"] is None
+    found = api.get(qp(q, f"/jobs?state=pending&since={old_ms + 1000}")).json()
+    assert [j["id"] for j in found["jobs"]] == [new]
+    # text and range together; no text and no range is a page as before
+    found = api.get(qp(q, f"/jobs?state=pending&q=old&field=payload&since={old_ms}")).json()
+    assert [j["id"] for j in found["jobs"]] == [old]
+    assert "total" in api.get(qp(q, "/jobs?state=pending")).json()
+    refused(api.get(qp(q, "/jobs?state=pending&since=x")), 400, "invalid", "argument")

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import redis
 from playwright.sync_api import Page
 
-from echomq import JobContext, Queue, Worker, new_id
+from echomq import JobContext, Queue, Worker, ids, new_id
 from test_console_e2e import HOSTILE, browser, console_url, dead_job, open_page
 from worker_support import FAST, running, wait_until
 
@@ -128,3 +128,30 @@ def test_pause_resume_and_run_a_repeatable_through_the_page(
     page.wait_for_selector(".toast.ok:has-text('made JOB')")
     assert r.zcard(q.keys.pending) == 1
     assert [e.verb for e in q.audit(3)] == ["run_repeat", "resume_repeat", "pause_repeat"]
+
+
+def test_find_by_creation_time_through_the_page(
+    open_page: Callable[[str], Page], console_url: str, q: Queue, r: redis.Redis
+) -> None:
+    sec, _ = r.time()
+    old_ms = int(sec) * 1000 - 3 * 3_600_000
+    shift = ids.NODE_BITS + ids.SEQ_BITS
+    old = q.enqueue({"age": "old"}, job_id=ids.encode((old_ms - ids.EPOCH_MS) << shift))
+    new = q.enqueue({"age": "new"})
+    # the range lives in the URL: a shared link lands on the same search
+    page = open_page(f"{console_url}#/q/{q.name}?until={old_ms + 60_000}")
+    page.wait_for_selector(f"tr[data-job={old}]")
+    assert page.query_selector(f"tr[data-job={new}]") is None
+    assert page.input_value("#find-until") != ""
+    # from the inputs: created from an hour ago on
+    page.fill("#find-until", "")
+    since = page.evaluate(
+        "(ms) => { const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60000);"
+        " return d.toISOString().slice(0, 16); }",
+        old_ms + 3_600_000,
+    )
+    page.fill("#find-since", since)
+    page.click("#btn-find")
+    page.wait_for_selector(f"tr[data-job={new}]")
+    assert page.query_selector(f"tr[data-job={old}]") is None
+    assert "since=" in page.evaluate("location.hash")

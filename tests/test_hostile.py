@@ -311,6 +311,8 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
         "budget": h(st.integers(1, 5000)),
         "group": h(groups),
         "order": h(st.sampled_from(["run", "newest", None])),
+        "since_ms": h(run_ats),
+        "until_ms": h(run_ats),
     },
     "job_view": {"job_id": h(job_ids, optional=False), "log_tail": h(budgets)},
     "groups_page": {

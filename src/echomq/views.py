@@ -407,6 +407,8 @@ def find_jobs(
     budget: int = SEARCH_BUDGET,
     group: str | None = None,
     order: str | None = None,
+    since_ms: int | None = None,
+    until_ms: int | None = None,
 ) -> Plan[Found]:
     """Jobs in ``state`` whose fields contain ``text`` (case-insensitive), one bounded step.
 
@@ -415,9 +417,13 @@ def find_jobs(
     a page of the set or one row read, pipelined.
 
     Args:
+        text: the text to look for; ``""`` matches every job (with a time range, the
+            search is by time alone).
         fields: where to look: ``id``, ``name``, ``group``, ``error`` (last error),
             ``payload`` (the stored text).
         order: the order the cursor walks, as :func:`job_page` takes it.
+        since_ms, until_ms: only jobs created in this range (ms since the epoch,
+            inclusive, read from the id: no row is read for a job outside it).
 
     Raises:
         InvalidArgument, InvalidName: before anything is sent.
@@ -426,7 +432,11 @@ def find_jobs(
     n = checks.integer(n, "n", 1, MAX_PAGE)
     cursor = checks.count(cursor, "cursor", zero=True)
     budget = checks.integer(budget, "budget", 1, MAX_SEARCH_BUDGET)
-    checks.text(text, "the search text", empty=False)
+    for v, what in ((since_ms, "since_ms"), (until_ms, "until_ms")):
+        if v is not None:
+            checks.integer(v, what, 0, checks.MAX_RUN_AT_MS)
+    ranged = since_ms is not None or until_ms is not None
+    checks.text(text, "the search text", empty=ranged)
     if isinstance(fields, str) or not isinstance(fields, (list, tuple)):
         raise InvalidArgument(f"search fields must be a list among {', '.join(SEARCH_FIELDS)}")
     if not all(isinstance(f, str) for f in fields):
@@ -439,18 +449,26 @@ def find_jobs(
     key = _set_key(ctx, state, group)
     page, now = yield Batch((_range(key, cursor, cursor + budget - 1, rev), Cmd(("TIME",))))
     scored = [(as_str(m), _ms(s)) for m, s in _pairs(page)]
+    lo = -1 if since_ms is None else since_ms
+    hi = checks.MAX_RUN_AT_MS if until_ms is None else until_ms
+    inside = [lo <= ids.minted_at_ms(j) <= hi for j, _ in scored]
     extra = ("payload",) if "payload" in wanted else ()
     rows: list[Any] = []
-    if scored:
-        rows = yield Batch(
-            tuple(Cmd(("HMGET", ctx.keys.job(j), *LINE_FIELDS, *extra)) for j, _ in scored)
+    read = [j for (j, _), ok in zip(scored, inside) if ok]
+    if read:
+        got = yield Batch(
+            tuple(Cmd(("HMGET", ctx.keys.job(j), *LINE_FIELDS, *extra)) for j in read)
         )
+        it = iter(got)
+        rows = [next(it) if ok else None for ok in inside]
+    else:
+        rows = [None] * len(scored)
     needle = text.casefold()
     hits: list[JobLine] = []
     examined = 0
     for (job_id, score), values in zip(scored, rows):
         examined += 1
-        if isinstance(values, Exception) or values[0] is None:
+        if values is None or isinstance(values, Exception) or values[0] is None:
             continue
         line = _line(job_id, state, values[: len(LINE_FIELDS)], score)
         hay = {

@@ -449,6 +449,10 @@ def _routes(console: Console, safety: Safety, per_client: int) -> list[Route | M
         n = query_int(request, "n", 20)
         group = query_text(request, "group")
         text = query_text(request, "q")
+        since = query_text(request, "since")
+        until = query_text(request, "until")
+        if text is None and (since is not None or until is not None):
+            text = ""  # a search by time alone
         if text is None:
             offset = query_int(request, "offset", 0)
             return await console.list_jobs(param(request, "queue"), state, n, offset, group)
@@ -462,6 +466,8 @@ def _routes(console: Console, safety: Safety, per_client: int) -> list[Route | M
             cursor=query_int(request, "cursor", 0),
             budget=query_int(request, "budget", SEARCH_BUDGET),
             group=group,
+            since_ms=None if since is None else query_int(request, "since", 0),
+            until_ms=None if until is None else query_int(request, "until", 0),
         )
 
     async def job(request: Request) -> dict[str, Any]:

@@ -363,8 +363,12 @@ class Console:
         cursor: int = 0,
         budget: int = SEARCH_BUDGET,
         group: str | None = None,
+        since_ms: int | None = None,
+        until_ms: int | None = None,
     ) -> Reply:
-        """One bounded search step in ``state`` (at most ``budget`` jobs examined).
+        """One bounded search step in ``state`` (at most ``budget`` jobs examined);
+        ``since_ms``/``until_ms`` keep jobs created in that range (``text`` may then be
+        empty).
 
         Returns:
             ``{"state", "text", "fields", "scanned", "cursor", "now_ms", "jobs"}``;
@@ -378,6 +382,8 @@ class Console:
             cursor=cursor,
             budget=budget,
             group=group,
+            since_ms=since_ms,
+            until_ms=until_ms,
         )
         return asdict(found)
 

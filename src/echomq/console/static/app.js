@@ -446,6 +446,8 @@
       group: params.get("group") || null,
       find: params.get("find") || "",
       field: params.get("field") || "",
+      since: /^\d+$/.test(params.get("since") || "") ? Number(params.get("since")) : null,
+      until: /^\d+$/.test(params.get("until") || "") ? Number(params.get("until")) : null,
       cursor: 0,
       found: [],
       groupsCursor: "0",
@@ -463,6 +465,8 @@
       if (view.group) q.set("group", view.group);
       if (view.find) q.set("find", view.find);
       if (view.field) q.set("field", view.field);
+      if (view.since !== null) q.set("since", String(view.since));
+      if (view.until !== null) q.set("until", String(view.until));
       const text = q.toString();
       history.replaceState(null, "", `${qlink(name)}${text ? `?${text}` : ""}`);
     }
@@ -490,14 +494,25 @@
       h("option", { value: "" }, "anywhere"),
       ["id", "name", "group", "error", "payload"].map((f) =>
         h("option", { value: f, selected: view.field === f }, f)));
+    /* a datetime-local input's value for ms (local time), and back */
+    const localValue = (ms) => {
+      if (ms === null) return "";
+      const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60000);
+      return d.toISOString().slice(0, 16);
+    };
+    const findSince = h("input", { type: "datetime-local", id: "find-since", value: localValue(view.since),
+      title: "created from", "aria-label": "created from" });
+    const findUntil = h("input", { type: "datetime-local", id: "find-until", value: localValue(view.until),
+      title: "created until", "aria-label": "created until" });
     const sizeSelect = h("select", { id: "page-size", "aria-label": "jobs per page",
       onchange: () => { view.size = Number(sizeSelect.value); view.offset = 0; syncUrl(); loadJobs(); } },
       PAGE_SIZES.map((n) => h("option", { value: n, selected: n === view.size }, `${n} per page`)));
     const findBar = h("form", { class: "inline findbar", id: "find-form",
       onsubmit: (ev) => { ev.preventDefault(); startFind(); } },
-      findInput, findField, h("button", { type: "submit", class: "ghost small", id: "btn-find" }, "Find"),
+      findInput, findField, findSince, findUntil,
+      h("button", { type: "submit", class: "ghost small", id: "btn-find" }, "Find"),
       h("button", { type: "button", class: "ghost small", id: "btn-clear-find",
-        onclick: () => { findInput.value = ""; startFind(); } }, "Clear"),
+        onclick: () => { findInput.value = ""; findSince.value = ""; findUntil.value = ""; startFind(); } }, "Clear"),
       sizeSelect,
       verb("Bulk…", () => openBulk(), "ghost small", { id: "btn-bulk",
         title: "act on every job of this tab matching a filter" }));
@@ -863,9 +878,14 @@
       loadJobs();
     }
 
+    const searching = () => Boolean(view.find) || view.since !== null || view.until !== null;
+
     function startFind() {
       view.find = findInput.value.trim();
       view.field = findField.value;
+      view.since = inputMs(findSince);
+      // "until" names a minute: every job of that minute is in
+      view.until = inputMs(findUntil) === null ? null : inputMs(findUntil) + 59999;
       view.offset = 0;
       view.cursor = 0;
       view.found = [];
@@ -1032,7 +1052,7 @@
     function paintFound(found) {
       laneNote.hidden = true;
       fill(jobs, view.found.length ? jobRows(found.state, view.found, found.now_ms)
-        : h("div", { class: "empty" }, `No ${found.state} job matches “${found.text}” so far.`));
+        : h("div", { class: "empty" }, `No ${found.state} job matches ${found.text ? `“${found.text}”` : "the time range"} so far.`));
       const done = found.cursor === null;
       fill(pager,
         h("span", { class: "sub", id: "find-status" },
@@ -1043,14 +1063,17 @@
     }
 
     async function loadJobs(more) {
-      const want = `${view.state}|${view.group}|${view.find}|${view.field}`;
+      const key = () => `${view.state}|${view.group}|${view.find}|${view.field}|${view.since}|${view.until}`;
+      const want = key();
       try {
-        if (view.find) {
+        if (searching()) {
           if (!more) { view.found = []; view.cursor = 0; }
           const fields = view.field ? `&field=${enc(view.field)}` : "";
           const group = view.group ? `&group=${enc(view.group)}` : "";
-          const found = await get(`${base}/jobs?state=${view.state}&q=${enc(view.find)}${fields}${group}&n=${view.size}&cursor=${view.cursor}`);
-          if (view.stopped || want !== `${view.state}|${view.group}|${view.find}|${view.field}`) return;
+          const text = view.find ? `&q=${enc(view.find)}` : "";
+          const range = (view.since !== null ? `&since=${view.since}` : "") + (view.until !== null ? `&until=${view.until}` : "");
+          const found = await get(`${base}/jobs?state=${view.state}${text}${fields}${group}${range}&n=${view.size}&cursor=${view.cursor}`);
+          if (view.stopped || want !== key()) return;
           view.found = view.found.concat(found.jobs);
           paintFound(found);
           return;
@@ -1097,12 +1120,12 @@
         if (!view.stopped) problem.show(err);
         return;
       }
-      await Promise.all([loadGroups(), view.find ? Promise.resolve() : loadJobs()]);
+      await Promise.all([loadGroups(), searching() ? Promise.resolve() : loadJobs()]);
     }
 
     const onResize = () => { if (view.metrics) drawChart(canvas, view.metrics); };
     window.addEventListener("resize", onResize);
-    refresh().then(() => { if (view.find) loadJobs(); });
+    refresh().then(() => { if (searching()) loadJobs(); });
     const live = liveView(`${base}/events`, refresh, pushEvent);
     return {
       stop() {
