@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -28,7 +29,7 @@ from echomq.discovery import QueueDirectory, discover_queues
 from echomq.errors import ServerUnavailable
 from echomq.events import every_queue
 from echomq.results import Counts
-from echomq.scripts import script, sharded
+from echomq.scripts import all_scripts, script, sharded
 from worker_support import FAST, running, wait_until
 
 pytestmark = pytest.mark.cluster
@@ -115,6 +116,18 @@ def test_scripts_reload_on_every_node_after_flush(rc: RedisCluster) -> None:
     assert owner.redis_connection.script_exists(sharded(enqueue).sha) == [True]
     assert "SPUBLISH" in sharded(enqueue).body and "'PUBLISH'" not in sharded(enqueue).body
     wipe(q)
+
+
+def test_every_script_publishes_sharded_on_a_cluster() -> None:
+    published = 0
+    for s in all_scripts():
+        twin = sharded(s)
+        code = re.sub(r"--[^\n]*", "", s.body).upper()  # a comment may say "published"
+        assert (twin.name, twin is s) == (s.name, "PUBLISH" not in code)
+        code = re.sub(r"--[^\n]*", "", twin.body).upper()
+        assert "PUBLISH" not in code.replace("SPUBLISH", "")
+        published += twin is not s
+    assert published > 10
 
 
 def test_a_single_node_client_on_a_cluster_node_gets_server_unavailable(

@@ -214,8 +214,8 @@ def command(op: Eval | Cmd) -> tuple[Arg, ...]:
     return op.args
 
 
-# A publish in a script (`redis.call('PUBLISH', ...)` or pcall).
-_PUBLISH = re.compile(r"redis\.(p?call)\('PUBLISH'")
+# A publish in a script: `redis.call('PUBLISH', ...)` or pcall, either quote.
+_PUBLISH = re.compile(r"""redis\.(p?call)\(\s*(['"])PUBLISH\2""", re.IGNORECASE)
 
 
 @cache
@@ -224,7 +224,7 @@ def sharded(s: Script) -> Script:
     runs on a cluster, where a plain publish goes to every node and a sharded one stays
     in the queue's shard (the events channel carries the queue's hash tag). The same
     script otherwise: same name, keys, arguments and replies; its own sha."""
-    body = _PUBLISH.sub(r"redis.\1('SPUBLISH'", s.body)
+    body = _PUBLISH.sub(r"redis.\1(\2SPUBLISH\2", s.body)
     if body == s.body:
         return s
     return Script(s.name, body, hashlib.sha1(body.encode()).hexdigest())
