@@ -9,12 +9,14 @@ ids on both sides. After every step the replies must be equal (a refusal: the sa
 exception and message) and every key of the queue equal on both servers: its type, its
 value byte for byte in the server's own order (hash fields, list items), ttl presence,
 and the events published. Server times are normalised (a 13-digit millisecond value is
-``T``; metric minute buckets are ``M``).
+``T``; metric minute buckets are ``M``). ``EMQ_DIFF_EXAMPLES`` raises the number of
+sequences drawn (100 by default).
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -186,7 +188,7 @@ def run(q: Queue, tokens: dict[str, int], op: tuple[Any, ...]) -> Any:
 
 
 @settings(
-    max_examples=100,
+    max_examples=int(os.environ.get("EMQ_DIFF_EXAMPLES", "100")),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
