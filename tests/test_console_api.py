@@ -98,7 +98,7 @@ def refused(resp: httpx.Response, status: int, error: str, reason: str) -> None:
 def test_config_and_page(api: TestClient) -> None:
     cfg = api.get("/api/config").json()
     assert cfg["read_only"] is False and cfg["token_required"] is False
-    assert cfg["states"] == ["pending", "active", "scheduled", "dead"]
+    assert cfg["states"] == ["pending", "active", "scheduled", "dead", "completed"]
     page = api.get("/")
     assert page.status_code == 200 and '<script src="/static/app.js"' in page.text
     assert "frame-ancestors 'none'" in page.headers["content-security-policy"]

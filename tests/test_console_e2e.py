@@ -477,6 +477,19 @@ def _demo(url: str, r: redis.Redis) -> tuple[str, str]:
     dead_job(thumbs, {"image": "broken.png"}, "PIL.UnidentifiedImageError")
     webhooks = Queue("webhooks", url=url)
     webhooks.enqueue({"hook": 1}, delay_ms=30000)
+    # a queue that keeps history: a job that failed once, then completed with a result
+    invoices = Queue("invoices", url=url)
+    invoices.set_retention(completed=1000, completed_age_ms=7 * 86_400_000)
+    kept = invoices.enqueue({"invoice": 1042, "customer": "acme"}, name="render")
+    got = invoices.claim()
+    assert got is not None
+    invoices.add_log(kept, "rendering invoice 1042")
+    invoices.retry(kept, got.token, "TimeoutError: pdf service did not answer in 30 s")
+    invoices.promote_job(kept)
+    got = invoices.claim()
+    assert got is not None
+    invoices.add_log(kept, "rendered 3 pages")
+    invoices.complete(kept, got.token, result={"pdf": "s3://invoices/1042.pdf", "pages": 3})
     # two worker processes in the registry, as their beats write them
     for wid, host, pid, held in (
         ("5f0c2a9d41e7b3c8", "mail-1", 4120, [b.id for b in busy]),
@@ -551,12 +564,18 @@ def test_screenshots(browser: Browser) -> None:
             page.goto(f"{url}#/q/emails/job/{dead}")
             page.wait_for_selector("#last-error")
             page.screenshot(path=str(out / "job-dead.png"), full_page=True)
+            page.goto(f"{url}#/q/invoices?state=completed")
+            page.wait_for_selector(".jobs tbody tr a")
+            page.click(".jobs tbody tr a")
+            page.wait_for_selector("#job-result")
+            page.screenshot(path=str(out / "job-completed.png"), full_page=True)
             context.close()
         r.close()
     assert {p.name for p in out.glob("*.png")} >= {
         "queues.png",
         "queue.png",
         "bulk.png",
+        "job-completed.png",
         "job.png",
         "obliterate.png",
     }

@@ -171,3 +171,29 @@ def test_find_by_creation_time(api: TestClient, q: Queue, r: redis.Redis) -> Non
     assert [j["id"] for j in found["jobs"]] == [old]
     assert "total" in api.get(qp(q, "/jobs?state=pending")).json()
     refused(api.get(qp(q, "/jobs?state=pending&since=x")), 400, "invalid", "argument")
+
+
+def test_history_in_the_completed_tab_and_the_job_view(
+    api: TestClient, q: Queue, r: redis.Redis
+) -> None:
+    q.set_retention(completed=100)
+    jid = q.enqueue({"to": "ann"}, max_attempts=3)
+    got = q.claim()
+    assert got is not None and got.id == jid
+    q.retry(jid, got.token, "HTTPError: 503 <b>busy</b>")
+    q.promote_job(jid)
+    got = q.claim()
+    assert got is not None
+    q.complete(jid, got.token, result={"sent": True, "html": "<img src=x>"})
+    assert api.get(qp(q)).json()["counts"]["kept"] == 1
+    page = api.get(qp(q, "/jobs?state=completed")).json()
+    assert [j["id"] for j in page["jobs"]] == [jid] and page["order"] == "newest"
+    d = api.get(qp(q, f"/jobs/{jid}")).json()
+    assert d["job"]["state"] == "completed" and d["result"] == {"sent": True, "html": "<img src=x>"}
+    assert [e["error"] for e in d["errors"]] == ["HTTPError: 503 <b>busy</b>"]
+    assert d["errors"][0]["attempt"] == 1 and d["errors"][0]["time_ms"] > 0
+    row = d["job"]
+    assert int(row["enqueued_at"]) <= int(row["started_at"]) <= int(row["finished_at"])
+    assert d["score"] == int(row["finished_at"])
+    found = api.get(qp(q, "/jobs?state=completed&q=ann&field=payload")).json()
+    assert [j["id"] for j in found["jobs"]] == [jid]

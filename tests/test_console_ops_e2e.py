@@ -155,3 +155,27 @@ def test_find_by_creation_time_through_the_page(
     page.wait_for_selector(f"tr[data-job={new}]")
     assert page.query_selector(f"tr[data-job={old}]") is None
     assert "since=" in page.evaluate("location.hash")
+
+
+def test_a_kept_job_shows_its_timeline_result_and_errors(
+    open_page: Callable[[str], Page], console_url: str, q: Queue
+) -> None:
+    q.set_retention(completed=100)
+    jid = q.enqueue({"x": 1})
+    got = q.claim()
+    assert got is not None
+    q.retry(jid, got.token, HOSTILE)
+    q.promote_job(jid)
+    got = q.claim()
+    assert got is not None
+    q.complete(jid, got.token, result={"html": HOSTILE})
+    page = open_page(f"{console_url}#/q/{q.name}?state=completed")
+    page.wait_for_selector(f"tr[data-job={jid}]")
+    page.click(f"tr[data-job={jid}] a")
+    page.wait_for_selector("#job-state[data-state=completed]")
+    page.wait_for_selector("#job-finished")
+    assert page.is_visible("#job-enqueued")
+    assert "<img src=x" in page.inner_text("#job-result")
+    assert "<img src=x" in page.inner_text("#job-errors")
+    assert page.query_selector("main img") is None
+    assert page.evaluate("window.pwned === undefined")

@@ -29,6 +29,7 @@ from . import checks, ids
 from .context import Context, JsonSerializer, as_str
 from .errors import InvalidArgument
 from .lanes import GroupInfo
+from .results import ErrorRecord
 from .scripts import Batch, Cmd, Eval, Plan, script
 
 STATES = ("pending", "active", "scheduled", "dead")
@@ -184,7 +185,11 @@ class JobView:
         logs: the newest ``LOG_TAIL`` log lines, oldest first.
         log_count: how many lines the job has in all.
         locked: a worker holds the job (a lock key or a ``lock`` field).
-        score: the job's score in its state's set (see :class:`JobLine`).
+        score: the job's score in its state's set (see :class:`JobLine`); for a kept
+            completed job its finish time.
+        now_ms: the server's clock.
+        errors: a kept job's error history, oldest first (``[]`` when none is kept).
+        result: a kept completed job's result, decoded (``None`` when there is none).
     """
 
     row: dict[str, Any]
@@ -193,6 +198,8 @@ class JobView:
     locked: bool
     score: int | None
     now_ms: int
+    errors: list[ErrorRecord] = dataclasses.field(default_factory=list)
+    result: Any = None
 
 
 @dataclass(frozen=True)
@@ -504,12 +511,14 @@ def job_view(ctx: Context, job_id: str, log_tail: int = LOG_TAIL) -> Plan[JobVie
     row_key = ctx.keys.job(job_id)
     log_tail = checks.batch(log_tail, "log_tail")
     k = ctx.keys
-    raw, logs, count, lock, *scores, now = yield Batch(
+    raw, logs, count, lock, errs, *scores, now = yield Batch(
         (
             Cmd(("HGETALL", row_key)),
             Cmd(("LRANGE", k.logs(job_id), -log_tail, -1)),
             Cmd(("LLEN", k.logs(job_id))),
             Cmd(("EXISTS", k.lock(job_id))),
+            # a kept job's error history is capped (20 entries): read whole
+            Cmd(("LRANGE", k.errors(job_id), 0, -1)),
             *(Cmd(("ZSCORE", k.state_set(s), job_id)) for s in PAGE_STATES),
             Cmd(("TIME",)),
         )
@@ -531,6 +540,8 @@ def job_view(ctx: Context, job_id: str, log_tail: int = LOG_TAIL) -> Plan[JobVie
         locked=bool(int(lock)) or "lock" in row,
         score=None if score is None else _ms(score),
         now_ms=_time_ms(now),
+        errors=[ErrorRecord.from_text(as_str(e)) for e in errs or ()],
+        result=ctx.serializer.loads(row["result"]) if row.get("result") else None,
     )
 
 

@@ -42,7 +42,7 @@ from ..events import Event
 from ..journal import DEFAULT_AUDIT_ENTRIES
 from ..queue import DEFAULT_URL, AsyncQueue
 from ..registry import DEFAULT_WORKERS, MAX_WORKERS
-from ..views import MAX_PAGE, SEARCH_BUDGET, SEARCH_FIELDS, STATES, LenientJson
+from ..views import MAX_PAGE, PAGE_STATES, SEARCH_BUDGET, SEARCH_FIELDS, LenientJson
 
 Body = Mapping[str, Any]
 Reply = dict[str, Any]
@@ -226,7 +226,7 @@ class Console:
         return {
             "read_only": self.read_only,
             "version": __version__,
-            "states": list(STATES),
+            "states": list(PAGE_STATES),
             "search_fields": list(SEARCH_FIELDS),
             "server": self.server,
         }
@@ -404,6 +404,8 @@ class Console:
             "locked": view.locked,
             "score": view.score,
             "now_ms": view.now_ms,
+            "errors": [asdict(e) for e in view.errors],
+            "result": view.result,
         }
 
     async def list_groups(self, queue: str, cursor: str = "0", n: int = GROUPS_PAGE) -> Reply:

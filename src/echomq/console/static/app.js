@@ -14,6 +14,8 @@
   "use strict";
 
   const STATES = ["pending", "active", "scheduled", "dead"];
+  /* The job tabs: the four sets, and the completed jobs a queue keeps as history. */
+  const TABS = [...STATES, "completed"];
   const PAGE_SIZES = [20, 50, 100, 200];
   const POLL_MS = 5000;
   const FALLBACK_POLL_MS = 2000;
@@ -440,7 +442,7 @@
     const base = qpath(name);
     const size = PAGE_SIZES.includes(Number(params.get("n"))) ? Number(params.get("n")) : PAGE_SIZES[0];
     const view = {
-      state: STATES.includes(params.get("state")) ? params.get("state") : "pending",
+      state: TABS.includes(params.get("state")) ? params.get("state") : "pending",
       size,
       offset: Math.max(0, (Number(params.get("page")) || 1) - 1) * size,
       group: params.get("group") || null,
@@ -709,6 +711,7 @@
       scheduled: [["promote", "Run now (promote)"], ["remove", "Remove"]],
       dead: [["reprocess", "Reprocess"], ["remove", "Remove"], ["clean", "Clean (older than)"]],
       active: [],
+      completed: [],
     };
 
     /* Drive one bulk verb to its end in bounded pieces (each one request of at most a
@@ -728,7 +731,9 @@
     async function openBulk() {
       const choices = BULK_BY_STATE[view.state];
       if (!choices.length) {
-        toast("error", "Bulk: nothing to do", "active jobs are held by their workers: cancel them one by one", "locked");
+        toast("error", "Bulk: nothing to do", view.state === "active"
+          ? "active jobs are held by their workers: cancel them one by one"
+          : "kept history is trimmed by the queue's retention", view.state === "active" ? "locked" : "none");
         return;
       }
       const verbSel = h("select", { id: "bulk-verb" }, choices.map(([v, label]) => h("option", { value: v }, label)));
@@ -852,10 +857,11 @@
       }), h("div", { class: "card static", id: "latency", dataset: { state: "latency" },
         title: "how long the job at the head of the backlog has waited" },
       h("div", { class: "label" }, "latency"), h("div", { class: "value" }, span(s.latency_ms))));
-      fill(tabs, ...STATES.map((st) => h("button", {
+      fill(tabs, ...TABS.map((st) => h("button", {
         type: "button", class: `tab${view.state === st ? " selected" : ""}`, dataset: { state: st },
+        title: st === "completed" ? "completed jobs kept as history (a retention or keep_ms)" : null,
         onclick: () => selectState(st),
-      }, st, h("span", { class: "n" }, fmt(s.counts[st])))));
+      }, st, h("span", { class: "n" }, fmt(st === "completed" ? s.counts.kept : s.counts[st])))));
     }
 
     function selectState(st) {
@@ -992,7 +998,7 @@
       fill(groups, h("table", {}, h("thead", {}, head), h("tbody", {}, rows)));
     }
 
-    const TIME_LABEL = { active: "Lease ends", scheduled: "Due", dead: "Died", pending: "Priority" };
+    const TIME_LABEL = { active: "Lease ends", scheduled: "Due", dead: "Died", pending: "Priority", completed: "Finished" };
     const ORDER_TEXT = { run: "in run order", soonest: "soonest first", newest: "newest first" };
 
     function jobRows(state, list, now) {
@@ -1033,7 +1039,8 @@
     function paintJobs(page) {
       paintLaneNote(page);
       if (!page.jobs.length) {
-        fill(jobs, h("div", { class: "empty" }, `No ${page.state} jobs${page.group ? ` in ${page.group}` : ""}.`));
+        fill(jobs, h("div", { class: "empty", id: "jobs-empty" }, `No ${page.state} jobs${page.group ? ` in ${page.group}` : ""}.`,
+          page.state === "completed" ? " A completed job is kept only when the queue keeps history (q.set_retention, emq retention) or the job asked for it (keep_ms)." : ""));
       } else {
         fill(jobs, jobRows(page.state, page.jobs, page.now_ms));
       }
@@ -1237,6 +1244,7 @@
     const logLine = h("input", { type: "text", id: "log-line", placeholder: "a log line", disabled: config.read_only });
     const progressInput = h("input", { type: "text", id: "progress-value", placeholder: "e.g. 50", disabled: config.read_only });
     const body = h("div");
+    const history = h("section", { class: "panel", id: "job-history", hidden: true });
     const problem = problemBanner();
 
     root.append(
@@ -1255,6 +1263,7 @@
       h("section", { class: "panel" }, h("h2", {}, "Details"), details, errorBox,
         h("div", { class: "inline" }, progressInput, verb("Set progress", setProgress, "ghost", { id: "btn-progress" })))),
     h("div", { class: "gap" }),
+    history,
     h("section", { class: "panel" }, h("h2", {}, "Logs"), logs,
       h("form", { class: "inline", onsubmit: (ev) => { ev.preventDefault(); appendLog(); } },
         logLine, verb("Append", null, "ghost", { type: "submit", id: "btn-log" }))));
@@ -1356,6 +1365,8 @@
           title: "ask the worker running it to stop it" }) : null,
         verb("Remove…", remove, "danger", { id: "btn-remove" }));
       const timeLabel = { active: "lease ends", scheduled: "due", dead: "died" }[state];
+      const when = (ms) => (ms === undefined || ms === null || ms === "" ? undefined
+        : `${relTime(Number(ms), d.now_ms)} · ${isoTime(Number(ms))}`);
       const item = (k, v, attrs) => [h("dt", {}, k), h("dd", attrs || {}, v === undefined || v === "" ? "—" : v)];
       fill(details,
         ...item("state", state),
@@ -1368,7 +1379,23 @@
         ...item("progress", row.progress === undefined ? "—" : h("span", {}, progressCell(row.progress), " ", row.progress)),
         ...(timeLabel ? item(timeLabel, d.score === null ? "—" : `${relTime(d.score, d.now_ms)} · ${isoTime(d.score)}`) : []),
         ...(row.dedup ? item("dedup id", row.dedup) : []),
+        // the timeline of a job kept as history (server clock)
+        ...(row.enqueued_at ? item("enqueued", when(row.enqueued_at), { id: "job-enqueued" }) : []),
+        ...(row.started_at ? item("first start", when(row.started_at)) : []),
+        ...(row.last_started_at && row.last_started_at !== row.started_at ? item("last start", when(row.last_started_at)) : []),
+        ...(row.finished_at ? item("finished", when(row.finished_at), { id: "job-finished" }) : []),
+        ...(row.died_at && state !== "dead" ? item("died", when(row.died_at)) : []),
       );
+      fill(history,
+        d.result !== null && d.result !== undefined ? [h("h2", {}, "Result"),
+          h("pre", { class: "result", id: "job-result" }, JSON.stringify(d.result, null, 2))] : null,
+        d.errors && d.errors.length ? [h("h2", {}, `Error history (${d.errors.length})`),
+          h("table", { id: "job-errors" }, h("thead", {}, h("tr", {}, ["Attempt", "Time", "Error"].map((t) => h("th", {}, t)))),
+            h("tbody", {}, d.errors.map((e) => h("tr", {},
+              h("td", { class: "num" }, String(e.attempt)),
+              h("td", { class: "mono", title: isoTime(e.time_ms) }, e.time_ms ? `${relTime(e.time_ms, d.now_ms)}` : "—"),
+              h("td", { class: "err" }, e.error)))))] : null);
+      history.hidden = !history.firstChild;
       fill(errorBox, row.last_error ? h("div", { class: "error-box", id: "last-error" },
         h("b", {}, "Last error"), "\n", row.last_error) : "");
       if (!view.dirty) editor.value = JSON.stringify(row.data, null, 2);
