@@ -64,7 +64,9 @@ def test_every_operator_verb_journals_one_entry_with_the_actor(
         "outcome": "ok",
         "count": "1",
         "actor": "alice",
+        "req": got[2]["req"],  # the call's request id (a re-send journals once)
     }
+    assert len(got[2]["req"]) == 16 and "req" not in got[0]
     assert json.loads(got[-1]["args"]) == {"include_schedule": False, "budget": 1000}
     assert got[-1]["count"] == "2" and got[-1]["outcome"] == "done"
     assert json.loads(got[-2]["args"]) == {"group": "g", "budget": 1000}

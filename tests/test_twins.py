@@ -123,7 +123,11 @@ def keys_left(r: redis.Redis, q: Queue | AsyncQueue, norm: Norm) -> dict[str, An
         elif kind == "zset":
             value = r.zrange(key, 0, -1, withscores=True)
         elif kind == "stream":
-            value = [fields for _, fields in r.xrange(key)]  # type: ignore[union-attr]
+            # an entry's request id (`req`) is random: whether it has one is what compares
+            value = [
+                {k: ("R" if k == "req" else v) for k, v in fields.items()}
+                for _, fields in r.xrange(key)  # type: ignore[union-attr]
+            ]
         else:
             value = kind
         normed = norm(value)

@@ -14,6 +14,7 @@ from typing import Any
 from . import checks
 from .context import Context
 from .errors import InvalidArgument
+from .journal import request_id
 from .scripts import Eval, Plan, script
 
 
@@ -34,7 +35,8 @@ def update_data(ctx: Context, job_id: str, payload: Any) -> Plan[None]:
     """
     keys = _row(ctx, job_id)
     text = checks.payload(ctx.serializer, payload)
-    yield Eval(script("update_data"), keys, (job_id, text, ctx.actor), job=job_id)
+    argv = (job_id, text, ctx.actor, request_id())
+    yield Eval(script("update_data"), keys, argv, job=job_id)
 
 
 def progress_text(progress: Any) -> tuple[str, str]:

@@ -60,6 +60,12 @@ class AuditEntry:
     actor: str
 
 
+def request_id() -> str:
+    """A fresh request id for one call of a re-sendable audited verb (16 hex digits):
+    every send of that call carries it, so its audit entry is written once."""
+    return os.urandom(8).hex()
+
+
 def _entry(raw: Any) -> AuditEntry:
     eid, fields = as_str(raw[0]), raw[1]
     items = fields.items() if isinstance(fields, dict) else zip(fields[::2], fields[1::2])

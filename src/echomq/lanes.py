@@ -14,6 +14,7 @@ from typing import Any
 from . import checks
 from .context import Context, as_str
 from .errors import InvalidArgument
+from .journal import request_id
 from .keyspace import check_name
 from .scripts import Cmd, Eval, Plan, script
 
@@ -56,7 +57,7 @@ def pause_group(ctx: Context, group: str) -> Plan[None]:
     Raises:
         InvalidName: a malformed group name (nothing is sent).
     """
-    yield Eval(script("pause_group"), (ctx.keys.base,), (_g(group), ctx.actor))
+    yield Eval(script("pause_group"), (ctx.keys.base,), (_g(group), ctx.actor, request_id()))
 
 
 def resume_group(ctx: Context, group: str) -> Plan[None]:
@@ -66,7 +67,7 @@ def resume_group(ctx: Context, group: str) -> Plan[None]:
     Raises:
         InvalidName: a malformed group name (nothing is sent).
     """
-    yield Eval(script("resume_group"), (ctx.keys.base,), (_g(group), ctx.actor))
+    yield Eval(script("resume_group"), (ctx.keys.base,), (_g(group), ctx.actor, request_id()))
 
 
 def set_group_limit(ctx: Context, group: str, limit: int) -> Plan[None]:
@@ -83,7 +84,8 @@ def set_group_limit(ctx: Context, group: str, limit: int) -> Plan[None]:
         InvalidName, InvalidArgument: before anything is sent.
     """
     limit = checks.count(limit, "limit")
-    yield Eval(script("set_group_limit"), (ctx.keys.base,), (_g(group), str(limit), ctx.actor))
+    argv = (_g(group), str(limit), ctx.actor, request_id())
+    yield Eval(script("set_group_limit"), (ctx.keys.base,), argv)
 
 
 def clear_group_limit(ctx: Context, group: str) -> Plan[None]:
@@ -92,7 +94,8 @@ def clear_group_limit(ctx: Context, group: str) -> Plan[None]:
     Raises:
         InvalidName: a malformed group name (nothing is sent).
     """
-    yield Eval(script("set_group_limit"), (ctx.keys.base,), (_g(group), "", ctx.actor))
+    argv = (_g(group), "", ctx.actor, request_id())
+    yield Eval(script("set_group_limit"), (ctx.keys.base,), argv)
 
 
 def set_group_weight(ctx: Context, group: str, weight: int) -> Plan[None]:
@@ -106,7 +109,8 @@ def set_group_weight(ctx: Context, group: str, weight: int) -> Plan[None]:
         InvalidName, InvalidArgument: before anything is sent.
     """
     weight = checks.count(weight, "weight")
-    yield Eval(script("set_group_weight"), (ctx.keys.base,), (_g(group), str(weight), ctx.actor))
+    argv = (_g(group), str(weight), ctx.actor, request_id())
+    yield Eval(script("set_group_weight"), (ctx.keys.base,), argv)
 
 
 def group_depth(ctx: Context, group: str) -> Plan[int]:

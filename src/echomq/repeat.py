@@ -25,6 +25,7 @@ from . import checks, ids
 from .backoff import Backoff
 from .context import Context, as_str
 from .errors import InvalidArgument
+from .journal import request_id
 from .keyspace import check_name
 from .scripts import Batch, Cmd, Eval, Plan, script
 
@@ -158,6 +159,7 @@ def repeat(
         "" if max_attempts is None else str(max_attempts),
         spec_text or "",
         ctx.actor,
+        request_id(),
     )
     return int((yield Eval(script("repeat"), (ctx.keys.base,), args)))
 

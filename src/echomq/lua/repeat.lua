@@ -6,6 +6,7 @@
 -- ARGV[5]  payload (serialized);  ARGV[6] job name;  ARGV[7] group;  ARGV[8] priority
 -- ARGV[9]  max_attempts;  ARGV[10] backoff spec   ('' = absent for 6..10)
 -- ARGV[11] actor (optional; '' = none), written to the audit journal
+-- ARGV[12] request id (optional; the same on a re-send), so a re-sent call journals once
 -- Reply:   the next run in ms. A record that already has this same cadence keeps its
 --          next run and counters (re-registering at every worker start fires nothing
 --          early), and stays paused if it was (pause_repeat); a new or changed cadence
@@ -41,5 +42,5 @@ end
 redis.call('HSET', rk, unpack(f))
 redis.call('ZADD', B .. REPEAT, next_run, name)
 emit(cjson.encode({event = 'repeat_added', name = name, next = next_run}))
-audit('repeat', cjson.encode({name = name, kind = kind, spec = spec}), 'ok', 1, ARGV[11])
+audit('repeat', cjson.encode({name = name, kind = kind, spec = spec}), 'ok', 1, ARGV[11], ARGV[12])
 return next_run

@@ -6,9 +6,27 @@
 -- server's clock (XADD *); its fields: verb, args (JSON), outcome (ok | more | done |
 -- gone), count, actor (set by the caller as the script's optional trailing ARGV; ''
 -- when absent).
+-- A verb the transport may send again after a lost reply (transport.RESEND) passes
+-- its call's request id `rid` (the same on every send of one call): the entry records
+-- it as field `req`, and a send whose id one of the newest AUDIT_RECENT entries
+-- already carries journals nothing (a re-send follows its first send at once), so
+-- one act is one entry.
 local AUDIT_CAP = 10000
+local AUDIT_RECENT = 16
 
-local function audit(verb, args, outcome, count, actor)
-  redis.call('XADD', B .. AUDIT, 'MAXLEN', '~', AUDIT_CAP, '*', 'verb', verb,
+local function audit(verb, args, outcome, count, actor, rid)
+  local key = B .. AUDIT
+  if rid and rid ~= '' then
+    for _, e in ipairs(redis.call('XREVRANGE', key, '+', '-', 'COUNT', AUDIT_RECENT)) do
+      local f = e[2]
+      for i = 1, #f - 1, 2 do
+        if f[i] == 'req' and f[i + 1] == rid then return end
+      end
+    end
+    redis.call('XADD', key, 'MAXLEN', '~', AUDIT_CAP, '*', 'verb', verb, 'args', args,
+      'outcome', outcome, 'count', count, 'actor', actor or '', 'req', rid)
+    return
+  end
+  redis.call('XADD', key, 'MAXLEN', '~', AUDIT_CAP, '*', 'verb', verb,
     'args', args, 'outcome', outcome, 'count', count, 'actor', actor or '')
 end
