@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 
 from conftest import _built
 from echomq import Queue, ids
+from echomq import journal as journal_mod
 from echomq import spine as spine_mod
 from echomq.embedded import EmbeddedServer
 
@@ -218,6 +219,8 @@ def test_native_equals_scripts(
         return f"r{seed[0]}"
 
     monkeypatch.setattr(spine_mod, "request_id", fixed_rid, raising=False)
+    # and the audit request ids of the re-sendable audited verbs (journal entries' req)
+    monkeypatch.setattr(journal_mod, "request_id", fixed_rid)
     pa, pb = ra.pubsub(), rb.pubsub()
     pa.subscribe(qa.keys.events)
     pb.subscribe(qb.keys.events)

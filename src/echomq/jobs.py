@@ -11,10 +11,9 @@ import json
 import math
 from typing import Any
 
-from . import checks
+from . import checks, journal
 from .context import Context
 from .errors import InvalidArgument
-from .journal import request_id
 from .scripts import Eval, Plan, script
 
 
@@ -35,7 +34,7 @@ def update_data(ctx: Context, job_id: str, payload: Any) -> Plan[None]:
     """
     keys = _row(ctx, job_id)
     text = checks.payload(ctx.serializer, payload)
-    argv = (job_id, text, ctx.actor, request_id())
+    argv = (job_id, text, ctx.actor, journal.request_id())
     yield Eval(script("update_data"), keys, argv, job=job_id)
 
 

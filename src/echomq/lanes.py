@@ -11,10 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from . import checks
+from . import checks, journal
 from .context import Context, as_str
 from .errors import InvalidArgument
-from .journal import request_id
 from .keyspace import check_name
 from .scripts import Cmd, Eval, Plan, script
 
@@ -57,7 +56,8 @@ def pause_group(ctx: Context, group: str) -> Plan[None]:
     Raises:
         InvalidName: a malformed group name (nothing is sent).
     """
-    yield Eval(script("pause_group"), (ctx.keys.base,), (_g(group), ctx.actor, request_id()))
+    argv = (_g(group), ctx.actor, journal.request_id())
+    yield Eval(script("pause_group"), (ctx.keys.base,), argv)
 
 
 def resume_group(ctx: Context, group: str) -> Plan[None]:
@@ -67,7 +67,8 @@ def resume_group(ctx: Context, group: str) -> Plan[None]:
     Raises:
         InvalidName: a malformed group name (nothing is sent).
     """
-    yield Eval(script("resume_group"), (ctx.keys.base,), (_g(group), ctx.actor, request_id()))
+    argv = (_g(group), ctx.actor, journal.request_id())
+    yield Eval(script("resume_group"), (ctx.keys.base,), argv)
 
 
 def set_group_limit(ctx: Context, group: str, limit: int) -> Plan[None]:
@@ -84,7 +85,7 @@ def set_group_limit(ctx: Context, group: str, limit: int) -> Plan[None]:
         InvalidName, InvalidArgument: before anything is sent.
     """
     limit = checks.count(limit, "limit")
-    argv = (_g(group), str(limit), ctx.actor, request_id())
+    argv = (_g(group), str(limit), ctx.actor, journal.request_id())
     yield Eval(script("set_group_limit"), (ctx.keys.base,), argv)
 
 
@@ -94,7 +95,7 @@ def clear_group_limit(ctx: Context, group: str) -> Plan[None]:
     Raises:
         InvalidName: a malformed group name (nothing is sent).
     """
-    argv = (_g(group), "", ctx.actor, request_id())
+    argv = (_g(group), "", ctx.actor, journal.request_id())
     yield Eval(script("set_group_limit"), (ctx.keys.base,), argv)
 
 
@@ -109,7 +110,7 @@ def set_group_weight(ctx: Context, group: str, weight: int) -> Plan[None]:
         InvalidName, InvalidArgument: before anything is sent.
     """
     weight = checks.count(weight, "weight")
-    argv = (_g(group), str(weight), ctx.actor, request_id())
+    argv = (_g(group), str(weight), ctx.actor, journal.request_id())
     yield Eval(script("set_group_weight"), (ctx.keys.base,), argv)
 
 

@@ -21,11 +21,10 @@ from typing import Any
 
 from croniter import croniter
 
-from . import checks, ids
+from . import checks, ids, journal
 from .backoff import Backoff
 from .context import Context, as_str
 from .errors import InvalidArgument
-from .journal import request_id
 from .keyspace import check_name
 from .scripts import Batch, Cmd, Eval, Plan, script
 
@@ -159,7 +158,7 @@ def repeat(
         "" if max_attempts is None else str(max_attempts),
         spec_text or "",
         ctx.actor,
-        request_id(),
+        journal.request_id(),
     )
     return int((yield Eval(script("repeat"), (ctx.keys.base,), args)))
 
