@@ -268,27 +268,29 @@ static void count_metric(Q *q, const char *which, long long n, long long now) {
 }
 
 /* settled tombstones (lib/common.lua): complete leaves the id it deleted in `settled`
- * (score = server ms) for SETTLED_MS and trims at most 4 expired ones; enqueue treats
- * a recent one as a duplicate */
+ * (score = server ms) for SETTLED_MS; a tombstone whose id ends in 0-7 (about one in
+ * eight) trims at most 32 expired ones; enqueue treats a recent one as a duplicate */
 #define SETTLED_MS 60000
 
 static void tombstone(Q *q, Str id, long long now) {
     RedisModuleCtx *c = q->ctx;
     Str sk = K(q, "settled"), ns = num(q, (double)now);
     RedisModule_Call(c, "ZADD", "!bbb", sk.p, sk.n, ns.p, ns.n, id.p, id.n);
+    if (id.n == 0 || id.p[id.n - 1] < '0' || id.p[id.n - 1] > '7') return;
     Str upto = cat3(q, S("("), num14(q, (double)(now - SETTLED_MS)), NONE);
     Rep *old = RedisModule_Call(c, "ZRANGE", "!bcbcccc", sk.p, sk.n, "-inf", upto.p, upto.n,
-                                "BYSCORE", "LIMIT", "0", "4");
+                                "BYSCORE", "LIMIT", "0", "32");
     size_t n = old && RedisModule_CallReplyType(old) == REDISMODULE_REPLY_ARRAY
                    ? RedisModule_CallReplyLength(old)
                    : 0;
+    if (n > 32) n = 32;
     if (n > 0) {
-        RedisModuleString *v[4];
-        for (size_t i = 0; i < n && i < 4; i++) {
+        RedisModuleString *v[32];
+        for (size_t i = 0; i < n; i++) {
             Str m = rstr(elem(old, i));
             v[i] = RedisModule_CreateString(c, m.p, m.n);
         }
-        RedisModule_Call(c, "ZREM", "!bv", sk.p, sk.n, v, n < 4 ? n : 4);
+        RedisModule_Call(c, "ZREM", "!bv", sk.p, sk.n, v, n);
     }
 }
 
@@ -536,7 +538,7 @@ static int cmd_reprocess(RedisModuleCtx *ctx, RedisModuleString **argv, int argc
     return RedisModule_ReplyWithLongLong(ctx, 1);
 }
 
-/* ---- EMQ.CLAIM 1 base lease count side lockttl ---- */
+/* ---- EMQ.CLAIM 1 base lease count side lockttl [rid [resent]] ---- */
 
 typedef struct {
     Q *q;
@@ -610,8 +612,9 @@ static int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     if (rint_(RedisModule_Call(ctx, "HEXISTS", "!bc", meta.p, meta.n, "paused")) == 1)
         return RedisModule_ReplyWithArray(ctx, 0);
     Str rid = A(&l, 4), ridkey = NONE;
-    if (rid.p && rid.n > 0) {
-        ridkey = cat3(&q, q.b, S("claimreq:"), rid);
+    if (rid.p && rid.n > 0) ridkey = cat3(&q, q.b, S("claimreq:"), rid);
+    /* only a re-send reads the record: a first send's rid is fresh */
+    if (ridkey.p && eqc(A(&l, 5), "1")) {
         Str seen = rstr(RedisModule_Call(ctx, "GET", "!b", ridkey.p, ridkey.n));
         if (seen.p) {
             /* a repeat of a request that ran: answer what it claimed, claim nothing new */
@@ -703,23 +706,25 @@ static int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     }
     if (ridkey.p && out > 0) {
         RedisModule_Call(ctx, "SET", "!bbcc", ridkey.p, ridkey.n, got.p, got.n, "PX", "60000");
-        /* the records' index (rid -> expiry), trimmed of at most 4 expired entries */
+        /* the records' index (rid -> expiry); a rid starting 0 or 1 trims 32 expired */
         Str ix = K(&q, "claimreqs"), exp = num(&q, (double)now + 60000);
         RedisModule_Call(ctx, "ZADD", "!bbb", ix.p, ix.n, exp.p, exp.n, rid.p, rid.n);
-        Str upto = cat3(&q, S("("), num14(&q, (double)now), NONE);
-        Rep *old = RedisModule_Call(ctx, "ZRANGE", "!bcbcccc", ix.p, ix.n, "-inf", upto.p,
-                                    upto.n, "BYSCORE", "LIMIT", "0", "4");
-        size_t n = old && RedisModule_CallReplyType(old) == REDISMODULE_REPLY_ARRAY
-                       ? RedisModule_CallReplyLength(old)
-                       : 0;
-        if (n > 4) n = 4;
-        if (n > 0) {
-            RedisModuleString *v[4];
-            for (size_t i = 0; i < n; i++) {
-                Str m = rstr(elem(old, i));
-                v[i] = RedisModule_CreateString(ctx, m.p, m.n);
+        if (rid.p[0] == '0' || rid.p[0] == '1') {
+            Str upto = cat3(&q, S("("), num14(&q, (double)now), NONE);
+            Rep *old = RedisModule_Call(ctx, "ZRANGE", "!bcbcccc", ix.p, ix.n, "-inf", upto.p,
+                                        upto.n, "BYSCORE", "LIMIT", "0", "32");
+            size_t n = old && RedisModule_CallReplyType(old) == REDISMODULE_REPLY_ARRAY
+                           ? RedisModule_CallReplyLength(old)
+                           : 0;
+            if (n > 32) n = 32;
+            if (n > 0) {
+                RedisModuleString *v[32];
+                for (size_t i = 0; i < n; i++) {
+                    Str m = rstr(elem(old, i));
+                    v[i] = RedisModule_CreateString(ctx, m.p, m.n);
+                }
+                RedisModule_Call(ctx, "ZREM", "!bv", ix.p, ix.n, v, n);
             }
-            RedisModule_Call(ctx, "ZREM", "!bv", ix.p, ix.n, v, n);
         }
     }
     RedisModule_ReplySetArrayLength(ctx, out);
@@ -939,6 +944,7 @@ static int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
     Str prio = opt(&l, o), name = opt(&l, o + 1), g = opt(&l, o + 2), maxa = opt(&l, o + 3),
         delay = opt(&l, o + 4), runat = opt(&l, o + 5), backoff = opt(&l, o + 6),
         trace = opt(&l, o + 7), keep = opt(&l, o + 8);
+    int resent = eqc(A(&l, o + 9), "1");
     const Str numeric[] = {prio, maxa, delay, runat, keep};
     static const char *const refusal[] = {
         "EMQARG priority is not a finite number", "EMQARG max_attempts is not a finite number",
@@ -1010,9 +1016,12 @@ static int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
         int a = 2 + i * w;
         Str id = A(&l, a), jk = job_key(&q, id);
         Str holder = NONE, dedup = NONE;
-        if (rint_(RedisModule_Call(ctx, "EXISTS", "!b", jk.p, jk.n)) == 1 ||
-            (tombs && settled_recently(&q, id, tomb_now)))
-            holder = id;
+        /* a chosen id is always checked, a minted one only on a re-send */
+        if (resent || (w == 4 && eqc(A(&l, a + 3), "1"))) {
+            if (rint_(RedisModule_Call(ctx, "EXISTS", "!b", jk.p, jk.n)) == 1 ||
+                (tombs && settled_recently(&q, id, tomb_now)))
+                holder = id;
+        }
         if (w == 4) {
             dedup = opt(&l, a + 2);
             if (!holder.p && dedup.p) {

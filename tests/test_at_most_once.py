@@ -14,6 +14,7 @@ import redis
 from conftest import claim_records, dump
 from echomq import JobGone, Queue, new_id
 from echomq.scripts import Eval, script
+from echomq.spine import claim_op
 from faults.proxy import FaultProxy
 
 SETTLED_MS = 60_000
@@ -44,32 +45,61 @@ def test_enqueue_of_a_just_completed_id_is_a_duplicate(q: Queue, r: redis.Redis)
     assert r.exists(q.keys.job(jid)) == 0 and r.zcard(q.keys.pending) == 0
 
 
-def test_enqueue_many_skips_settled_ids(q: Queue, r: redis.Redis) -> None:
-    # the short form (minted ids) counts only what it wrote: a settled id is skipped
+def resent_enqueue(q: Queue, *jobs: str) -> Eval:
+    """The short form (minted ids) as the transport re-sends it: the `resent` option."""
+    args = (str(len(jobs) // 2), "2", *jobs, *[""] * 9, "1")
+    return Eval(script("enqueue"), (q.keys.base,), args)
+
+
+def test_a_resent_enqueue_many_skips_settled_and_live_ids(q: Queue, r: redis.Redis) -> None:
+    # the short form counts only what it wrote: a settled id and a live one are skipped
+    jid, live = new_id(), new_id()
+    q.enqueue("x", job_id=jid)
+    q.remove_job(jid)
+    q.enqueue("live", job_id=live)
+    other = new_id()
+    reply = q.runner.execute(resent_enqueue(q, jid, '"y"', live, '"w"', other, '"z"'))
+    assert reply == 1
+    assert r.zrange(q.keys.pending, 0, -1) == sorted([live, other])
+    assert r.exists(q.keys.job(jid)) == 0
+    assert r.hget(q.keys.job(live), "payload") == '"live"'
+
+
+def test_a_first_send_of_minted_ids_reads_no_tombstone(q: Queue, r: redis.Redis) -> None:
+    # a minted id is fresh: the first send writes it without looking (the reads are the
+    # re-send's); the script is the one place that decides, so it is checked here
     jid = new_id()
     q.enqueue("x", job_id=jid)
     q.remove_job(jid)
-    other = new_id()
-    reply = q.runner.execute(
-        Eval(script("enqueue"), (q.keys.base,), ("2", "2", jid, '"y"', other, '"z"'))
-    )
-    assert reply == 1
-    assert r.zrange(q.keys.pending, 0, -1) == [other]
-    assert r.exists(q.keys.job(jid)) == 0
+    first = Eval(script("enqueue"), (q.keys.base,), ("1", "2", jid, '"y"'))
+    assert q.runner.execute(first) == 1
+    assert r.hget(q.keys.job(jid), "payload") == '"y"'
 
 
-def test_an_expired_tombstone_lets_the_id_back_and_is_trimmed(q: Queue, r: redis.Redis) -> None:
-    old = [new_id() for _ in range(6)]
+def ending_in(digits: str) -> str:
+    """A fresh job id whose last base62 digit is one of ``digits``."""
+    while not (jid := new_id()).endswith(tuple(digits)):
+        pass
+    return jid
+
+
+@pytest.mark.parametrize("trims", [True, False])
+def test_an_expired_tombstone_lets_the_id_back_and_is_trimmed(
+    q: Queue, r: redis.Redis, trims: bool
+) -> None:
+    # a tombstone whose id ends in 0-7 (one in about eight) trims up to 32 expired ones
+    back = ending_in("01234567" if trims else "89")
+    old = [back] + [new_id() for _ in range(40)]
     long_ago = server_ms(r) - SETTLED_MS - 1000
     r.zadd(q.keys.settled, {j: long_ago for j in old})
-    assert q.enqueue("back", job_id=old[0]) == old[0]  # expired: a new job
-    assert r.hget(q.keys.job(old[0]), "payload") == '"back"'
+    assert q.enqueue("back", job_id=back) == back  # expired: a new job
+    assert r.hget(q.keys.job(back), "payload") == '"back"'
     c = q.claim()
-    assert c is not None and c.id == old[0]
+    assert c is not None and c.id == back
     q.complete(c.id, c.token)
-    # the completion renewed old[0]'s tombstone and trimmed 4 of the 5 expired ones
+    # the completion renewed its tombstone; it trimmed 32 of the 40 expired ones, or none
     left = r.zrange(q.keys.settled, 0, -1)
-    assert old[0] in left and len(left) == 2
+    assert back in left and len(left) == (9 if trims else 41)
 
 
 def test_drain_and_obliterate_delete_the_tombstones(q: Queue, r: redis.Redis) -> None:
@@ -91,8 +121,9 @@ def test_drain_and_obliterate_delete_the_tombstones(q: Queue, r: redis.Redis) ->
 # ---------------------------------------------------------------- the claim request id
 
 
-def claim_call(q: Queue, rid: str, count: int = 2) -> Eval:
-    return Eval(script("claim"), (q.keys.base,), ("30000", str(count), "f", "0", rid))
+def claim_call(q: Queue, rid: str, count: int = 2, *, resent: bool = False) -> Eval:
+    args = ("30000", str(count), "f", "0", rid) + (("1",) if resent else ())
+    return Eval(script("claim"), (q.keys.base,), args)
 
 
 def test_a_repeated_claim_request_answers_the_same_jobs(q: Queue, r: redis.Redis) -> None:
@@ -101,13 +132,21 @@ def test_a_repeated_claim_request_answers_the_same_jobs(q: Queue, r: redis.Redis
     assert first[0::5] == [a, b] and first[2::5] == [1, 1]
     assert r.get(q.keys.claim_request("req-1")) == f"{a} {b}"
     assert 0 < r.pttl(q.keys.claim_request("req-1")) <= 60_000
+    assert r.zscore(q.keys.claimreqs, "req-1") is not None  # obliterate finds it there
     q.complete(a, 1)
     before = dump(r, q)
-    again = text(q.runner.execute(claim_call(q, "req-1")))
+    again = text(q.runner.execute(claim_call(q, "req-1", resent=True)))
     # b is still active (a settled): only b, same shape and token, nothing new leased
     assert again == first[5:]
     assert dump(r, q) == before
     assert r.zrange(q.keys.pending, 0, -1) == [c]
+
+
+def test_a_resent_claim_without_a_record_claims(q: Queue, r: redis.Redis) -> None:
+    # the first send never reached the server: the re-send finds no record and claims
+    a = q.enqueue("a")
+    got = text(q.runner.execute(claim_call(q, "req-lost", resent=True)))
+    assert got[0::5] == [a] and r.get(q.keys.claim_request("req-lost")) == a
 
 
 def test_a_claim_that_got_nothing_leaves_no_record(q: Queue, r: redis.Redis) -> None:
@@ -154,3 +193,51 @@ def test_a_complete_whose_reply_is_lost_answers_job_gone(
     assert r.exists(pq.keys.job(jid)) == 0
     assert r.hget(pq.keys.metrics_completed, "count") == "1"  # counted once
     assert r.zscore(pq.keys.settled, jid) is not None
+
+
+def test_an_enqueue_whose_reply_is_lost_is_resent_and_writes_once(
+    pq: Queue, proxy: FaultProxy, r: redis.Redis
+) -> None:
+    pq.is_paused()  # warm: connect and fence before the drop
+    with r.pubsub(ignore_subscribe_messages=True) as sub:
+        sub.subscribe(pq.keys.events)
+        proxy.drop_replies(1)
+        jid = pq.enqueue("x")
+        assert proxy.replies_dropped == 1
+        # the re-send (its `resent` option set) found the row: one job, one event
+        assert r.zrange(pq.keys.pending, 0, -1) == [jid]
+        r.publish(pq.keys.events, "END")  # read up to a marker: no idle timeouts
+        events = []
+        while (m := sub.get_message(timeout=5)) is None or m["data"] != "END":
+            if m is not None:
+                events.append(m["data"])
+    assert events == [f'{{"event":"enqueued","job":"{jid}"}}']
+
+
+def test_a_claim_script_whose_reply_is_lost_is_resent_marked(
+    pq: Queue, proxy: FaultProxy, r: redis.Redis
+) -> None:
+    # the claim call alone (no gate read before it): its own reply is the one lost
+    ids = [pq.enqueue(i) for i in range(4)]
+    op = claim_op(pq.ctx, 2, 30_000, 0)
+    assert op.again == (*op.args, "1")
+    proxy.drop_replies(1)
+    got = text(pq.runner.execute(op))
+    assert proxy.replies_dropped == 1
+    # the re-send read the first run's record: the same two jobs, nothing more leased
+    assert got[0::5] == ids[:2] and got[2::5] == [1, 1]
+    assert r.zrange(pq.keys.active, 0, -1) == ids[:2]
+    assert r.zrange(pq.keys.pending, 0, -1) == ids[2:]
+
+
+@pytest.mark.parametrize("rid", ["0trims", "9keeps"])
+def test_a_claim_record_trims_the_index_one_time_in_eight(
+    q: Queue, r: redis.Redis, rid: str
+) -> None:
+    # a rid starting with 0 or 1 (rids are random hex) trims up to 32 expired entries
+    r.zadd(q.keys.claimreqs, {f"old{i}": server_ms(r) - 1000 for i in range(40)})
+    q.enqueue("a")
+    q.runner.execute(claim_call(q, rid, 1))
+    left = r.zcard(q.keys.claimreqs)
+    assert r.zscore(q.keys.claimreqs, rid) is not None
+    assert left == (9 if rid == "0trims" else 41)

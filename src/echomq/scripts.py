@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from typing import Any, TypeVar
@@ -130,12 +130,22 @@ class Eval:
 
     ``job`` names the job a verb on one job is about: a ``-1`` reply is then
     ``JobGone``, and every refusal the call raises carries it as ``exc.job_id``.
+
+    ``again`` is what the transport sends in place of ``args`` when it sends the call
+    once more after a lost reply (``None``: the same ``args``). A transition whose
+    first send cannot meet its own earlier run (a fresh request id, minted job ids)
+    skips the reads that detect one, and asks for them on the re-send only.
     """
 
     script: Script
     keys: Sequence[str]
     args: Sequence[Arg] = ()
     job: str | None = None
+    again: Sequence[Arg] | None = None
+
+    def resent(self) -> Eval:
+        """The call as it goes when sent again after a lost reply."""
+        return self if self.again is None else replace(self, args=self.again, again=None)
 
 
 @dataclass(frozen=True)

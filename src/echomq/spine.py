@@ -150,15 +150,14 @@ def enqueue(
     keep = _keep(keep_ms)
     text = checks.payload(ctx.serializer, payload)
     opts = _with_keep(hooks.trace_opts(opts), keep)
-    enq = script("enqueue")
     if job_id is None and dedup_id is None:
         # a minted id cannot be a duplicate: the short form, whose reply is a count
         jid = ids.new_id()
-        yield Eval(enq, (ctx.keys.base,), ("1", "2", jid, text, *opts))
+        yield _enqueue_op(ctx, ["1", "2", jid, text], opts)
         return jid
     jid = job_id or ids.new_id()
     check = "0" if job_id is None else "1"
-    reply = yield Eval(enq, (ctx.keys.base,), ("1", "4", jid, text, dedup_id or "", check, *opts))
+    reply = yield _enqueue_op(ctx, ["1", "4", jid, text, dedup_id or "", check], opts)
     held: str = reply[0]
     return held
 
@@ -180,6 +179,18 @@ def _with_keep(opts: list[str], keep: str) -> list[str]:
     if not keep:
         return opts
     return [*opts, *([""] * (KEEP_OPTION_INDEX - len(opts))), keep]
+
+
+#: Where the enqueue script reads its ``resent`` option, counted from the first option.
+RESENT_OPTION = 9
+
+
+def _enqueue_op(ctx: Context, head: list[str], opts: list[str]) -> Eval:
+    """One enqueue script call; its re-send (after a lost reply) sets the ``resent``
+    option, so the script checks every id for a first run that landed. A first send
+    checks only the ids the caller chose: minted ones are fresh."""
+    again = [*head, *opts, *([""] * (RESENT_OPTION - len(opts))), "1"]
+    return Eval(script("enqueue"), (ctx.keys.base,), [*head, *opts], again=again)
 
 
 def enqueue_many(
@@ -224,16 +235,14 @@ def enqueue_many(
     if not texts:
         return []
     minted = ids.new_ids(len(texts))
-    enq = script("enqueue")
-    keys = (ctx.keys.base,)
     ops = []
     for i in range(0, len(texts), ENQUEUE_CHUNK):
         chunk = texts[i : i + ENQUEUE_CHUNK]
         # per job only its id and payload travel; the options once per call
-        args: list[str] = [str(len(chunk)), "2", *([""] * (2 * len(chunk))), *opts]
-        args[2 : 2 + 2 * len(chunk) : 2] = minted[i : i + ENQUEUE_CHUNK]
-        args[3 : 3 + 2 * len(chunk) : 2] = chunk
-        ops.append(Eval(enq, keys, args))
+        head: list[str] = [str(len(chunk)), "2", *([""] * (2 * len(chunk)))]
+        head[2::2] = minted[i : i + ENQUEUE_CHUNK]
+        head[3::2] = chunk
+        ops.append(_enqueue_op(ctx, head, opts))
     replies = yield Batch(tuple(ops))
     failed = [(k, r) for k, r in enumerate(replies) if isinstance(r, Exception)]
     if not failed:
@@ -295,13 +304,15 @@ def claim_op(ctx: Context, count: int, lease_ms: int, lock_ms: int) -> Eval:
     lanes) the next claim tries first, so neither starves the other. The arguments
     are gated by the caller's verb (``claim_many`` checks them before any I/O).
 
-    Each call carries a fresh request id (the last argument): a call re-sent after a
-    lost reply answers the jobs the first run claimed instead of leasing more.
+    Each call carries a fresh request id: a call re-sent after a lost reply (marked
+    as such, see ``Eval.again``) answers the jobs the first run claimed instead of
+    leasing more.
     """
     side = "f" if ctx.flat_first else "g"  # the script's wire word for which side first
     ctx.flat_first = not ctx.flat_first
     args = (str(lease_ms), str(count), side, str(lock_ms), request_id())
-    return Eval(script("claim"), (ctx.keys.base,), args)
+    # only the re-send reads the request's record (a first send's rid is fresh)
+    return Eval(script("claim"), (ctx.keys.base,), args, again=(*args, "1"))
 
 
 def decode_claimed(ctx: Context, reply: Any) -> list[Claimed]:

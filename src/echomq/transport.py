@@ -270,6 +270,10 @@ def exchange(op: Op, executor: Executor | None = None) -> Exchange:
             if resent:
                 raise errors.ServerUnavailable(str(failure)) from failure.cause
             resent = True
+            # each goes again in its re-send form, which looks for its first run
+            ops = tuple(
+                o.resent() if i in unknown and isinstance(o, Eval) else o for i, o in enumerate(ops)
+            )
         if noscript:
             loaded = True
             scripts = {o.script.name: o.script for i in noscript if isinstance(o := ops[i], Eval)}

@@ -5,14 +5,17 @@
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  lease_ms;  ARGV[2] count;  ARGV[3] 'f' (flat first) or 'g' (lanes first)
 -- ARGV[4]  lock ttl in ms: when > 0 the job's :lock key is set to its token
--- ARGV[5]  rid, the claim request id (text; '' or omitted = none). With a rid whose
---          record claimreq:<rid> exists (a re-sent call), nothing new is claimed: the
---          reply lists the jobs recorded there that are still active, each with its
---          row's current attempts as token, in the original order. Otherwise the call
---          claims as below and, when it claimed any, records their ids (space-separated)
---          in claimreq:<rid> with PX 60000, and indexes the rid in the zset `claimreqs`
---          (score = its expiry in ms; at most 4 expired entries trimmed per record)
---          so that obliterate finds the records without scanning the keyspace.
+-- ARGV[5]  rid, the claim request id (text; '' or omitted = none). A call with a rid
+--          that claimed any job records their ids (space-separated) in claimreq:<rid>
+--          with PX 60000 and indexes the rid in the zset `claimreqs` (score = its expiry
+--          in ms), so that obliterate finds the records without scanning the keyspace. A
+--          rid starting with 0 or 1 (one in eight: rids are random hex) also trims at
+--          most 32 expired entries: bounded, about 4 per record on average.
+-- ARGV[6]  '1' when this call is a re-send after a lost reply (the transport sets it;
+--          '' or omitted = a first send, whose fresh rid has no record to read). Only a
+--          re-send reads claimreq:<rid>: when the record exists (the first run ran),
+--          nothing new is claimed and the reply lists the jobs recorded there that are
+--          still active, each with its row's current attempts as token, in order.
 -- Reply:   a flat array, 5 entries per job: id, payload, token, name, group ('' = none)
 -- Refusals: none (an empty array when nothing is ready).
 -- Writes:  ZPOPMIN pending|lane, attempts + 1 and state active (one HSET), ZADD active deadline,
@@ -27,7 +30,7 @@ local count = tonumber(ARGV[2])
 local side = ARGV[3]
 local lockttl = tonumber(ARGV[4])
 local rid = ARGV[5] or ''
-if rid ~= '' then
+if rid ~= '' and ARGV[6] == '1' then
   local seen = redis.call('GET', B .. CLAIMREQ .. rid)
   if seen then
     -- a repeat of a request that ran: answer what it claimed, claim nothing new
@@ -131,7 +134,10 @@ if rid ~= '' and #out > 0 then
   redis.call('SET', B .. CLAIMREQ .. rid, table.concat(got, ' '), 'PX', 60000)
   local ix = B .. CLAIMREQS
   redis.call('ZADD', ix, now + 60000, rid)
-  local old = redis.call('ZRANGE', ix, '-inf', '(' .. now, 'BYSCORE', 'LIMIT', 0, 4)
-  if #old > 0 then redis.call('ZREM', ix, unpack(old)) end
+  local first = string.sub(rid, 1, 1)
+  if first == '0' or first == '1' then
+    local old = redis.call('ZRANGE', ix, '-inf', '(' .. now, 'BYSCORE', 'LIMIT', 0, 32)
+    if #old > 0 then redis.call('ZREM', ix, unpack(old)) end
+  end
 end
 return out

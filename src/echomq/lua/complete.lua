@@ -7,8 +7,8 @@
 -- Refusals: -1 no row (gone), or the row is a kept completed one; EMQSTALE the job is
 --          not active under this token.
 -- Writes:  ZREM active, lane slot back (+ ring), row/logs/lock deleted, dedup key
---          released, metrics:completed counted, the id's tombstone in `settled` (at
---          most 4 expired ones trimmed); event 'completed'. A repeat answers -1.
+--          released, metrics:completed counted, the id's tombstone in `settled` (expired
+--          ones trimmed by one call in about eight, lib/common); event 'completed'. A repeat answers -1.
 --          A kept row (field `keep`) whose job or queue keeps completed history stays
 --          instead: state completed, finished_at, result (ARGV[3] when sent); lock
 --          deleted, dedup key released; ZADD completed (score = now), keepuntil (now +

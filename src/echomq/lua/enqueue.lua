@@ -2,14 +2,18 @@
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  n, the number of jobs;  ARGV[2] w, the fields per job: 2 or 4
 -- ARGV[3 .. 2+n*w]  per job: id, payload; with w = 4 also dedup ('' = none) and
---          check ('1' when the caller chose the id). Every id is checked whatever
---          `check` says: an existing row, or an id in `settled` (completed or removed
---          in the last 60 s, the tombstone), is a duplicate, so a re-sent enqueue whose
---          first run landed writes nothing.
+--          check ('1' when the caller chose the id). A checked id that has a row, or is
+--          in `settled` (completed or removed in the last 60 s, the tombstone), is a
+--          duplicate. A chosen id is always checked; a minted one only on a re-send
+--          (option `resent`): a minted id is fresh, so only a re-sent call whose first
+--          run landed can meet it again, and a first send skips the reads.
 -- ARGV[3+n*w ..]  options shared by every job, in this order; '' or omitted = absent:
 --          priority, name, group, max_attempts, delay_ms, run_at_ms, backoff,
 --          trace (the producer's W3C trace context, written to the row's `trace`),
---          keep_ms (keep this job's history: its row stays keep_ms after it completes)
+--          keep_ms (keep this job's history: its row stays keep_ms after it completes),
+--          resent ('1' when this call is a re-send after a lost reply, set by the
+--          transport: every id is checked, so a re-sent enqueue whose first run landed
+--          writes nothing)
 -- Reads:   one EXISTS of `settled` and `keeps` (the latter named twice, so the count
 --          tells both apart): the tombstones are read only when there are any, and a
 --          queue with a retention (`keeps`, set by set_retention) keeps the jobs
@@ -46,6 +50,7 @@ local prio, name, g, maxa = ARGV[o], ARGV[o + 1], ARGV[o + 2], ARGV[o + 3]
 local delay, runat, backoff = ARGV[o + 4], ARGV[o + 5], ARGV[o + 6]
 local trace = ARGV[o + 7]
 local keep = ARGV[o + 8]
+local resent = ARGV[o + 9] == '1'
 if prio == '' then prio = nil end
 if name == '' then name = nil end
 if g == '' then g = nil end
@@ -69,7 +74,7 @@ local seen = redis.call('EXISTS', B .. SETTLED, B .. KEEPS, B .. KEEPS)
 if not keep and seen >= 2 then keep = '0' end
 local delayed = not runat and delay and tonumber(delay) > 0
 -- the server clock, read once, only when something needs it
-local now = (keep or delayed or seen % 2 == 1) and now_ms() or nil
+local now = (keep or delayed) and now_ms() or nil
 
 local due = nil
 if runat then
@@ -103,14 +108,20 @@ end
 
 local out = (w == 4) and {} or nil
 local zs = {}
--- the tombstones are read only when there are any (most queues settle nothing lately)
-local tomb_now = seen % 2 == 1 and now or nil
+-- the tombstones are read only when there are any (most queues settle nothing lately),
+-- and only for an id checked (the clock then read once)
+local function duplicate(id, jk)
+  if redis.call('EXISTS', jk) == 1 then return true end
+  if seen % 2 == 0 then return false end
+  if not now then now = now_ms() end
+  return settled_recently(id, now)
+end
 for i = 0, n - 1 do
   local a = 3 + i * w
   local id = ARGV[a]
   local jk = B .. JOB .. id
   local holder, dedup = nil, nil
-  if redis.call('EXISTS', jk) == 1 or (tomb_now and settled_recently(id, tomb_now)) then
+  if (resent or (w == 4 and ARGV[a + 3] == '1')) and duplicate(id, jk) then
     holder = id
   end
   if w == 4 then

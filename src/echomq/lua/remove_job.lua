@@ -11,8 +11,8 @@
 --          job gives its lane slot back; the lane's place on the ring is re-synced;
 --          row, logs, lock, error history deleted; the row's dedup key and ARGV[2]'s
 --          released when
---          they name this job; the id's tombstone in `settled` (at most 4 expired ones
---          trimmed). Event 'removed'; one audit entry.
+--          they name this job; the id's tombstone in `settled` (expired ones trimmed
+--          by one call in about eight, lib/common). Event 'removed'; one audit entry.
 local B = KEYS[1]
 --! include keys
 --! include common
