@@ -50,6 +50,10 @@ static Str arg(RedisModuleString *s) {
     return r;
 }
 
+static RedisModuleString *mkstr(RedisModuleCtx *ctx, Str s) {
+    return RedisModule_CreateString(ctx, s.p ? s.p : "", s.n);
+}
+
 static int eq(Str a, Str b) { return a.p && b.p && a.n == b.n && memcmp(a.p, b.p, a.n) == 0; }
 
 static int eqc(Str a, const char *c) { return eq(a, S(c)); }
@@ -239,15 +243,19 @@ static void lane_grew(Q *q, Str g, long long before, int quiet) {
     }
 }
 
+/* release a dedup key if it still names job id (a newer job may hold it now) */
+static void release_dedup(Q *q, Str id, Str dedup) {
+    RedisModuleCtx *c = q->ctx;
+    Str dk = cat3(q, q->b, S("de:"), dedup);
+    Str holder = rstr(RedisModule_Call(c, "GET", "!b", dk.p, dk.n));
+    if (eq(holder, id)) RedisModule_Call(c, "DEL", "!b", dk.p, dk.n);
+}
+
 /* delete a row with its logs, lock and error history; release its dedup key if it
  * still names it */
 static void delete_row(Q *q, Str id, Str jk, Str dedup) {
     RedisModuleCtx *c = q->ctx;
-    if (dedup.p) {
-        Str dk = cat3(q, q->b, S("de:"), dedup);
-        Str holder = rstr(RedisModule_Call(c, "GET", "!b", dk.p, dk.n));
-        if (eq(holder, id)) RedisModule_Call(c, "DEL", "!b", dk.p, dk.n);
-    }
+    if (dedup.p) release_dedup(q, id, dedup);
     Str logs = cat3(q, jk, S(":logs"), NONE), lock = cat3(q, jk, S(":lock"), NONE);
     Str errs = cat3(q, jk, S(":errors"), NONE);
     RedisModule_Call(c, "DEL", "!bbbb", jk.p, jk.n, logs.p, logs.n, lock.p, lock.n, errs.p,
@@ -267,31 +275,46 @@ static void count_metric(Q *q, const char *which, long long n, long long now) {
     }
 }
 
-/* settled tombstones (lib/common.lua): complete leaves the id it deleted in `settled`
- * (score = server ms) for SETTLED_MS; a tombstone whose id ends in 0-7 (about one in
- * eight) trims at most 32 expired ones; enqueue treats a recent one as a duplicate */
+/* settled tombstones (lib/common.lua): complete leaves the ids it deleted in `settled`
+ * (score = server ms) for SETTLED_MS, one ZADD a call; each id ending in 0-7 (about one
+ * in eight) lets the call trim 32 expired ones; enqueue treats a recent one as a
+ * duplicate */
 #define SETTLED_MS 60000
+#define SLICE 500 /* members per ZADD/ZREM, as lib/common.lua slices them */
 
-static void tombstone(Q *q, Str id, long long now) {
+static void zrem_all(Q *q, Str key, RedisModuleString **ids, size_t n) {
+    for (size_t i = 0; i < n; i += SLICE)
+        RedisModule_Call(q->ctx, "ZREM", "!bv", key.p, key.n, ids + i,
+                         n - i < SLICE ? n - i : SLICE);
+}
+
+static void tombstones(Q *q, Str *ids, size_t n, long long now) {
     RedisModuleCtx *c = q->ctx;
-    Str sk = K(q, "settled"), ns = num(q, (double)now);
-    RedisModule_Call(c, "ZADD", "!bbb", sk.p, sk.n, ns.p, ns.n, id.p, id.n);
-    if (id.n == 0 || id.p[id.n - 1] < '0' || id.p[id.n - 1] > '7') return;
+    Str sk = K(q, "settled");
+    RedisModuleString *score = mkstr(c, num(q, (double)now));
+    RedisModuleString **zs = RedisModule_PoolAlloc(c, sizeof(*zs) * 2 * n);
+    size_t hits = 0;
+    for (size_t i = 0; i < n; i++) {
+        zs[2 * i] = score;
+        zs[2 * i + 1] = mkstr(c, ids[i]);
+        char last = ids[i].n ? ids[i].p[ids[i].n - 1] : 0;
+        if (last >= '0' && last <= '7') hits++;
+    }
+    for (size_t i = 0; i < 2 * n; i += 2 * SLICE)
+        RedisModule_Call(c, "ZADD", "!bv", sk.p, sk.n, zs + i,
+                         2 * n - i < 2 * SLICE ? 2 * n - i : 2 * SLICE);
+    if (!hits) return;
     Str upto = cat3(q, S("("), num14(q, (double)(now - SETTLED_MS)), NONE);
-    Rep *old = RedisModule_Call(c, "ZRANGE", "!bcbcccc", sk.p, sk.n, "-inf", upto.p, upto.n,
-                                "BYSCORE", "LIMIT", "0", "32");
-    size_t n = old && RedisModule_CallReplyType(old) == REDISMODULE_REPLY_ARRAY
+    Str lim = num14(q, (double)(32 * hits));
+    Rep *old = RedisModule_Call(c, "ZRANGE", "!bcbcccb", sk.p, sk.n, "-inf", upto.p, upto.n,
+                                "BYSCORE", "LIMIT", "0", lim.p, lim.n);
+    size_t m = old && RedisModule_CallReplyType(old) == REDISMODULE_REPLY_ARRAY
                    ? RedisModule_CallReplyLength(old)
                    : 0;
-    if (n > 32) n = 32;
-    if (n > 0) {
-        RedisModuleString *v[32];
-        for (size_t i = 0; i < n; i++) {
-            Str m = rstr(elem(old, i));
-            v[i] = RedisModule_CreateString(c, m.p, m.n);
-        }
-        RedisModule_Call(c, "ZREM", "!bv", sk.p, sk.n, v, n);
-    }
+    if (!m) return;
+    RedisModuleString **v = RedisModule_PoolAlloc(c, sizeof(*v) * m);
+    for (size_t i = 0; i < m; i++) v[i] = mkstr(c, rstr(elem(old, i)));
+    zrem_all(q, sk, v, m);
 }
 
 static int settled_recently(Q *q, Str id, long long now) {
@@ -544,15 +567,36 @@ typedef struct {
     Q *q;
     Str ring;
     int flat_dry, ring_dry;
+    Rep *buf; /* ids popped ahead from pending */
+    size_t bi, bn;
 } Claim;
 
-static Str pop_flat(Claim *c) {
+/* claim.lua's ahead(): 1 while the ring may serve the next, else what the batch still
+ * wants (whole, at most 1000 a call) */
+static long long ahead(Claim *c, double count, long out) {
+    if (!c->ring_dry) return 1;
+    double w = ceil(count - (double)out / 5);
+    return w > 1000 ? 1000 : (long long)w;
+}
+
+/* claim.lua's pop_flat: `want` ids popped at once, the rest kept for the next calls */
+static Str pop_flat(Claim *c, long long want) {
+    if (c->bi < c->bn) return rstr(elem(c->buf, 2 * c->bi++));
     if (c->flat_dry) return NONE;
-    Str pk = K(c->q, "pending");
-    Rep *r = RedisModule_Call(c->q->ctx, "ZPOPMIN", "!b", pk.p, pk.n);
-    Str id = rstr(elem(r, 0));
-    if (!id.p) c->flat_dry = 1;
-    return id;
+    Str pk = K(c->q, "pending"), w = num14(c->q, (double)want);
+    Rep *r = RedisModule_Call(c->q->ctx, "ZPOPMIN", "!bb", pk.p, pk.n, w.p, w.n);
+    size_t n = r && RedisModule_CallReplyType(r) == REDISMODULE_REPLY_ARRAY
+                   ? RedisModule_CallReplyLength(r) / 2
+                   : 0;
+    if (n == 0) {
+        c->flat_dry = 1;
+        return NONE;
+    }
+    if ((long long)n < want) c->flat_dry = 1;
+    c->buf = r;
+    c->bn = n;
+    c->bi = 1;
+    return rstr(elem(r, 0));
 }
 
 static Str pop_lane(Claim *c, Str *gout) {
@@ -649,18 +693,22 @@ static int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     long long now = now_ms();
     Str deadline = num(&q, (double)now + lease);
     Str active = K(&q, "active");
-    Claim c = {&q, K(&q, "ring"), 0, 0};
+    Claim c = {&q, K(&q, "ring"), 0, 0, NULL, 0, 0};
+    /* deadline, id, ...: one ZADD active for the batch, after the loop */
+    size_t nact = 0, cap = 64;
+    RedisModuleString **act = RedisModule_PoolAlloc(ctx, sizeof(*act) * cap);
+    RedisModuleString *dl = mkstr(ctx, deadline);
     Str got = NONE; /* the claimed ids, space-separated, for claimreq:<rid> */
     long out = 0;
     RedisModule_ReplyWithArray(ctx, REDISMODULE_POSTPONED_LEN);
     while ((double)out < count * 5) {
         Str id, g = NONE;
         if (flat) {
-            id = pop_flat(&c);
+            id = pop_flat(&c, ahead(&c, count, out));
             if (!id.p) id = pop_lane(&c, &g);
         } else {
             id = pop_lane(&c, &g);
-            if (!id.p) id = pop_flat(&c);
+            if (!id.p) id = pop_flat(&c, ahead(&c, count, out));
         }
         if (!id.p) break;
         Str jk = job_key(&q, id);
@@ -685,8 +733,14 @@ static int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
                 RedisModule_Call(ctx, "HSET", "!bcbcccb", jk.p, jk.n, "attempts", toks.p, toks.n,
                                  "state", "active", "last_started_at", ns.p, ns.n);
         }
-        RedisModule_Call(ctx, "ZADD", "!bbb", active.p, active.n, deadline.p, deadline.n, id.p,
-                         id.n);
+        if (nact + 2 > cap) {
+            RedisModuleString **more = RedisModule_PoolAlloc(ctx, sizeof(*act) * cap * 2);
+            memcpy(more, act, sizeof(*act) * nact);
+            act = more;
+            cap *= 2;
+        }
+        act[nact++] = dl;
+        act[nact++] = mkstr(ctx, id);
         if (lockttl > 0) {
             Str lk = cat3(&q, jk, S(":lock"), NONE), ttl = num(&q, lockttl);
             RedisModule_Call(ctx, "SET", "!bbcb", lk.p, lk.n, toks.p, toks.n, "PX", ttl.p, ttl.n);
@@ -704,6 +758,9 @@ static int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
         emit(&q, cat3(&q, head, t14, S("}")));
         flat = !flat;
     }
+    for (size_t i = 0; i < nact; i += 2 * SLICE)
+        RedisModule_Call(ctx, "ZADD", "!bv", active.p, active.n, act + i,
+                         nact - i < 2 * SLICE ? nact - i : 2 * SLICE);
     if (ridkey.p && out > 0) {
         RedisModule_Call(ctx, "SET", "!bbcc", ridkey.p, ridkey.n, got.p, got.n, "PX", "60000");
         /* the records' index (rid -> expiry); a rid starting 0 or 1 trims 32 expired */
@@ -758,59 +815,123 @@ static Str row_of(Q *q, Line *l, Str id) {
     return l->nkeys >= 2 ? arg(l->keys[1]) : job_key(q, id);
 }
 
-/* ---- EMQ.COMPLETE 1|2 base [row] id token ---- */
+/* ---- EMQ.COMPLETE 2 base row id token [result] | 1 base id token result [...] ---- */
+
+typedef struct {
+    Str id, jk, g, dedup, keep, result;
+} Done;
 
 static int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     RedisModule_AutoMemory(ctx);
     Line l;
     if (!line_of(ctx, argv, argc, 1, 2, &l)) return REDISMODULE_OK;
-    if (l.nargs < 2) return bad_args(ctx);
     Q q = {ctx, arg(l.keys[0])};
-    Str id = A(&l, 0), token = A(&l, 1), jk = row_of(&q, &l, id);
-    Rep *f;
-    if (!fenced(&q, jk, token, "group", "dedup", "keep", &f)) return REDISMODULE_OK;
+    Done *jobs;
+    size_t nd = 0;
+    int batch = l.nkeys < 2;
+    long out = 0;
+    if (!batch) { /* one job: 1, -1 or EMQSTALE */
+        if (l.nargs < 2) return bad_args(ctx);
+        Str id = A(&l, 0), token = A(&l, 1), jk = arg(l.keys[1]);
+        Rep *f;
+        if (!fenced(&q, jk, token, "group", "dedup", "keep", &f)) return REDISMODULE_OK;
+        jobs = RedisModule_PoolAlloc(ctx, sizeof(*jobs));
+        Done d = {id, jk, rstr(elem(f, 2)), rstr(elem(f, 3)), rstr(elem(f, 4)), A(&l, 2)};
+        jobs[nd++] = d;
+    } else { /* triples, each fenced on its own; (id, reason) of those not done */
+        jobs = RedisModule_PoolAlloc(ctx, sizeof(*jobs) * (size_t)(l.nargs / 3 + 1));
+        RedisModule_ReplyWithArray(ctx, REDISMODULE_POSTPONED_LEN);
+        for (int i = 0; i + 2 < l.nargs; i += 3) {
+            Str id = A(&l, i), token = A(&l, i + 1), jk = job_key(&q, id);
+            Rep *f = RedisModule_Call(ctx, "HMGET", "!bccccc", jk.p, jk.n, "state", "attempts",
+                                      "group", "dedup", "keep");
+            Str state = rstr(elem(f, 0)), attempts = rstr(elem(f, 1));
+            int seen = 0;
+            for (size_t k = 0; k < nd && !seen; k++) seen = eq(jobs[k].id, id);
+            const char *why = NULL;
+            if (!state.p || eqc(state, "completed") || seen)
+                why = "gone";
+            else if (!eqc(state, "active") || !eq(attempts, token))
+                why = "stale";
+            if (why) {
+                RedisModule_ReplyWithStringBuffer(ctx, id.p, id.n);
+                RedisModule_ReplyWithStringBuffer(ctx, why, strlen(why));
+                out += 2;
+                continue;
+            }
+            Str res = A(&l, i + 2);
+            if (res.n == 0) res = NONE;
+            Done d = {id, jk, rstr(elem(f, 2)), rstr(elem(f, 3)), rstr(elem(f, 4)), res};
+            jobs[nd++] = d;
+        }
+        if (nd == 0) {
+            RedisModule_ReplySetArrayLength(ctx, out);
+            return REDISMODULE_OK;
+        }
+    }
+    /* complete.lua's writes, each kind once for the call */
     Str active = K(&q, "active");
-    RedisModule_Call(ctx, "ZREM", "!bb", active.p, active.n, id.p, id.n);
-    Str g = rstr(elem(f, 2));
-    if (g.p) give_back(&q, g, 0);
+    RedisModuleString **ids = RedisModule_PoolAlloc(ctx, sizeof(*ids) * nd);
+    Str *idv = RedisModule_PoolAlloc(ctx, sizeof(*idv) * nd);
+    for (size_t i = 0; i < nd; i++) {
+        idv[i] = jobs[i].id;
+        ids[i] = mkstr(ctx, jobs[i].id);
+    }
+    zrem_all(&q, active, ids, nd);
+    for (size_t i = 0; i < nd; i++)
+        if (jobs[i].g.p) give_back(&q, jobs[i].g, 0);
     long long now = now_ms();
-    double own = 0;
+    int retained = 0; /* the queue's completed retention, read on the first kept row */
     Retain r = {0, 0, 0, 0};
-    Str keep = rstr(elem(f, 4));
-    if (keep.p) {
-        if (!tonum(keep, &own)) own = 0;
-        r = retention(&q, "completed");
-    }
-    if (own > 0 || r.has_count || r.has_age) {
-        /* kept: the row stays as history; the dedup key goes as for a deleted row */
-        Str d = rstr(elem(f, 3));
-        if (d.p) {
-            Str dk = cat3(&q, q.b, S("de:"), d);
-            Str holder = rstr(RedisModule_Call(ctx, "GET", "!b", dk.p, dk.n));
-            if (eq(holder, id)) RedisModule_Call(ctx, "DEL", "!b", dk.p, dk.n);
+    RedisModuleString **rows = RedisModule_PoolAlloc(ctx, sizeof(*rows) * 4 * nd);
+    size_t nr = 0;
+    for (size_t i = 0; i < nd; i++) {
+        Done *d = &jobs[i];
+        double own = 0;
+        Retain rr = {0, 0, 0, 0};
+        if (d->keep.p) {
+            if (!tonum(d->keep, &own)) own = 0;
+            if (!retained) {
+                r = retention(&q, "completed");
+                retained = 1;
+            }
+            rr = r;
         }
-        Str lock = cat3(&q, jk, S(":lock"), NONE), ns = num(&q, (double)now);
-        Str res = A(&l, 2);
-        if (res.p)
-            RedisModule_Call(ctx, "HSET", "!bcccbcb", jk.p, jk.n, "state", "completed",
-                             "finished_at", ns.p, ns.n, "result", res.p, res.n);
-        else
-            RedisModule_Call(ctx, "HSET", "!bcccb", jk.p, jk.n, "state", "completed",
-                             "finished_at", ns.p, ns.n);
-        Str done = K(&q, "completed");
-        RedisModule_Call(ctx, "ZADD", "!bbb", done.p, done.n, ns.p, ns.n, id.p, id.n);
-        if (own > 0) {
-            Str ku = K(&q, "keepuntil"), until = num(&q, (double)now + own);
-            RedisModule_Call(ctx, "ZADD", "!bbb", ku.p, ku.n, until.p, until.n, id.p, id.n);
+        if (d->dedup.p) release_dedup(&q, d->id, d->dedup);
+        if (own > 0 || rr.has_count || rr.has_age) {
+            /* kept: the row stays as history */
+            Str lock = cat3(&q, d->jk, S(":lock"), NONE), ns = num(&q, (double)now);
+            if (d->result.p)
+                RedisModule_Call(ctx, "HSET", "!bcccbcb", d->jk.p, d->jk.n, "state", "completed",
+                                 "finished_at", ns.p, ns.n, "result", d->result.p, d->result.n);
+            else
+                RedisModule_Call(ctx, "HSET", "!bcccb", d->jk.p, d->jk.n, "state", "completed",
+                                 "finished_at", ns.p, ns.n);
+            Str done = K(&q, "completed");
+            RedisModule_Call(ctx, "ZADD", "!bbb", done.p, done.n, ns.p, ns.n, d->id.p, d->id.n);
+            if (own > 0) {
+                Str ku = K(&q, "keepuntil"), until = num(&q, (double)now + own);
+                RedisModule_Call(ctx, "ZADD", "!bbb", ku.p, ku.n, until.p, until.n, d->id.p,
+                                 d->id.n);
+            }
+            /* the lock goes in the trim's one DEL */
+            trim_settled(&q, done, rr, own > 0, now, TRIM_STEP, lock);
+        } else {
+            rows[nr++] = mkstr(ctx, d->jk);
+            rows[nr++] = mkstr(ctx, cat3(&q, d->jk, S(":logs"), NONE));
+            rows[nr++] = mkstr(ctx, cat3(&q, d->jk, S(":lock"), NONE));
+            rows[nr++] = mkstr(ctx, cat3(&q, d->jk, S(":errors"), NONE));
         }
-        /* the lock goes in the trim's one DEL */
-        trim_settled(&q, done, r, own > 0, now, TRIM_STEP, lock);
-    } else {
-        delete_row(&q, id, jk, rstr(elem(f, 3)));
     }
-    tombstone(&q, id, now);
-    count_metric(&q, "completed", 1, now);
-    emit(&q, ev(&q, "completed", id));
+    for (size_t i = 0; i < nr; i += 1000)
+        RedisModule_Call(ctx, "DEL", "!v", rows + i, nr - i < 1000 ? nr - i : 1000);
+    tombstones(&q, idv, nd, now);
+    count_metric(&q, "completed", (long long)nd, now);
+    for (size_t i = 0; i < nd; i++) emit(&q, ev(&q, "completed", jobs[i].id));
+    if (batch) {
+        RedisModule_ReplySetArrayLength(ctx, out);
+        return REDISMODULE_OK;
+    }
     return RedisModule_ReplyWithLongLong(ctx, 1);
 }
 

@@ -32,6 +32,7 @@ from echomq import Queue, ids
 from echomq import journal as journal_mod
 from echomq import spine as spine_mod
 from echomq.embedded import EmbeddedServer
+from echomq.worker import plans
 
 pytestmark = pytest.mark.skipif(_built is None, reason="the echomq native module is not built")
 
@@ -113,6 +114,13 @@ step = st.one_of(
     st.tuples(
         st.just("complete"), st.sampled_from(IDS), st.booleans(), st.sampled_from([None, {"r": 1}])
     ),
+    # the batch form, as a worker sends it (an id may come twice: gone the second time)
+    st.tuples(
+        st.just("complete_batch"),
+        st.lists(st.sampled_from(IDS), max_size=3),
+        st.booleans(),
+        st.sampled_from([None, '{"r":1}']),
+    ),
     # the queue's retention (ages long enough that no step's timing decides a trim)
     st.tuples(
         st.just("retention"),
@@ -161,6 +169,11 @@ def run(q: Queue, tokens: dict[str, int], op: tuple[Any, ...]) -> Any:
         return got
     if verb == "complete":
         return q.complete(op[1], tokens.get(op[1], 1) + (0 if op[2] else 7), result=op[3])
+    if verb == "complete_batch":
+        pairs = [(j, tokens.get(j, 1) + (0 if op[2] else 7)) for j in op[1]]
+        results = {p: op[3] for p in pairs} if op[3] else None
+        got = q.runner.drive(plans.complete_and_claim(q.ctx, pairs, 0, 30_000, 0, results))
+        return (got.gone, got.stale)
     if verb == "retention":
         return q.set_retention(completed=op[1], completed_age_ms=op[2], dead=op[3])
     if verb == "retry":

@@ -428,7 +428,8 @@ def complete(ctx: Context, job_id: str, token: int, *, result: Any = None) -> Pl
 
 
 def complete_many(ctx: Context, pairs: Sequence[tuple[str, int]]) -> Plan[list[str]]:
-    """Complete many active jobs in one pipelined round trip.
+    """Complete many active jobs in one round trip: one script call per
+    :data:`COMPLETE_CHUNK` jobs (each job fenced by its own token), pipelined.
 
     Args:
         pairs: ``(job_id, token)`` for each job.
@@ -437,7 +438,16 @@ def complete_many(ctx: Context, pairs: Sequence[tuple[str, int]]) -> Plan[list[s
         The ids that were NOT completed (gone or stale); ``[]`` when all were.
     """
     pairs = checks.pairs(pairs)
-    return (yield from fenced_batch(pairs, complete_ops(ctx, pairs)))
+    ops = complete_ops(ctx, pairs)
+    if not ops:
+        return []
+    gone, stale = settle_outcomes((yield Batch(tuple(ops))))
+    missed = {*gone, *stale}
+    return [j for j, _ in pairs if j in missed]
+
+
+#: Jobs per call of the complete script's batch form.
+COMPLETE_CHUNK = 500
 
 
 def complete_ops(
@@ -445,24 +455,46 @@ def complete_ops(
     pairs: Sequence[tuple[str, int]],
     results: dict[tuple[str, int], str] | None = None,
 ) -> list[Eval]:
-    """One ``complete`` script call per ``(job_id, token)``, gated before any I/O;
-    read their replies with :func:`fenced_outcomes`.
+    """The complete script's batch form for ``(job_id, token)`` pairs: one call per
+    :data:`COMPLETE_CHUNK`, gated before any I/O (no call for no pairs). Each call
+    makes each kind of write once for all its jobs (one ``ZREM``, one ``DEL``, one
+    count), where a call per job would pay the script and its fixed writes each time.
+    Read the replies with :func:`settle_outcomes`.
 
     Args:
         results: serialized results by ``(job_id, token)``, sent with their
             completions (a kept job stores its result; see :func:`complete`).
     """
     done = script("complete")
-    if not results:
-        return [Eval(done, _row_keys(ctx, j), (j, _fenced(ctx, j, t)), job=j) for j, t in pairs]
+    found = results or {}
     ops = []
-    for j, t in pairs:
-        args: tuple[str, ...] = (j, _fenced(ctx, j, t))
-        text = results.get((j, t))
-        if text is not None:
-            args = (*args, text)
-        ops.append(Eval(done, _row_keys(ctx, j), args, job=j))
+    for i in range(0, len(pairs), COMPLETE_CHUNK):
+        args: list[str] = []
+        for j, t in pairs[i : i + COMPLETE_CHUNK]:
+            args += (j, _fenced(ctx, j, t), found.get((j, t)) or "")
+        ops.append(Eval(done, (ctx.keys.base,), args))
     return ops
+
+
+def settle_outcomes(replies: Sequence[Any]) -> tuple[list[str], list[str]]:
+    """Read the replies of :func:`complete_ops` (each a flat list of ``(id, reason)``
+    for the jobs not completed).
+
+    Returns:
+        ``(gone, stale)``: the ids whose row was gone and the ids refused as no longer
+        active under that token.
+
+    Raises:
+        Exception: an error reply (the first one).
+    """
+    gone: list[str] = []
+    stale: list[str] = []
+    for r in replies:
+        if isinstance(r, Exception):
+            raise r
+        for k in range(0, len(r), 2):
+            (gone if r[k + 1] == "gone" else stale).append(r[k])
+    return gone, stale
 
 
 def fenced_batch(pairs: Sequence[tuple[str, int]], ops: Sequence[Eval]) -> Plan[list[str]]:

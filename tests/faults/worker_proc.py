@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -48,7 +49,14 @@ def main() -> None:
 
     worker = Worker(queue, handle, url=via, config=CONFIG)
     signal.signal(signal.SIGTERM, lambda *_: worker.request_stop())
-    print("ready", flush=True)
+
+    # "ready" once the worker serves (its fence passed): a fault a test starts after
+    # spawning it then meets a serving worker, never its start-up (which is fatal)
+    def announce() -> None:
+        worker.ready.wait()
+        print("ready", flush=True)
+
+    threading.Thread(target=announce, daemon=True).start()
     worker.run()
 
 

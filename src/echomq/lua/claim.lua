@@ -18,8 +18,9 @@
 --          still active, each with its row's current attempts as token, in order.
 -- Reply:   a flat array, 5 entries per job: id, payload, token, name, group ('' = none)
 -- Refusals: none (an empty array when nothing is ready).
--- Writes:  ZPOPMIN pending|lane, attempts + 1 and state active (one HSET), ZADD active deadline,
---          gactive/ring/gturn for lanes, the :lock key, claimreq:<rid>; event 'active'.
+-- Writes:  ZPOPMIN pending|lane (pending: the rest of a batch in one ZPOPMIN once the
+--          ring is found empty), attempts + 1 and state active (one HSET), ZADD active
+--          deadline (one for the batch, after the loop), gactive/ring/gturn for lanes, the :lock key, claimreq:<rid>; event 'active'.
 --          A kept row (field `keep`) also gets last_started_at, and started_at on its
 --          first claim (token 1), in the same HSET.
 local B = KEYS[1]
@@ -53,13 +54,27 @@ local now = now_ms()
 local deadline = now + lease
 local ring = B .. RING
 local out = {}
+local act = {}  -- deadline, id, ...: one ZADD active for the batch, after the loop
 local flat_dry, ring_dry = false, false
 
-local function pop_flat()
+-- the head of pending; `want` ids are popped at once (the rest kept for the next
+-- calls) when the batch will take that many: one ZPOPMIN for a batch
+local buf, bi = {}, 1
+-- how many to pop: 1 while the ring may serve the next one, else what the batch still
+-- wants (whole, at most 1000 a call)
+local function ahead()
+  if not ring_dry then return 1 end
+  return math.min(math.ceil(count - #out / 5), 1000)
+end
+local function pop_flat(want)
+  if bi <= #buf then bi = bi + 1; return buf[bi - 1] end
   if flat_dry then return nil end
-  local r = redis.call('ZPOPMIN', B .. PENDING)
+  local r = redis.call('ZPOPMIN', B .. PENDING, want)
   if #r == 0 then flat_dry = true; return nil end
-  return r[1]
+  buf, bi = {}, 2
+  for i = 1, #r, 2 do buf[#buf + 1] = r[i] end
+  if #buf < want then flat_dry = true end
+  return buf[1]
 end
 
 local function pop_lane()
@@ -99,11 +114,11 @@ end
 while #out < count * 5 do
   local id, g
   if side == 'f' then
-    id = pop_flat()
+    id = pop_flat(ahead())
     if not id then id, g = pop_lane() end
   else
     id, g = pop_lane()
-    if not id then id = pop_flat() end
+    if not id then id = pop_flat(ahead()) end
   end
   if not id then break end
   local jk = B .. JOB .. id
@@ -118,7 +133,8 @@ while #out < count * 5 do
   else
     redis.call('HSET', jk, 'attempts', tok, 'state', 'active', 'last_started_at', now)
   end
-  redis.call('ZADD', B .. ACTIVE, deadline, id)
+  act[#act + 1] = deadline
+  act[#act + 1] = id
   if lockttl > 0 then redis.call('SET', jk .. LOCK, tok, 'PX', lockttl) end
   out[#out + 1] = id
   out[#out + 1] = f[2] or ''
@@ -127,6 +143,9 @@ while #out < count * 5 do
   out[#out + 1] = g or ''
   emit('{"event":"active","job":"' .. id .. '","attempt":' .. tok .. '}')
   side = (side == 'f') and 'g' or 'f'
+end
+for i = 1, #act, 1000 do
+  redis.call('ZADD', B .. ACTIVE, unpack(act, i, math.min(i + 999, #act)))
 end
 if rid ~= '' and #out > 0 then
   local got = {}

@@ -1,56 +1,131 @@
 #!lua flags=allow-oom
--- complete: settle an active job as done (token-fenced).
--- KEYS[1]  the queue base emq:{q}:;  KEYS[2] the row emq:{q}:job:<id>
--- ARGV[1]  job id;  ARGV[2] token (the attempts value the claim handed out)
--- ARGV[3]  the handler's result, serialized (optional; kept only on a kept row)
--- Reply:   1
--- Refusals: -1 no row (gone), or the row is a kept completed one; EMQSTALE the job is
---          not active under this token.
--- Writes:  ZREM active, lane slot back (+ ring), row/logs/lock deleted, dedup key
---          released, metrics:completed counted, the id's tombstone in `settled` (expired
---          ones trimmed by one call in about eight, lib/common); event 'completed'. A repeat answers -1.
+-- complete: settle active jobs as done (token-fenced, each job on its own).
+-- KEYS[1]  the queue base emq:{q}:;  KEYS[2] the row emq:{q}:job:<id> (the one-job form)
+-- ARGV     with KEYS[2]: ARGV[1] job id; ARGV[2] token (the attempts value the claim
+--          handed out); ARGV[3] the handler's result, serialized (optional; kept only
+--          on a kept row).
+--          Without KEYS[2] (the batch form): triples id, token, result ('' = none),
+--          at most 500 a call (the client's chunk); each row is B .. 'job:' .. id.
+-- Reply:   the one-job form: 1. The batch form: a flat array of (id, reason) for each
+--          job NOT completed, reason 'gone' (no row, a kept completed row, or an id
+--          listed twice: gone the second time) or 'stale' (not active under that
+--          token); empty when every job was completed.
+-- Refusals: the one-job form: -1 no row (gone), or the row is a kept completed one;
+--          EMQSTALE the job is not active under this token. The batch form refuses
+--          nothing as an error: each job is fenced on its own, all before any write.
+-- Writes:  per job completed: ZREM active (one for the call), lane slot back (+ ring),
+--          row/logs/lock/error history deleted (one DEL for the call), dedup key
+--          released, its tombstone in `settled` (one ZADD for the call; expired ones
+--          trimmed by one id in about eight, lib/common); metrics:completed counted
+--          once by the number completed; event 'completed' per job, in order. A repeat
+--          answers -1 / 'gone'.
 --          A kept row (field `keep`) whose job or queue keeps completed history stays
---          instead: state completed, finished_at, result (ARGV[3] when sent); lock
---          deleted, dedup key released; ZADD completed (score = now), keepuntil (now +
---          its keep_ms) when it asked for its own; then `completed` is trimmed by the
---          queue's retention read from meta (at most 4 past the count, 4 past the age,
---          and, when this job has its own keep_ms, 4 whose own keep ran out: each row
---          with its logs and error history).
+--          instead: state completed, finished_at, result (when sent); lock deleted,
+--          dedup key released; ZADD completed (score = now), keepuntil (now + its
+--          keep_ms) when it asked for its own; then `completed` is trimmed by the
+--          queue's retention read from meta (once a call; at most 4 past the count, 4
+--          past the age, and, when this job has its own keep_ms, 4 whose own keep ran
+--          out: each row with its logs and error history).
 local B = KEYS[1]
 --! include keys
 --! include common
 --! include history
-local id, token = ARGV[1], ARGV[2]
-local jk = KEYS[2]
-local f, refusal = fenced(jk, token, 'group', 'dedup', 'keep')
-if not f then return refusal end
-redis.call('ZREM', B .. ACTIVE, id)
-if f[3] then give_back(f[3]) end
-local now = now_ms()
-local own, count, age = 0, nil, nil
-if f[5] then
-  -- a kept row: its own keep_ms, and the queue's completed retention from meta
-  own = tonumber(f[5]) or 0
-  local r = redis.call('HMGET', B .. META, 'keep_completed', 'keep_completed_ms')
-  count, age = tonumber(r[1]), tonumber(r[2])
-end
-if own > 0 or count or age then
-  -- kept: the row stays as history; the dedup key goes as for a deleted row
-  local d = f[4]
-  if d and redis.call('GET', B .. DEDUP .. d) == id then redis.call('DEL', B .. DEDUP .. d) end
-  if ARGV[3] then
-    redis.call('HSET', jk, 'state', 'completed', 'finished_at', now, 'result', ARGV[3])
-  else
-    redis.call('HSET', jk, 'state', 'completed', 'finished_at', now)
+if #KEYS >= 2 then
+  -- the one-job form, written straight (no tables: it is the one-by-one hot path);
+  -- the same writes, in the same order, as the batch form below makes for one job
+  local id, token = ARGV[1], ARGV[2]
+  local jk = KEYS[2]
+  local f, refusal = fenced(jk, token, 'group', 'dedup', 'keep')
+  if not f then return refusal end
+  redis.call('ZREM', B .. ACTIVE, id)
+  if f[3] then give_back(f[3]) end
+  local now = now_ms()
+  local own, count, age = 0, nil, nil
+  if f[5] then
+    own = tonumber(f[5]) or 0
+    local r = redis.call('HMGET', B .. META, 'keep_completed', 'keep_completed_ms')
+    count, age = tonumber(r[1]), tonumber(r[2])
   end
-  redis.call('ZADD', B .. COMPLETED, now, id)
-  if own > 0 then redis.call('ZADD', B .. KEEPUNTIL, now + own, id) end
-  -- the lock goes in the trim's one DEL
-  trim_settled(B .. COMPLETED, count, age, own > 0, now, TRIM_STEP, {jk .. LOCK})
-else
-  delete_row(id, jk, f[4])
+  if own > 0 or count or age then
+    if f[4] then release_dedup(id, f[4]) end
+    if ARGV[3] then
+      redis.call('HSET', jk, 'state', 'completed', 'finished_at', now, 'result', ARGV[3])
+    else
+      redis.call('HSET', jk, 'state', 'completed', 'finished_at', now)
+    end
+    redis.call('ZADD', B .. COMPLETED, now, id)
+    if own > 0 then redis.call('ZADD', B .. KEEPUNTIL, now + own, id) end
+    trim_settled(B .. COMPLETED, count, age, own > 0, now, TRIM_STEP, {jk .. LOCK})
+  else
+    delete_row(id, jk, f[4])
+  end
+  tombstone(id, now)
+  count_metric(B .. METRICS_COMPLETED, 1, now)
+  emit(ev('completed', id))
+  return 1
 end
-tombstone(id, now)
-count_metric(B .. METRICS_COMPLETED, 1, now)
-emit(ev('completed', id))
-return 1
+-- the batch form: each job to complete is {id, row, group, dedup, keep, result}
+local jobs = {}
+local out = {}
+do
+  local seen = {}
+  for i = 1, #ARGV - 2, 3 do
+    local id, token = ARGV[i], ARGV[i + 1]
+    local jk = B .. JOB .. id
+    local f = redis.call('HMGET', jk, 'state', 'attempts', 'group', 'dedup', 'keep')
+    if not f[1] or f[1] == 'completed' or seen[id] then
+      out[#out + 1] = id; out[#out + 1] = 'gone'
+    elseif f[1] ~= 'active' or f[2] ~= token then
+      out[#out + 1] = id; out[#out + 1] = 'stale'
+    else
+      seen[id] = true
+      local res = ARGV[i + 2]
+      if res == '' then res = nil end
+      jobs[#jobs + 1] = {id, jk, f[3], f[4], f[5], res}
+    end
+  end
+  if #jobs == 0 then return out end
+end
+local ids = {}
+for i, j in ipairs(jobs) do ids[i] = j[1] end
+zrem_all(B .. ACTIVE, ids)
+for _, j in ipairs(jobs) do
+  if j[3] then give_back(j[3]) end
+end
+local now = now_ms()
+local retain = nil  -- the queue's completed retention, read on the first kept row
+local rows = {}  -- the deleted rows' keys: one DEL for the call
+for _, j in ipairs(jobs) do
+  local id, jk = j[1], j[2]
+  local own, count, age = 0, nil, nil
+  if j[5] then
+    -- a kept row: its own keep_ms, and the queue's completed retention from meta
+    own = tonumber(j[5]) or 0
+    if not retain then
+      local r = redis.call('HMGET', B .. META, 'keep_completed', 'keep_completed_ms')
+      retain = {tonumber(r[1]), tonumber(r[2])}
+    end
+    count, age = retain[1], retain[2]
+  end
+  if j[4] then release_dedup(id, j[4]) end
+  if own > 0 or count or age then
+    -- kept: the row stays as history
+    if j[6] then
+      redis.call('HSET', jk, 'state', 'completed', 'finished_at', now, 'result', j[6])
+    else
+      redis.call('HSET', jk, 'state', 'completed', 'finished_at', now)
+    end
+    redis.call('ZADD', B .. COMPLETED, now, id)
+    if own > 0 then redis.call('ZADD', B .. KEEPUNTIL, now + own, id) end
+    -- the lock goes in the trim's one DEL
+    trim_settled(B .. COMPLETED, count, age, own > 0, now, TRIM_STEP, {jk .. LOCK})
+  else
+    rows[#rows + 1] = jk; rows[#rows + 1] = jk .. LOGS
+    rows[#rows + 1] = jk .. LOCK; rows[#rows + 1] = jk .. ERRORS
+  end
+end
+if #rows > 0 then del_all(rows) end
+tombstones(ids, now)
+count_metric(B .. METRICS_COMPLETED, #jobs, now)
+for _, id in ipairs(ids) do emit(ev('completed', id)) end
+return out

@@ -105,7 +105,7 @@ def complete_and_claim(
     if count == 0:
         if not completions:
             return Round([], [], [])
-        gone, stale = spine.fenced_outcomes(done, (yield Batch(tuple(completions))))
+        gone, stale = spine.settle_outcomes((yield Batch(tuple(completions))))
         return Round(gone, stale, [])
     if not completions:
         gate = yield spine.claim_gate(ctx)
@@ -113,12 +113,12 @@ def complete_and_claim(
         return Round([], [], claimed)
     if ctx.executor.gate_folded:  # the native claim reads the pause itself: one trip
         replies = yield Batch((*completions, spine.claim_op(ctx, count, lease_ms, lock_ms)))
-        gone, stale = spine.fenced_outcomes(done, replies[:-1])
+        gone, stale = spine.settle_outcomes(replies[:-1])
         if isinstance(replies[-1], Exception):
             raise replies[-1]
         return Round(gone, stale, spine.decode_claimed(ctx, replies[-1]))
     replies = yield Batch((*completions, spine.claim_gate(ctx)))
-    gone, stale = spine.fenced_outcomes(done, replies[:-1])
+    gone, stale = spine.settle_outcomes(replies[:-1])
     claimed = yield from spine.claim_behind_gate(ctx, replies[-1], count, lease_ms, lock_ms)
     return Round(gone, stale, claimed)
 

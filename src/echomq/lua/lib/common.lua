@@ -161,40 +161,20 @@ local function make_ready(id, jk, g, score)
   end
 end
 
+-- release a dedup key d if it still names job id (a newer job may hold it now)
+local function release_dedup(id, d)
+  local dk = B .. DEDUP .. d
+  if redis.call('GET', dk) == id then redis.call('DEL', dk) end
+end
+
 -- delete a row with its logs, lock and error history; release its dedup key if it
--- still names it.
--- A caller that already read the row's dedup field passes it (false when absent).
+-- still names it. A caller that already read the row's dedup field passes it (false
+-- when absent).
 local function delete_row(id, jk, dedup)
   local d = dedup
   if d == nil then d = redis.call('HGET', jk, 'dedup') end
-  if d then
-    local dk = B .. DEDUP .. d
-    if redis.call('GET', dk) == id then redis.call('DEL', dk) end
-  end
+  if d then release_dedup(id, d) end
   redis.call('DEL', jk, jk .. LOGS, jk .. LOCK, jk .. ERRORS)
-end
-
--- settled tombstones: complete and remove_job leave the id they delete in `settled`
--- (score = server ms) for SETTLED_MS, and enqueue treats such an id as a duplicate, so
--- an enqueue re-sent after a lost reply cannot bring back a job that already ran.
--- Expired ones are trimmed by one tombstone in about eight: those whose id ends in
--- 0-7 (the last base62 digit is the snowflake mod 62, spread evenly), at most 32 each:
--- bounded, about 4 per tombstone on average, so it keeps up with the rate without a
--- range read on every call.
-local SETTLED_MS = 60000
-local function tombstone(id, now)
-  local sk = B .. SETTLED
-  redis.call('ZADD', sk, now, id)
-  local last = string.byte(id, -1)
-  if last and last >= 48 and last <= 55 then
-    local old = redis.call('ZRANGE', sk, '-inf', '(' .. (now - SETTLED_MS), 'BYSCORE',
-      'LIMIT', 0, 32)
-    if #old > 0 then redis.call('ZREM', sk, unpack(old)) end
-  end
-end
-local function settled_recently(id, now)
-  local s = redis.call('ZSCORE', B .. SETTLED, id)
-  return s ~= false and tonumber(s) >= now - SETTLED_MS
 end
 
 -- ZREM many members in chunks that stay under Lua's unpack limit
@@ -205,6 +185,47 @@ local function zrem_all(key, ids)
     redis.call('ZREM', key, unpack(ids, i, j))
     i = j + 1
   end
+end
+
+-- DEL many keys, 1000 a call (Lua's unpack limit)
+local function del_all(keys)
+  for i = 1, #keys, 1000 do
+    redis.call('DEL', unpack(keys, i, math.min(i + 999, #keys)))
+  end
+end
+
+-- settled tombstones: complete and remove_job leave the ids they delete in `settled`
+-- (score = server ms) for SETTLED_MS, and enqueue treats such an id as a duplicate, so
+-- an enqueue re-sent after a lost reply cannot bring back a job that already ran.
+-- One ZADD for a call's ids (500 a slice). Expired ones are trimmed by the ids that end
+-- in 0-7 (the last base62 digit is the snowflake mod 62, spread evenly: about one in
+-- eight), at most 32 for each such id: bounded, about 4 per tombstone on average, so
+-- it keeps up with the rate without a range read on every call.
+local SETTLED_MS = 60000
+local function tombstones(ids, now)
+  local sk = B .. SETTLED
+  local zs, hits = {}, 0
+  for i, id in ipairs(ids) do
+    zs[2 * i - 1] = now
+    zs[2 * i] = id
+    local last = string.byte(id, -1)
+    if last and last >= 48 and last <= 55 then hits = hits + 1 end
+  end
+  for i = 1, #zs, 1000 do
+    redis.call('ZADD', sk, unpack(zs, i, math.min(i + 999, #zs)))
+  end
+  if hits > 0 then
+    local old = redis.call('ZRANGE', sk, '-inf', '(' .. (now - SETTLED_MS), 'BYSCORE',
+      'LIMIT', 0, 32 * hits)
+    if #old > 0 then zrem_all(sk, old) end
+  end
+end
+local function tombstone(id, now)
+  tombstones({id}, now)
+end
+local function settled_recently(id, now)
+  local s = redis.call('ZSCORE', B .. SETTLED, id)
+  return s ~= false and tonumber(s) >= now - SETTLED_MS
 end
 
 -- count n settled jobs in metrics hash mk (B .. METRICS_COMPLETED or METRICS_FAILED): a
