@@ -30,6 +30,19 @@ local B = KEYS[1]
 --! include keys
 --! include common
 --! include history
+-- a kept row stays as history: state completed, finished_at, result (when sent),
+-- indexed in `completed` (and `keepuntil` for its own keep_ms); then the completed
+-- set is trimmed a bounded amount, the lock going in the trim's one DEL
+local function keep_completed(id, jk, result, own, count, age, now)
+  if result then
+    redis.call('HSET', jk, 'state', 'completed', 'finished_at', now, 'result', result)
+  else
+    redis.call('HSET', jk, 'state', 'completed', 'finished_at', now)
+  end
+  redis.call('ZADD', B .. COMPLETED, now, id)
+  if own > 0 then redis.call('ZADD', B .. KEEPUNTIL, now + own, id) end
+  trim_settled(B .. COMPLETED, count, age, own > 0, now, TRIM_STEP, {jk .. LOCK})
+end
 if #KEYS >= 2 then
   -- the one-job form, written straight (no tables: it is the one-by-one hot path);
   -- the same writes, in the same order, as the batch form below makes for one job
@@ -48,14 +61,7 @@ if #KEYS >= 2 then
   end
   if own > 0 or count or age then
     if f[4] then release_dedup(id, f[4]) end
-    if ARGV[3] then
-      redis.call('HSET', jk, 'state', 'completed', 'finished_at', now, 'result', ARGV[3])
-    else
-      redis.call('HSET', jk, 'state', 'completed', 'finished_at', now)
-    end
-    redis.call('ZADD', B .. COMPLETED, now, id)
-    if own > 0 then redis.call('ZADD', B .. KEEPUNTIL, now + own, id) end
-    trim_settled(B .. COMPLETED, count, age, own > 0, now, TRIM_STEP, {jk .. LOCK})
+    keep_completed(id, jk, ARGV[3], own, count, age, now)
   else
     delete_row(id, jk, f[4])
   end
@@ -110,15 +116,7 @@ for _, j in ipairs(jobs) do
   if j[4] then release_dedup(id, j[4]) end
   if own > 0 or count or age then
     -- kept: the row stays as history
-    if j[6] then
-      redis.call('HSET', jk, 'state', 'completed', 'finished_at', now, 'result', j[6])
-    else
-      redis.call('HSET', jk, 'state', 'completed', 'finished_at', now)
-    end
-    redis.call('ZADD', B .. COMPLETED, now, id)
-    if own > 0 then redis.call('ZADD', B .. KEEPUNTIL, now + own, id) end
-    -- the lock goes in the trim's one DEL
-    trim_settled(B .. COMPLETED, count, age, own > 0, now, TRIM_STEP, {jk .. LOCK})
+    keep_completed(id, jk, j[6], own, count, age, now)
   else
     rows[#rows + 1] = jk; rows[#rows + 1] = jk .. LOGS
     rows[#rows + 1] = jk .. LOCK; rows[#rows + 1] = jk .. ERRORS
