@@ -18,12 +18,14 @@ never missed (see :meth:`echomq.queue.Queue.result`).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
 from . import checks
 from .context import Context
-from .errors import InvalidArgument, JobFailed, JobNotKept
+from .errors import InvalidArgument, JobFailed, JobNotKept, ResultTimeout
 from .results import ErrorRecord, Retention
 from .scripts import Batch, Cmd, Eval, Plan, script
 
@@ -178,3 +180,47 @@ QUEUE_EVENTS = frozenset({"drained", "obliterated"})
 def settles(job_id: str, name: str, job: str | None) -> bool:
     """Whether an event (its name and job) may have settled ``job_id``."""
     return (job == job_id and name in SETTLING_EVENTS) or (job is None and name in QUEUE_EVENTS)
+
+
+@dataclass(frozen=True)
+class Check:
+    """A step of the result wait: read the row (the facade answers the plan's ``Settled``)."""
+
+    plan: Plan[Settled]
+
+
+@dataclass(frozen=True)
+class Wait:
+    """A step of the result wait: wait up to ``left`` seconds (``None``: no limit) for the
+    next event; the facade answers ``(event or None, whether the stream reconnected)``."""
+
+    left: float | None
+
+
+def wait_for_result(ctx: Context, job_id: str, timeout_s: Any) -> Generator[Check | Wait, Any, Any]:
+    """The logic of ``Queue.result()`` and ``AsyncQueue.result()``, written once: the
+    facades subscribe first, then drive these steps with their own I/O.
+
+    Raises:
+        InvalidJobId, InvalidArgument: a malformed id or timeout, at once (before the
+            facade subscribes); then what :func:`settled` raises, and ResultTimeout.
+    """
+    ctx.keys.job(job_id)
+    limit = timeout(timeout_s)
+    return _wait_steps(ctx, job_id, timeout_s, limit)
+
+
+def _wait_steps(
+    ctx: Context, job_id: str, timeout_s: Any, limit: float | None
+) -> Generator[Check | Wait, Any, Any]:
+    deadline = None if limit is None else time.monotonic() + limit
+    got: Settled = yield Check(settled(ctx, job_id))
+    while not got.done:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            raise ResultTimeout(f"job {job_id} did not settle in {timeout_s} s", job_id=job_id)
+        event, lost = yield Wait(left)
+        # a reconnect may have missed the settling event: read the row again
+        if lost or (event is not None and settles(job_id, event.name, event.job)):
+            got = yield Check(settled(ctx, job_id))
+    return got.value

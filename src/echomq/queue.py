@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Concatenate, Generic, TypeVar, overload
 
@@ -21,7 +20,6 @@ from . import repeat as repeating
 from .connect import DEFAULT_URL as DEFAULT_URL
 from .connect import async_client, sync_client
 from .context import DEFAULT_MAX_ATTEMPTS, Context, JsonSerializer, Serializer
-from .errors import ResultTimeout
 from .events import AsyncEventStream, EventStream
 from .keyspace import Keyspace
 from .native import Executor
@@ -262,24 +260,21 @@ class Queue(_Verbs):
             JobFailed: the job is dead (``.error``: its last error).
             ResultTimeout: it did not settle within ``timeout_s``.
         """
-        self.keys.job(job_id)
-        limit = history.timeout(timeout_s)
-        deadline = None if limit is None else time.monotonic() + limit
+        steps = history.wait_for_result(self.ctx, job_id, timeout_s)
         with self.events() as stream:
             reconnects = stream.reconnects
-            got = self.runner.drive(history.settled(self.ctx, job_id))
-            while not got.done:
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    raise ResultTimeout(
-                        f"job {job_id} did not settle in {timeout_s} s", job_id=job_id
-                    )
-                event = stream.get(timeout=left)
-                lost = stream.reconnects != reconnects
-                reconnects = stream.reconnects
-                if lost or (event is not None and history.settles(job_id, event.name, event.job)):
-                    got = self.runner.drive(history.settled(self.ctx, job_id))
-            return got.value
+            reply: Any = None
+            while True:
+                try:
+                    step = steps.send(reply)
+                except StopIteration as done:
+                    return done.value
+                if isinstance(step, history.Check):
+                    reply = self.runner.drive(step.plan)
+                else:
+                    event = stream.get(timeout=step.left)
+                    reply = (event, stream.reconnects != reconnects)
+                    reconnects = stream.reconnects
 
     def close(self) -> None:
         """Close the queue's own connection, and the pool if this queue created it."""
@@ -353,24 +348,21 @@ class AsyncQueue(_Verbs):
             JobFailed: the job is dead (``.error``: its last error).
             ResultTimeout: it did not settle within ``timeout_s``.
         """
-        self.keys.job(job_id)
-        limit = history.timeout(timeout_s)
-        deadline = None if limit is None else time.monotonic() + limit
+        steps = history.wait_for_result(self.ctx, job_id, timeout_s)
         async with self.events() as stream:
             reconnects = stream.reconnects
-            got = await self.runner.drive(history.settled(self.ctx, job_id))
-            while not got.done:
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    raise ResultTimeout(
-                        f"job {job_id} did not settle in {timeout_s} s", job_id=job_id
-                    )
-                event = await stream.get(timeout=left)
-                lost = stream.reconnects != reconnects
-                reconnects = stream.reconnects
-                if lost or (event is not None and history.settles(job_id, event.name, event.job)):
-                    got = await self.runner.drive(history.settled(self.ctx, job_id))
-            return got.value
+            reply: Any = None
+            while True:
+                try:
+                    step = steps.send(reply)
+                except StopIteration as done:
+                    return done.value
+                if isinstance(step, history.Check):
+                    reply = await self.runner.drive(step.plan)
+                else:
+                    event = await stream.get(timeout=step.left)
+                    reply = (event, stream.reconnects != reconnects)
+                    reconnects = stream.reconnects
 
     async def aclose(self) -> None:
         """Close the queue's own connection, and the pool if this queue created it."""
