@@ -251,15 +251,15 @@ static void release_dedup(Q *q, Str id, Str dedup) {
     if (eq(holder, id)) RedisModule_Call(c, "DEL", "!b", dk.p, dk.n);
 }
 
-/* delete a row with its logs, lock and error history; release its dedup key if it
- * still names it */
+/* delete a row with its logs (lines and their times), lock and error history; release
+ * its dedup key if it still names it */
 static void delete_row(Q *q, Str id, Str jk, Str dedup) {
     RedisModuleCtx *c = q->ctx;
     if (dedup.p) release_dedup(q, id, dedup);
     Str logs = cat3(q, jk, S(":logs"), NONE), lock = cat3(q, jk, S(":lock"), NONE);
-    Str errs = cat3(q, jk, S(":errors"), NONE);
-    RedisModule_Call(c, "DEL", "!bbbb", jk.p, jk.n, logs.p, logs.n, lock.p, lock.n, errs.p,
-                     errs.n);
+    Str errs = cat3(q, jk, S(":errors"), NONE), times = cat3(q, jk, S(":logtimes"), NONE);
+    RedisModule_Call(c, "DEL", "!bbbbb", jk.p, jk.n, logs.p, logs.n, lock.p, lock.n, errs.p,
+                     errs.n, times.p, times.n);
 }
 
 static void count_metric(Q *q, const char *which, long long n, long long now) {
@@ -387,6 +387,7 @@ static size_t trim_drop(Trim *t, Rep *ids) {
             trim_key(t, cat3(q, jk, S(":logs"), NONE));
             trim_key(t, cat3(q, jk, S(":lock"), NONE));
             trim_key(t, cat3(q, jk, S(":errors"), NONE));
+            trim_key(t, cat3(q, jk, S(":logtimes"), NONE));
             if (t->nkeys >= 1000) trim_flush(t);
         } else {
             /* lib/common's delete_row reads the row's dedup field when not handed one */
@@ -883,7 +884,7 @@ static int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     long long now = now_ms();
     int retained = 0; /* the queue's completed retention, read on the first kept row */
     Retain r = {0, 0, 0, 0};
-    RedisModuleString **rows = RedisModule_PoolAlloc(ctx, sizeof(*rows) * 4 * nd);
+    RedisModuleString **rows = RedisModule_PoolAlloc(ctx, sizeof(*rows) * 5 * nd);
     size_t nr = 0;
     for (size_t i = 0; i < nd; i++) {
         Done *d = &jobs[i];
@@ -921,6 +922,7 @@ static int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
             rows[nr++] = mkstr(ctx, cat3(&q, d->jk, S(":logs"), NONE));
             rows[nr++] = mkstr(ctx, cat3(&q, d->jk, S(":lock"), NONE));
             rows[nr++] = mkstr(ctx, cat3(&q, d->jk, S(":errors"), NONE));
+            rows[nr++] = mkstr(ctx, cat3(&q, d->jk, S(":logtimes"), NONE));
         }
     }
     for (size_t i = 0; i < nr; i += 1000)

@@ -54,7 +54,7 @@ def changed(before: dict[str, Any], after: dict[str, Any]) -> set[str]:
 def row_keys(r: redis.Redis, q: Queue) -> set[str]:
     """Every job row of ``q`` (not its logs or lock keys)."""
     rows = set(r.scan_iter(match=q.keys.base + "job:*", count=1000))
-    return {k for k in rows if not k.endswith((":logs", ":lock", ":errors"))}
+    return {k for k in rows if not k.endswith((":logs", ":logtimes", ":lock", ":errors"))}
 
 
 def ring(r: redis.Redis, q: Queue) -> list[str]:

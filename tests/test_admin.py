@@ -136,7 +136,8 @@ def test_drain_deletes_the_pending_backlog_and_spares_the_rest(q: Queue, r: redi
     before = dump(r, q)
     assert q.drain() == 4
     after = dump(r, q)
-    gone = {q.keys.job(j) for j in drained} | {q.keys.logs(made["pending"])}
+    logged = made["pending"]
+    gone = {q.keys.job(j) for j in drained} | {q.keys.logs(logged), q.keys.logtimes(logged)}
     assert gone.isdisjoint(after)
     assert not r.exists(q.keys.dedup("d-1"))
     assert not r.exists(q.keys.pending, q.keys.lane("a"), q.keys.lane("b"))
@@ -165,7 +166,9 @@ def test_drain_with_the_schedule(q: Queue, r: redis.Redis) -> None:
     q.add_log(extra, "x")
     repeat = {k: v for k, v in dump(r, q).items() if ":repeat" in k}
     assert q.drain(include_schedule=True) == 6
-    assert not r.exists(q.keys.schedule, q.keys.job(extra), q.keys.logs(extra))
+    assert not r.exists(
+        q.keys.schedule, q.keys.job(extra), q.keys.logs(extra), q.keys.logtimes(extra)
+    )
     assert not r.exists(q.keys.job(made["scheduled"]), q.keys.dedup("later-1"))
     assert {k: v for k, v in dump(r, q).items() if ":repeat" in k} == repeat
     assert r.zrange(q.keys.active, 0, -1) == [made["active_g"]]

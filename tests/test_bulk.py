@@ -185,7 +185,8 @@ def test_clean_deletes_dead_jobs_older_than_the_age(q: Queue, r: redis.Redis) ->
     assert (res.matched, res.calls) == (3, 2)
     assert list(r.zrange(q.keys.dead, 0, -1)) == new
     assert changed(before, dump(r, q)) == {
-        *(q.keys.job(j) for j in old), q.keys.logs(old[0]), q.keys.dead, q.keys.audit,
+        *(q.keys.job(j) for j in old), q.keys.logs(old[0]), q.keys.logtimes(old[0]),
+        q.keys.dead, q.keys.audit,
     }  # fmt: skip
     assert q.audit(1)[0].args == {"state": "dead", "older_than_ms": 60000}
 

@@ -229,8 +229,9 @@ def test_add_log_appends_in_every_state(
     before = dump(r, q)
     assert q.add_log(jid, "first") == 1
     assert q.add_log(jid, "second") == 2
-    assert changed(before, dump(r, q)) == {q.keys.logs(jid)}
+    assert changed(before, dump(r, q)) == {q.keys.logs(jid), q.keys.logtimes(jid)}
     assert r.lrange(q.keys.logs(jid), 0, -1) == ["first", "second"]
+    assert r.llen(q.keys.logtimes(jid)) == 2
     assert q.get_job_logs(jid) == ["first", "second"]
 
 
@@ -277,7 +278,10 @@ def test_remove_job_in_every_state(q: Queue, r: redis.Redis, state: str, group: 
     assert q.remove_job(jid) is None
     after = dump(r, q)
     # the settled tombstone: a re-sent enqueue of this id answers duplicate for 60 s
-    expected = {q.keys.job(jid), q.keys.logs(jid), holder, q.keys.audit, q.keys.settled}
+    expected = {
+        q.keys.job(jid), q.keys.logs(jid), q.keys.logtimes(jid), holder, q.keys.audit,
+        q.keys.settled,
+    }  # fmt: skip
     assert r.zscore(q.keys.settled, jid) is not None
     if group and state == "pending":
         expected.add(q.keys.ring)  # the lane emptied, so the group left the ring

@@ -46,6 +46,7 @@ COMPOSED: dict[str, tuple[tuple[str, ...], Callable[[Keyspace], str], str]] = {
     # builder: (lib/keys names, keyspace call, the part between them)
     "job": (("JOB",), lambda k: k.job(ID), ID),
     "logs": (("JOB", "LOGS"), lambda k: k.logs(ID), ID),
+    "logtimes": (("JOB", "LOGTIMES"), lambda k: k.logtimes(ID), ID),
     "lock": (("JOB", "LOCK"), lambda k: k.lock(ID), ID),
     "errors": (("JOB", "ERRORS"), lambda k: k.errors(ID), ID),
     "dedup": (("DEDUP",), lambda k: k.dedup(DEDUP_ID), DEDUP_ID),
@@ -119,6 +120,7 @@ def _named(k: Keyspace, key: str) -> str | None:
     for pattern, build in (
         (r"job:(\w+)", k.job),
         (r"job:(\w+):logs", k.logs),
+        (r"job:(\w+):logtimes", k.logtimes),
         (r"job:(\w+):lock", k.lock),
         (r"de:(.+)", k.dedup),
         (r"g:(.+):pending", k.lane),
@@ -155,6 +157,7 @@ def test_every_key_the_verbs_leave_is_one_keyspace_names(q: Queue, r: redis.Redi
         k.meta, k.pending, k.active, k.schedule, k.dead, k.wake, k.ring, k.groups,
         k.gactive, k.glimit, k.gweight, k.gpaused, k.repeat, k.metrics_completed,
         k.metrics_failed, k.job(b), k.job(c), k.lock(c), k.job(held), k.logs(held),
+        k.logtimes(held),
         k.job(laned), k.job(later), k.dedup(DEDUP_ID), k.lane(GROUP),
         k.repeat_record(REPEAT_NAME), k.audit, k.gindex, k.settled,
     }  # fmt: skip

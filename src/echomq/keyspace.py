@@ -146,6 +146,11 @@ class Keyspace:
         """The log list of ``job_id`` (gated)."""
         return self.job(job_id) + ":logs"
 
+    def logtimes(self, job_id: str) -> str:
+        """The server times (ms) of ``job_id``'s log lines (gated): aligned with
+        :meth:`logs` at the newest end (lines written before times were kept have none)."""
+        return self.job(job_id) + ":logtimes"
+
     def lock(self, job_id: str) -> str:
         """The worker lock of ``job_id`` (gated)."""
         return self.job(job_id) + ":lock"

@@ -120,6 +120,7 @@ for _, j in ipairs(jobs) do
   else
     rows[#rows + 1] = jk; rows[#rows + 1] = jk .. LOGS
     rows[#rows + 1] = jk .. LOCK; rows[#rows + 1] = jk .. ERRORS
+    rows[#rows + 1] = jk .. LOGTIMES
   end
 end
 if #rows > 0 then del_all(rows) end

@@ -167,14 +167,14 @@ local function release_dedup(id, d)
   if redis.call('GET', dk) == id then redis.call('DEL', dk) end
 end
 
--- delete a row with its logs, lock and error history; release its dedup key if it
+-- delete a row with its logs (lines and their times), lock and error history; release its dedup key if it
 -- still names it. A caller that already read the row's dedup field passes it (false
 -- when absent).
 local function delete_row(id, jk, dedup)
   local d = dedup
   if d == nil then d = redis.call('HGET', jk, 'dedup') end
   if d then release_dedup(id, d) end
-  redis.call('DEL', jk, jk .. LOGS, jk .. LOCK, jk .. ERRORS)
+  redis.call('DEL', jk, jk .. LOGS, jk .. LOCK, jk .. ERRORS, jk .. LOGTIMES)
 end
 
 -- ZREM many members in chunks that stay under Lua's unpack limit

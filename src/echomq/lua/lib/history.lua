@@ -17,7 +17,7 @@ local ERRORS_CAP = 20
 -- past the newest `count` (one read by rank from the end: nothing when the set holds no
 -- more than `count`), up to `step` settled before now - `age`, and with `own` up to
 -- `step` completed jobs whose own keep_ms ran out (the keep index). Each goes with its
--- row, logs, lock and error history; a dead job also releases its dedup key (a kept
+-- row, logs (and their times), lock and error history; a dead job also releases its dedup key (a kept
 -- completed job released its own when it completed). `extra`: keys the caller wants
 -- deleted in the same DEL (complete: the job's lock). Returns how many jobs went.
 local function trim_settled(setkey, count, age, own, now, step, extra)
@@ -32,6 +32,7 @@ local function trim_settled(setkey, count, age, own, now, step, extra)
         keys[#keys + 1] = jk .. LOGS
         keys[#keys + 1] = jk .. LOCK
         keys[#keys + 1] = jk .. ERRORS
+        keys[#keys + 1] = jk .. LOGTIMES
         if #keys >= 1000 then
           redis.call('DEL', unpack(keys))
           keys = {}

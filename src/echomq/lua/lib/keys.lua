@@ -37,6 +37,8 @@ local KEEPS = 'keeps'
 local JOB = 'job:'
 -- the row's log list: row .. LOGS
 local LOGS = ':logs'
+-- the server time (ms) of each log line, aligned with LOGS at its newest end: row .. LOGTIMES
+local LOGTIMES = ':logtimes'
 -- the row's worker lock: row .. LOCK
 local LOCK = ':lock'
 -- a kept row's error history (a capped list): row .. ERRORS
