@@ -216,4 +216,3 @@ def test_clean_deletes_the_times(q: Queue, r: redis.Redis, state: str) -> None:
     assert res.matched == 1
     assert not r.exists(q.keys.job(jid), q.keys.logs(jid), q.keys.logtimes(jid))
     no_log_keys(r, q)
-
