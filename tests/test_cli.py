@@ -26,6 +26,7 @@ from conftest import dump, queue_keys
 from echomq import Queue, ids
 from echomq.cli import app as cli_app
 from echomq.cli import exits
+from echomq.cli.times import utc_text
 from echomq.discovery import server_label
 from echomq.embedded import EmbeddedServer, free_port, server_answers
 from echomq.errors import REASONS
@@ -301,11 +302,17 @@ def test_job_verbs(emq: Any, fast: Any, q: Queue, r: redis.Redis) -> None:
     p = fast("--json", "job", "log", q.name, jid, "three", "--keep", "2")
     assert as_json(p) == {"id": jid, "lines": 2}
     assert r.lrange(row + ":logs", 0, -1) == ["two", "three"]
+    stamps = [int(t) for t in r.lrange(row + ":logtimes", 0, -1)]
+    assert len(stamps) == 2
     assert as_json(fast("--json", "job", "logs", q.name, jid)) == {
         "id": jid,
         "logs": ["two", "three"],
+        "entries": [{"time_ms": stamps[0], "line": "two"}, {"time_ms": stamps[1], "line": "three"}],
     }
-    assert fast("job", "logs", q.name, jid).stdout.splitlines() == ["two", "three"]
+    assert fast("job", "logs", q.name, jid).stdout.splitlines() == [
+        f"{utc_text(stamps[0])}  two",
+        f"{utc_text(stamps[1])}  three",
+    ]
 
     before = dump(r, q)
     p = fast("job", "reprocess", q.name, jid)

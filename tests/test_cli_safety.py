@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -97,7 +98,10 @@ def test_hostile_job_text_is_shown_as_text(
     logs = emq(server.url, "job", "logs", q.name, jid)
     assert logs.returncode == 0, logs.stderr
     assert_inert(logs.stdout)
-    lines = logs.stdout.splitlines()
+    # each line after the time it was written (ISO 8601 UTC, ms), the text escaped
+    stamped = logs.stdout.splitlines()
+    assert all(re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z  ", s) for s in stamped)
+    lines = [s[26:] for s in stamped]
     assert lines[0] == "\\x1b]0;pwned\\x07" and lines[1] == "\\x1b[2J\\x1b[H"
     assert "two\\nlines" in lines  # one line per log entry
     assert lines[-1] == MARKUP  # markup printed as it is
@@ -107,6 +111,7 @@ def test_hostile_job_text_is_shown_as_text(
     # --json keeps the exact text (JSON escapes it), for programs
     doc = json.loads(emq(server.url, "--json", "job", "logs", q.name, jid).stdout)
     assert doc["logs"][0] == TITLE
+    assert doc["entries"][0]["line"] == TITLE and isinstance(doc["entries"][0]["time_ms"], int)
     assert dump(r, q) == before
 
 

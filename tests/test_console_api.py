@@ -220,6 +220,22 @@ def test_job_detail_row_logs_and_score(api: TestClient, q: Queue, r: redis.Redis
     assert job["attempts"] == "1" and job["failures"] == "1"
     assert body["logs"] == ["first", "second"] and body["locked"] is False
     assert body["score"] == int(r.zscore(q.keys.dead, jid) or 0) and body["log_count"] == 2
+    # the server time of each line, aligned with logs
+    assert body["log_times"] == [int(t) for t in r.lrange(q.keys.logtimes(jid), 0, -1)]
+    assert all(isinstance(t, int) for t in body["log_times"]) and len(body["log_times"]) == 2
+    assert dump(r, q) == before
+
+
+def test_job_detail_log_times_are_null_for_lines_older_than_log_times(
+    api: TestClient, q: Queue, r: redis.Redis
+) -> None:
+    jid = q.enqueue({"x": 1})
+    r.rpush(q.keys.logs(jid), "old")
+    q.add_log(jid, "new")
+    before = dump(r, q)
+    body = api.get(qp(q, f"/jobs/{jid}")).json()
+    assert body["logs"] == ["old", "new"]
+    assert body["log_times"] == [None, int(r.lindex(q.keys.logtimes(jid), 0) or 0)]
     assert dump(r, q) == before
 
 

@@ -28,6 +28,7 @@ from playwright.sync_api import Browser, Page, Request, sync_playwright
 
 from conftest import dump, queue_keys
 from echomq import Queue, registry
+from echomq.cli.times import utc_text
 from echomq.console import create_app
 from echomq.embedded import EmbeddedServer, free_port
 
@@ -237,6 +238,29 @@ def test_edit_payload_and_live_progress(
     page.click("#btn-log")
     page.wait_for_selector("ol.logs li:has-text('checked by an operator')")
     assert r.lrange(q.keys.logs(jid), 0, -1) == ["checked by an operator"]
+
+
+def test_the_log_panel_shows_each_line_with_its_time(
+    open_page: Callable[[str], Page], console_url: str, q: Queue, r: redis.Redis
+) -> None:
+    jid = q.enqueue({"x": 1})
+    r.rpush(q.keys.logs(jid), "written before log times")
+    q.add_log(jid, "<b>bold?</b> no: text")
+    (stamp,) = r.lrange(q.keys.logtimes(jid), 0, -1)
+    before = dump(r, q)
+    page = open_page(f"{console_url}#/q/{q.name}/job/{jid}")
+    page.wait_for_selector("ol.logs li time.log-time")
+    items = page.query_selector_all("ol.logs li")
+    assert len(items) == 2
+    assert items[0].query_selector("time") is None  # an untimed line shows no time
+    assert items[0].inner_text() == "written before log times"
+    shown = utc_text(int(stamp))  # ISO 8601 UTC with ms, as the CLI prints it
+    time_el = items[1].query_selector("time")
+    assert time_el is not None and time_el.inner_text() == shown
+    assert time_el.get_attribute("datetime") == shown
+    assert "<b>bold?</b> no: text" in items[1].inner_text()  # job text stays text
+    assert page.query_selector("ol.logs b") is None
+    assert dump(r, q) == before
 
 
 def test_token_is_asked_for_before_any_read(

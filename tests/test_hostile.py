@@ -246,6 +246,7 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
         "keep": h(counters0),
     },
     "get_job_logs": {"job_id": h(job_ids, optional=False)},
+    "get_job_log_entries": {"job_id": h(job_ids, optional=False)},
     "remove_job": {"job_id": h(job_ids, optional=False), "dedup_id": h(names)},
     "reprocess_job": {"job_id": h(job_ids, optional=False)},
     "lock_job": {

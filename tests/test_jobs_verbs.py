@@ -52,6 +52,7 @@ VERBS: dict[str, Callable[[Queue, str], Any]] = {
     "update_progress": lambda q, j: q.update_progress(j, 50),
     "add_log": lambda q, j: q.add_log(j, "a line"),
     "get_job_logs": lambda q, j: q.get_job_logs(j),
+    "get_job_log_entries": lambda q, j: q.get_job_log_entries(j),
     "remove_job": lambda q, j: q.remove_job(j),
     "reprocess_job": lambda q, j: q.reprocess_job(j),
     "lock_job": lambda q, j: q.lock_job(j, 1),

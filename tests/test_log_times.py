@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from conftest import dump, queue_keys
-from echomq import JobGone, Queue, new_id
+from echomq import AsyncQueue, JobGone, LogEntry, Queue, new_id
 from operator_support import LATER_MS, changed, put_job
 
 # run under both executors: the native twins delete rows too (complete, retry's trim)
@@ -87,6 +87,78 @@ def test_a_refused_add_log_writes_neither_list(q: Queue, r: redis.Redis) -> None
         q.add_log(ghost, "lost", keep=1)
     assert dump(r, q) == before
     assert not r.exists(q.keys.logs(ghost), q.keys.logtimes(ghost))
+
+
+# -- get_job_log_entries --------------------------------------------------------------
+
+
+def test_entries_pair_each_line_with_its_time(q: Queue, r: redis.Redis) -> None:
+    jid = q.enqueue("x")
+    assert q.get_job_log_entries(jid) == []
+    q.add_log(jid, "one")
+    q.add_log(jid, "two")
+    before = dump(r, q)
+    stamps = times(r, q, jid)
+    assert q.get_job_log_entries(jid) == [LogEntry(stamps[0], "one"), LogEntry(stamps[1], "two")]
+    assert dump(r, q) == before  # read-only
+
+
+def test_entries_align_older_untimed_lines_at_the_newest_end(q: Queue, r: redis.Redis) -> None:
+    """Lines written before log times (a raw RPUSH, as an older echomq wrote them) have
+    no time; the times belong to the newest lines."""
+    jid = q.enqueue("x")
+    r.rpush(q.keys.logs(jid), "old 1", "old 2")
+    q.add_log(jid, "new 1")
+    q.add_log(jid, "new 2")
+    stamps = times(r, q, jid)
+    got = q.get_job_log_entries(jid)
+    assert got == [
+        LogEntry(None, "old 1"),
+        LogEntry(None, "old 2"),
+        LogEntry(stamps[0], "new 1"),
+        LogEntry(stamps[1], "new 2"),
+    ]
+    assert [e.line for e in got] == q.get_job_logs(jid)  # the same lines, in order
+    # only untimed lines: every time is None (no :logtimes key at all)
+    bare = q.enqueue("y")
+    r.rpush(q.keys.logs(bare), "a", "b")
+    assert q.get_job_log_entries(bare) == [LogEntry(None, "a"), LogEntry(None, "b")]
+    assert not r.exists(q.keys.logtimes(bare))
+
+
+def test_entries_of_a_missing_job_are_gone(q: Queue, r: redis.Redis) -> None:
+    put_job(q, "pending")
+    ghost = new_id()
+    before = dump(r, q)
+    with pytest.raises(JobGone) as err:
+        q.get_job_log_entries(ghost)
+    assert err.value.reason == "gone" and err.value.job_id == ghost
+    assert dump(r, q) == before
+
+
+async def test_entries_on_the_async_queue(aq: AsyncQueue, r: redis.Redis) -> None:
+    jid = await aq.enqueue("x")
+    assert await aq.add_log(jid, "line", keep=5) == 1
+    (stamp,) = [int(t) for t in r.lrange(aq.keys.logtimes(jid), 0, -1)]
+    assert await aq.get_job_log_entries(jid) == [LogEntry(stamp, "line")]
+    await aq.remove_job(jid)
+    with pytest.raises(JobGone):
+        await aq.get_job_log_entries(jid)
+    assert not r.exists(aq.keys.logs(jid), aq.keys.logtimes(jid))
+
+
+def test_the_job_view_carries_the_times_of_its_tail(q: Queue, r: redis.Redis) -> None:
+    jid = q.enqueue("x")
+    r.rpush(q.keys.logs(jid), "untimed")
+    for i in range(4):
+        q.add_log(jid, f"line {i}")
+    stamps = times(r, q, jid)
+    view = q.job_view(jid, log_tail=3)
+    assert view is not None
+    assert view.logs == ["line 1", "line 2", "line 3"] and view.log_count == 5
+    assert view.log_times == stamps[1:]
+    whole = q.job_view(jid, log_tail=10)
+    assert whole is not None and whole.log_times == [None, *stamps]
 
 
 # -- every deletion takes the times with the lines --------------------------------------

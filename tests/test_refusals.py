@@ -115,6 +115,7 @@ def test_job_gone_carries_the_id_from_every_verb_on_a_job(q: Queue, r: redis.Red
         lambda: q.update_progress(ghost, 1),
         lambda: q.add_log(ghost, "x"),
         lambda: q.get_job_logs(ghost),
+        lambda: q.get_job_log_entries(ghost),
         lambda: q.remove_job(ghost),
         lambda: q.reprocess_job(ghost),
         lambda: q.cancel_job(ghost),

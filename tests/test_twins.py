@@ -426,6 +426,7 @@ async def test_recovery(twin: Twin, r: redis.Redis) -> None:
     "update_progress",
     "add_log",
     "get_job_logs",
+    "get_job_log_entries",
     "remove_job",
     "reprocess_job",
     "drain",
@@ -448,6 +449,8 @@ async def test_operator_plane(twin: Twin, r: redis.Redis) -> None:
     assert await t("add_log", J(1), "one") == 1
     assert await t("add_log", J(1), "two", keep=1) == 1
     assert await t("get_job_logs", J(1)) == ["two"]
+    (entry,) = await t("get_job_log_entries", J(1))
+    assert entry.line == "two" and isinstance(entry.time_ms, int)
     c = await t("claim")
     assert c.id == J(1) and c.payload == {"new": True}
     assert await t("retry", J(1), c.token, "x", max_attempts=1) == "dead"

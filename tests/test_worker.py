@@ -70,6 +70,7 @@ def test_sync_handler_writes_progress_and_logs_from_its_thread(
     q: Queue, r: redis.Redis, server: EmbeddedServer
 ) -> None:
     rows: list[Any] = []
+    stamps: list[Any] = []
     loop_thread: list[bool] = []
 
     def handle(job: JobContext) -> None:
@@ -77,6 +78,9 @@ def test_sync_handler_writes_progress_and_logs_from_its_thread(
         job.progress(40)  # blocks until written: nothing to await in a plain handler
         kept = job.log("one")
         rows.append((r.hget(q.keys.job(job.id), "progress"), r.lrange(q.keys.logs(job.id), 0, -1)))
+        # the line's server time is written with it (add_log), aligned at the newest end
+        (entry,) = q.get_job_log_entries(job.id)
+        stamps.append((entry, r.lrange(q.keys.logtimes(job.id), 0, -1)))
         assert not job.cancelled
         rows.append(kept)
 
@@ -84,6 +88,8 @@ def test_sync_handler_writes_progress_and_logs_from_its_thread(
     with running(Worker(q.name, handle, url=server.url, config=FAST)):
         wait_until(lambda: q.counts().completed == 1)
     assert rows[0] == ("40", ["one"])
+    ((entry, raw),) = stamps
+    assert entry.line == "one" and raw == [str(entry.time_ms)]
     assert loop_thread == [False]
     assert job_keys(r, q) == set()
 

@@ -33,7 +33,7 @@ from .journal import AuditEntry
 from .lanes import GroupInfo, ReindexResult
 from .queue import AsyncQueue, Queue
 from .repeat import Repeatable
-from .results import Counts, ErrorRecord, JobRow, JobState, Retention, RetryOutcome
+from .results import Counts, ErrorRecord, JobRow, JobState, LogEntry, Retention, RetryOutcome
 from .spine import Claimed
 from .worker import Worker, WorkerStats
 from .worker.config import WorkerConfig
@@ -72,6 +72,7 @@ __all__ = [
     "JobRow",
     "JobState",
     "JsonSerializer",
+    "LogEntry",
     "Queue",
     "QueueHasActiveJobs",
     "QueueNotPaused",

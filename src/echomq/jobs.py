@@ -12,8 +12,9 @@ import math
 from typing import Any
 
 from . import checks, journal
-from .context import Context
+from .context import Context, as_str
 from .errors import InvalidArgument
+from .results import LogEntry, log_entries
 from .scripts import Eval, Plan, script
 
 
@@ -85,12 +86,15 @@ def update_progress(ctx: Context, job_id: str, progress: Any) -> Plan[None]:
 
 
 def add_log(ctx: Context, job_id: str, line: str, keep: int = 0) -> Plan[int]:
-    """Append a line to a job's logs (``emq:{q}:job:<id>:logs``), in any state.
+    """Append a line to a job's logs (``emq:{q}:job:<id>:logs``), in any state, and the
+    server time it was written (ms, from ``TIME``) to ``emq:{q}:job:<id>:logtimes``;
+    :func:`get_job_log_entries` reads the two together.
 
     Args:
         job_id: the job.
         line: the text to append.
-        keep: when > 0, trim the list to its newest ``keep`` lines; 0 keeps every line.
+        keep: when > 0, trim the list (and the times with it) to its newest ``keep``
+            lines; 0 keeps every line.
 
     Returns:
         The number of lines kept.
@@ -121,6 +125,30 @@ def get_job_logs(ctx: Context, job_id: str) -> Plan[list[str]]:
     """
     lines: list[str] = yield Eval(script("get_job_logs"), _row(ctx, job_id), job=job_id)
     return lines
+
+
+def get_job_log_entries(ctx: Context, job_id: str) -> Plan[list[LogEntry]]:
+    """A job's log lines with the server time each was written. Read-only.
+
+    ``add_log`` keeps the time of each line (server ms, from ``TIME``) in a sibling
+    list ``emq:{q}:job:<id>:logtimes``; both are read by one script, at one instant.
+    The lines are those :func:`get_job_logs` answers, in the same order.
+
+    Args:
+        job_id: the job.
+
+    Returns:
+        A :class:`~echomq.results.LogEntry` per line, oldest first; ``[]`` when there
+        are none. A line written before echomq kept log times has ``time_ms=None``
+        (the two lists are aligned at their newest end).
+
+    Raises:
+        InvalidJobId: a malformed id, before any I/O.
+        JobGone: no such job.
+    """
+    keys = _row(ctx, job_id)
+    lines, times, _ = yield Eval(script("get_job_log_entries"), keys, ("0",), job=job_id)
+    return log_entries([as_str(x) for x in lines], times)
 
 
 def remove_job(ctx: Context, job_id: str, dedup_id: str | None = None) -> Plan[None]:

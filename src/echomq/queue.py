@@ -147,6 +147,7 @@ class _Verbs:
     update_progress = _Verb(jobs.update_progress)
     add_log = _Verb(jobs.add_log)
     get_job_logs = _Verb(jobs.get_job_logs)
+    get_job_log_entries = _Verb(jobs.get_job_log_entries)
     remove_job = _Verb(jobs.remove_job)
     reprocess_job = _Verb(jobs.reprocess_job)
     lock_job = _Verb(jobs.lock_job)

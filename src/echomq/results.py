@@ -9,6 +9,7 @@ enums are ``str`` enums: each member equals (and prints as) its wire text
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Literal, get_args
@@ -219,6 +220,29 @@ class ErrorRecord:
             return cls(int(doc["attempt"]), int(doc["time"]), str(doc["error"]))
         except (ValueError, KeyError, TypeError):
             return cls(0, 0, text)
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One log line with the server time it was written.
+
+    Attributes:
+        time_ms: when ``add_log`` wrote it (server ms, from ``TIME``); ``None`` for a
+            line written before echomq kept log times.
+        line: the text, as it was appended.
+    """
+
+    time_ms: int | None
+    line: str
+
+
+def log_entries(lines: Sequence[str], times: Sequence[Any]) -> list[LogEntry]:
+    """Pair a job's log lines with their times (``:logs`` and ``:logtimes``, the same
+    range of each). The two lists are aligned at their newest end: lines older than
+    the first time have none."""
+    stamps = [int(t) for t in times][-len(lines) :] if lines else []
+    pad: list[int | None] = [None] * (len(lines) - len(stamps))
+    return [LogEntry(t, s) for t, s in zip([*pad, *stamps], lines)]
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,7 @@ RESEND: dict[str, bool] = {
     "browse": True,
     "groups": True,
     "get_job_logs": True,
+    "get_job_log_entries": True,
     "fire_due_list": True,
     # NOT re-sent: a repeat would answer "refused" for a change that happened, count
     # twice, or lose the first call's answer

@@ -29,7 +29,7 @@ from . import checks, ids
 from .context import Context, JsonSerializer, as_str
 from .errors import InvalidArgument
 from .lanes import GroupInfo
-from .results import ErrorRecord
+from .results import ErrorRecord, log_entries
 from .scripts import Batch, Cmd, Eval, Plan, script
 
 STATES = ("pending", "active", "scheduled", "dead")
@@ -190,6 +190,8 @@ class JobView:
         now_ms: the server's clock.
         errors: a kept job's error history, oldest first (``[]`` when none is kept).
         result: a kept completed job's result, decoded (``None`` when there is none).
+        log_times: the server time (ms) each of ``logs`` was written, aligned with it;
+            ``None`` for a line written before echomq kept log times.
     """
 
     row: dict[str, Any]
@@ -200,6 +202,7 @@ class JobView:
     now_ms: int
     errors: list[ErrorRecord] = dataclasses.field(default_factory=list)
     result: Any = None
+    log_times: list[int | None] = dataclasses.field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -511,11 +514,11 @@ def job_view(ctx: Context, job_id: str, log_tail: int = LOG_TAIL) -> Plan[JobVie
     row_key = ctx.keys.job(job_id)
     log_tail = checks.batch(log_tail, "log_tail")
     k = ctx.keys
-    raw, logs, count, lock, errs, *scores, now = yield Batch(
+    raw, logged, lock, errs, *scores, now = yield Batch(
         (
             Cmd(("HGETALL", row_key)),
-            Cmd(("LRANGE", k.logs(job_id), -log_tail, -1)),
-            Cmd(("LLEN", k.logs(job_id))),
+            # the newest log lines, their times and the count, read at one instant
+            Eval(script("get_job_log_entries"), (k.base, row_key), (str(log_tail),)),
             Cmd(("EXISTS", k.lock(job_id))),
             # a kept job's error history is capped (20 entries): read whole
             Cmd(("LRANGE", k.errors(job_id), 0, -1)),
@@ -533,15 +536,19 @@ def job_view(ctx: Context, job_id: str, log_tail: int = LOG_TAIL) -> Plan[JobVie
     score = dict(zip(PAGE_STATES, scores)).get(state) if state in PAGE_STATES else None
     if state == "pending" and score is None:  # in its lane
         score = _int(row.get("priority"))
+    # the row went between the two reads (the script answers -1): no logs
+    lines, times, count = logged if isinstance(logged, list) else ([], [], 0)
+    entries = log_entries([as_str(x) for x in lines], times)
     return JobView(
         row=row,
-        logs=[as_str(x) for x in logs],
+        logs=[e.line for e in entries],
         log_count=int(count),
         locked=bool(int(lock)) or "lock" in row,
         score=None if score is None else _ms(score),
         now_ms=_time_ms(now),
         errors=[ErrorRecord.from_text(as_str(e)) for e in errs or ()],
         result=ctx.serializer.loads(row["result"]) if row.get("result") else None,
+        log_times=[e.time_ms for e in entries],
     )
 
 

@@ -15,6 +15,7 @@ from ..keyspace import check_dedup
 from .app import Env, cli, confirm, pass_env
 from .queue_cmds import parse_json
 from .text import clean
+from .times import utc_text
 
 #: Row fields that hold a count: shown as numbers in ``--json``.
 NUMERIC_FIELDS = (
@@ -129,14 +130,21 @@ def log(env: Env, queue: str, job_id: str, line: str, keep: int) -> None:
 @click.argument("job_id", metavar="ID")
 @pass_env
 def logs(env: Env, queue: str, job_id: str) -> None:
-    """The log lines of job ID, oldest first."""
-    lines = env.queue(queue).get_job_logs(job_id)
+    """The log lines of job ID, oldest first, each with the time it was written
+    (server clock, ISO 8601 UTC; a line older than log times shows none)."""
+    entries = env.queue(queue).get_job_log_entries(job_id)
 
     def text() -> None:
-        for line in lines:  # one line each: an escape or a newline in it is shown, not run
-            env.out.print(clean(line), markup=False)
+        for e in entries:  # one line each: an escape or a newline in it is shown, not run
+            stamp = "-".ljust(24) if e.time_ms is None else utc_text(e.time_ms)
+            env.out.print(f"{stamp}  {clean(e.line)}", markup=False)
 
-    env.emit({"id": job_id, "logs": lines}, text)
+    doc = {
+        "id": job_id,
+        "logs": [e.line for e in entries],
+        "entries": [{"time_ms": e.time_ms, "line": e.line} for e in entries],
+    }
+    env.emit(doc, text)
 
 
 @job.command("remove")

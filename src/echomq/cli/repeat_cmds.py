@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from datetime import datetime, timezone
 from typing import Any
 
 import click
@@ -12,6 +11,7 @@ from rich.table import Table
 from .app import Env, cli, pass_env
 from .queue_cmds import parse_json
 from .text import clean
+from .times import utc_text
 
 #: Repeatables listed when ``--limit`` is not given (the verb's own default).
 DEFAULT_LIST_LIMIT = 1000
@@ -20,12 +20,6 @@ DEFAULT_LIST_LIMIT = 1000
 @cli.group()
 def repeat() -> None:
     """Jobs made on a cadence: list, register, cancel, pause, resume or run a repeatable."""
-
-
-def utc_text(ms: int) -> str:
-    """``ms`` since the epoch as an ISO 8601 UTC time with milliseconds."""
-    moment = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _cadence(row: dict[str, Any]) -> str:

@@ -388,7 +388,9 @@ class Console:
         return asdict(found)
 
     async def job_detail(self, queue: str, job_id: str) -> Reply:
-        """One job: its row (``data`` = the parsed payload), newest logs, lock and score.
+        """One job: its row (``data`` = the parsed payload), newest logs (with
+        ``log_times``: the server ms each line was written, aligned with ``logs``;
+        ``null`` for a line older than log times), lock and score.
 
         Raises:
             InvalidJobId: a malformed id (before any I/O).
@@ -400,6 +402,7 @@ class Console:
         return {
             "job": view.row,
             "logs": view.logs,
+            "log_times": view.log_times,
             "log_count": view.log_count,
             "locked": view.locked,
             "score": view.score,

@@ -125,7 +125,8 @@ class JobContext:
         return self._call(lambda: self._aq.update_progress(self.id, value))
 
     def log(self, line: str, keep: int = 0) -> Awaitable[int]:
-        """Append a line to the job's logs.
+        """Append a line to the job's logs (with the server time it was written: see
+        ``Queue.get_job_log_entries``).
 
         Args:
             line: the text.

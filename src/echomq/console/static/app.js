@@ -1402,9 +1402,16 @@
       fill(logs, ...(d.log_count > d.logs.length
         ? [h("li", { class: "none", id: "logs-more" }, `${fmt(d.log_count - d.logs.length)} older line(s) not shown (the newest ${fmt(d.logs.length)} are).`)]
         : []),
-      ...(d.logs.length ? d.logs.map((l) => h("li", {}, l))
+      ...(d.logs.length ? d.logs.map((l, i) => logItem(l, (d.log_times || [])[i], d.now_ms))
         : [h("li", { class: "none" }, "No log lines.")]));
       logs.scrollTop = logs.scrollHeight;
+    }
+
+    /* One log line: its server time (UTC, ms) when it has one, then the line as text. */
+    function logItem(line, ms, now) {
+      const stamp = ms === null || ms === undefined ? null
+        : h("time", { class: "log-time", datetime: isoTime(ms), title: relTime(ms, now) }, isoTime(ms));
+      return h("li", {}, stamp, line);
     }
 
     async function refresh() {
