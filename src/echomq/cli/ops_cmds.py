@@ -6,6 +6,7 @@ the lanes' index (``emq reindex``)."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import asdict
@@ -24,6 +25,7 @@ from ..registry import DEFAULT_WORKERS, MAX_WORKERS
 from .app import Env, cli, confirm, pass_env
 from .job_cmds import job
 from .text import clean
+from .times import TIME_FORMS, UNITS_MS, TimePoint, check_range
 
 
 def _when(ms: int) -> str:
@@ -72,16 +74,37 @@ def audit(env: Env, queue: str, count: int) -> None:
 
 
 def _filter_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """The filter every bulk command takes, and --dry-run/--yes/--scan."""
+    """The filter every bulk command takes, and --dry-run/--yes/--scan. A time range
+    that ends before it starts is a usage error, before the command's body runs."""
+
+    body = f
+
+    @functools.wraps(body)
+    def checked(*args: Any, **kw: Any) -> Any:
+        check_range(kw.get("since_ms"), kw.get("until_ms"))
+        return body(*args, **kw)
+
+    f = checked
     for opt in reversed(
         [
             click.option("--name", help="Only jobs with this name."),
             click.option("--group", help="Only jobs of this group."),
             click.option("--error", "error", help="Only jobs whose last error contains this."),
             click.option(
-                "--since-ms", type=int, help="Only jobs created at or after (ms since epoch)."
+                "--since",
+                "--since-ms",
+                "since_ms",
+                type=TimePoint(),
+                help="Only jobs created at or after this time (the id's mint time, the "
+                f"producer's clock): {TIME_FORMS}.",
             ),
-            click.option("--until-ms", type=int, help="Only jobs created at or before (ms)."),
+            click.option(
+                "--until",
+                "--until-ms",
+                "until_ms",
+                type=TimePoint(),
+                help="Only jobs created at or before this time (as --since).",
+            ),
             click.option("--dry-run", is_flag=True, help="Count the matching jobs; change none."),
             click.option(
                 "--scan",
@@ -271,9 +294,6 @@ def _ago(ms: int) -> str:
     return f"{s / 3600:.1f}h"
 
 
-_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-
-
 def _duration_ms(value: str) -> int:
     """``500ms``, ``30s``, ``15m``, ``12h``, ``7d`` or a bare number of ms; 0 clears."""
     text = value.strip().lower()
@@ -281,7 +301,7 @@ def _duration_ms(value: str) -> int:
         if text.endswith(unit) and text[: -len(unit)].strip().isascii():
             number = text[: -len(unit)].strip()
             if number.isdigit():
-                return int(number) * _UNITS_MS[unit]
+                return int(number) * UNITS_MS[unit]
     if text.isascii() and text.isdigit():
         return int(text)
     raise click.BadParameter(f"{value!r} is not a duration (500ms, 30s, 15m, 12h, 7d or ms)")

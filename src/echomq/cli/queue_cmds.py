@@ -10,6 +10,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
+from .. import ids
 from ..admin import DEFAULT_DRAIN_BUDGET, DEFAULT_OBLITERATE_BUDGET
 from ..checks import MAX_BATCH
 from ..discovery import DEFAULT_SCAN_LIMIT, discover_queues
@@ -25,6 +26,7 @@ from ..views import (
 )
 from .app import Env, cli, confirm, pass_env
 from .text import clean
+from .times import TIME_FORMS, TimePoint, check_range, utc_text
 
 _COUNT_COLUMNS = ("pending", "active", "scheduled", "dead", "completed", "failed")
 
@@ -319,6 +321,19 @@ FIND_SCAN_LIMIT = 100_000
     help="run: the order claims take (scheduled soonest first, dead oldest first); "
     "newest: newest first. Default: pending run, scheduled soonest, active and dead newest.",
 )
+@click.option(
+    "--since",
+    "since_ms",
+    type=TimePoint(),
+    help="Only jobs created at or after this time (the job's id: when its producer "
+    f"minted it, i.e. enqueued it, on the producer's clock): {TIME_FORMS}.",
+)
+@click.option(
+    "--until",
+    "until_ms",
+    type=TimePoint(),
+    help="Only jobs created at or before this time (as --since).",
+)
 @pass_env
 def jobs(
     env: Env,
@@ -331,18 +346,23 @@ def jobs(
     fields: tuple[str, ...],
     budget: int,
     order: str | None,
+    since_ms: int | None,
+    until_ms: int | None,
 ) -> None:
     """A page of the jobs of QUEUE in STATE: pending in run order, scheduled soonest
     first, active and dead newest first (--order run|newest for another).
 
     Pending lists the flat set; each group's lane is listed with --group. With
-    --find, jobs are examined --budget per server call from --offset on, until
-    --limit match (or 100,000 were examined).
+    --find, --since or --until, jobs are examined --budget per server call from
+    --offset on, until --limit match (or 100,000 were examined); the time range is on
+    the job's creation time, read from its id (no row is read for a job outside it).
     """
+    check_range(since_ms, until_ms)
     q = env.queue(queue)
     doc: dict[str, Any] = {"queue": queue, "state": state, "group": group, "offset": offset}
     rows: list[JobLine]
-    if text is None:
+    ranged = since_ms is not None or until_ms is not None
+    if text is None and not ranged:
         page = q.job_page(state, limit, offset, group, order)
         rows = page.jobs
         doc.update(order=page.order, total=page.total)
@@ -355,13 +375,15 @@ def jobs(
         while len(rows) < limit and examined < FIND_SCAN_LIMIT:
             found = q.find_jobs(
                 state,
-                text,
+                text or "",
                 fields=fields or SEARCH_FIELDS,
                 n=limit - len(rows),
                 cursor=cursor,
                 budget=budget,
                 group=group,
                 order=order,
+                since_ms=since_ms,
+                until_ms=until_ms,
             )
             rows += found.jobs
             examined += found.scanned
@@ -370,6 +392,7 @@ def jobs(
                 break
             cursor = found.cursor
         doc.update(find=text, examined=examined, next_offset=None if cursor < 0 else cursor)
+        doc.update(since_ms=since_ms, until_ms=until_ms)
     doc["jobs"] = rows
 
     def show() -> None:
@@ -379,8 +402,11 @@ def jobs(
             return
         env.heading(f"{state} jobs of {where} {env.on_server()}")
         table = Table("id", "name", "group", "attempts", "progress", "last error")
+        if ranged:  # the time the range is on
+            table.add_column("created (UTC)")
         for row in rows:
             error = (row.last_error or "").splitlines()
+            created = [utc_text(ids.minted_at_ms(row.id))] if ranged else []
             table.add_row(
                 row.id,
                 clean(row.name),
@@ -388,6 +414,7 @@ def jobs(
                 str(row.attempts),
                 clean(row.progress),
                 clean(error[-1][:60] if error else ""),
+                *created,
             )
         env.out.print(table)
 
