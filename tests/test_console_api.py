@@ -662,10 +662,16 @@ def live_url(server: EmbeddedServer) -> Iterator[str]:
 
 
 def _next_events(lines: Iterator[str], queue: str, count: int) -> list[dict[str, Any]]:
-    """The next ``count`` events of ``queue`` (the all-queues stream carries others too)."""
+    """The next ``count`` events of ``queue`` (the all-queues stream carries others too;
+    a health beat, ``event: beat`` then its ``data:``, is no queue event: skipped)."""
     out = []
+    named = None  # the `event:` line of the message being read, if any
     for line in lines:
-        if line.startswith("data: "):
+        if line.startswith("event: "):
+            named = line[7:]
+        elif not line:
+            named = None
+        elif line.startswith("data: ") and named is None:
             event = json.loads(line[6:])
             if event["queue"] == queue:
                 out.append(event)
