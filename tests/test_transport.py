@@ -26,6 +26,7 @@ from echomq.errors import OutcomeUnknown
 from echomq.scripts import all_scripts
 from echomq.transport import FAST_PATH, RESEND, Request, SyncRunner, SyncTransport
 from faults.proxy import FaultProxy
+from worker_support import wait_until
 
 #: The tests of the kept connection itself skip in the run with it off.
 kept = pytest.mark.skipif(not FAST_PATH, reason="the fast path is off (EMQ_FAST_PATH=0)")
@@ -220,6 +221,8 @@ def test_close_hangs_up_the_kept_connection(
     kid = kept_id(q)
     assert kid in {int(c["id"]) for c in r.client_list()}
     q.close()
+    # The server notices a hang-up on its next loop turn, not before close() returns.
+    wait_until(lambda: kid not in {int(c["id"]) for c in r.client_list()}, timeout=5)
     assert kid not in {int(c["id"]) for c in r.client_list()}
 
 
