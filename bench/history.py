@@ -13,11 +13,20 @@ native module when it is built), in three modes:
 
 Per job it prints the server's own time in the commands the client sent (``INFO
 commandstats``: ``evalsha`` and the pause-gate ``hexists`` for the scripts, the
-``emq.*`` commands for native), the commands per job, and ``vs none``: that figure over
-the ``none`` row of the same executor in the same run. Each figure is the median of
-``--repeat`` runs, the modes interleaved so that the machine's drift hits them alike.
+``emq.*`` commands for native), the server process's CPU time (``INFO cpu``, user +
+system: the commands plus reading, parsing and answering them), the commands per job,
+and ``vs none``: each figure over the ``none`` row of the same executor in the same run.
+Each figure is the lowest of ``--repeat`` runs (a shared machine's noise only ever adds
+time), the modes interleaved so that the machine's drift hits them alike.
 
-Run: ``.venv/bin/python bench/history.py`` (``EMQ_URL`` measures another server).
+``--callgrind`` counts instructions instead of time, which no neighbour can disturb: it
+runs the server under valgrind's callgrind (``hz 1``, so the timer adds little), fills
+each mode's queue to its steady state (1,000 kept, every completion trimming), then
+counts the server's instructions per job in each phase (enqueue, claim, complete) of
+``--jobs`` more jobs. About a minute; needs ``valgrind``.
+
+Run: ``.venv/bin/python bench/history.py`` (``EMQ_URL`` measures another server), or
+``.venv/bin/python bench/history.py --callgrind``.
 """
 
 from __future__ import annotations
@@ -30,15 +39,20 @@ if __name__ == "__main__" and sys.path and sys.path[0].rstrip("/").endswith("ben
     sys.path.append(sys.path.pop(0))
 
 import argparse
+import glob
 import itertools
 import os
+import shutil
+import stat
+import subprocess
+import tempfile
 from typing import Any
 
 import redis
 
-from _common import median, report
+from _common import report
 from echomq import Queue, native
-from echomq.embedded import EmbeddedServer
+from echomq.embedded import EmbeddedServer, find_server_binary
 
 _names = itertools.count()
 TOP = {
@@ -59,6 +73,12 @@ def usec(r: redis.Redis, names: tuple[str, ...]) -> tuple[int, int]:
     return calls, total
 
 
+def cpu_s(r: redis.Redis) -> float:
+    """The server process's CPU seconds so far (user + system, its main thread)."""
+    info = r.info("cpu")
+    return float(info["used_cpu_user_main_thread"]) + float(info["used_cpu_sys_main_thread"])
+
+
 def lifecycle(q: Queue, n: int, result: Any) -> None:
     for _ in range(n):
         jid = q.enqueue({"n": 1})
@@ -67,28 +87,118 @@ def lifecycle(q: Queue, n: int, result: Any) -> None:
         q.complete(got.id, got.token, result=result)
 
 
-def measure(r: redis.Redis, url: str, executor: str, mode: str, n: int) -> tuple[float, float]:
-    """(server us/job, cmds/job) of one run of ``n`` jobs."""
+def measure(
+    r: redis.Redis, url: str, executor: str, mode: str, n: int
+) -> tuple[float, float, float]:
+    """(server us/job in the commands, server CPU us/job, cmds/job) of ``n`` jobs."""
     with Queue(f"bench-history-{next(_names)}", url=url, executor=executor) as q:
         q.counts()  # the fence and the executor's MODULE LIST, paid once
         if mode != "none":
             q.set_retention(completed=1000)
         c0, u0 = usec(r, TOP[executor])
+        t0 = cpu_s(r)
         lifecycle(q, n, {"ok": 1} if mode == "kept+result" else None)
+        t1 = cpu_s(r)
         c1, u1 = usec(r, TOP[executor])
         if mode != "none":
             assert q.counts().kept == min(n, 1000)
         q.pause()
         while not q.obliterate(budget=5000):
             pass
-    return (u1 - u0) / n, (c1 - c0) / n
+    return (u1 - u0) / n, (t1 - t0) * 1e6 / n, (c1 - c0) / n
+
+
+# ---- --callgrind: instructions per job and phase, on a server run under valgrind ----
+
+
+def dump_total(cg_dir: str, pid: int, seen: set[str]) -> int:
+    """Dump callgrind's counters (which zeroes them) and return the instructions in the
+    new dump."""
+    subprocess.run(["callgrind_control", "-d", str(pid)], check=True, capture_output=True)
+    for path in sorted(glob.glob(os.path.join(cg_dir, "cg.out*"))):
+        if path in seen:
+            continue
+        seen.add(path)
+        with open(path) as fh:
+            for line in fh:
+                if line.startswith(("summary:", "totals:")):
+                    return int(line.split()[1])
+    raise RuntimeError("callgrind wrote no dump")
+
+
+def callgrind(n: int) -> None:
+    if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
+        raise SystemExit("--callgrind needs valgrind (apt-get install valgrind)")
+    binary = find_server_binary()
+    if binary is None:
+        raise SystemExit("no redis-server or valkey-server")
+    cg_dir = tempfile.mkdtemp(prefix="echomq-cg-")
+    wrapper = os.path.join(cg_dir, "server")
+    with open(wrapper, "w") as fh:
+        fh.write(
+            "#!/bin/sh\nexec valgrind --tool=callgrind --quiet "
+            f'--callgrind-out-file={cg_dir}/cg.out {binary} "$@"\n'
+        )
+    os.chmod(wrapper, os.stat(wrapper).st_mode | stat.S_IXUSR)
+    built = native.build(quiet=True) is not None
+    rows: list[list[Any]] = [
+        [
+            "executor",
+            "mode",
+            "enqueue Ir/job",
+            "claim Ir/job",
+            "complete Ir/job",
+            "total",
+            "vs none",
+        ]
+    ]
+    for executor in ["scripts", "native"] if built else ["scripts"]:
+        base = 0
+        for mode in MODES:
+            srv = EmbeddedServer(
+                binary=wrapper, module=executor == "native", extra_args=("--hz", "1")
+            ).start(timeout=120)
+            assert srv.proc is not None
+            pid, seen = srv.proc.pid, set()
+            try:
+                name = "bench-history-cg-" + mode.replace("+", "-")
+                with Queue(name, url=srv.url, executor=executor) as q:
+                    result = {"ok": 1} if mode == "kept+result" else None
+                    q.counts()
+                    if mode != "none":
+                        q.set_retention(completed=1000)
+                    lifecycle(q, 1200, result)  # the steady state: every completion trims
+                    dump_total(cg_dir, pid, seen)
+                    ir = [0, 0, 0]
+                    ids = [q.enqueue({"n": 1}) for _ in range(n)]
+                    ir[0] = dump_total(cg_dir, pid, seen)
+                    got = [q.claim() for _ in range(n)]
+                    ir[1] = dump_total(cg_dir, pid, seen)
+                    for job in got:
+                        assert job is not None
+                        q.complete(job.id, job.token, result=result)
+                    ir[2] = dump_total(cg_dir, pid, seen)
+                    assert sorted(j.id for j in got if j) == sorted(ids)
+            finally:
+                srv.stop()
+            per = [x / n for x in ir]
+            total = sum(per)
+            if mode == "none":
+                base = int(total)
+            rows.append([executor, mode, *per, total, f"{total / base:.3f}"])
+    shutil.rmtree(cg_dir, ignore_errors=True)
+    report(rows)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=3000, help="jobs per run")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--callgrind", action="store_true", help="count instructions (valgrind)")
     args = ap.parse_args()
+    if args.callgrind:
+        callgrind(min(args.jobs, 400))
+        return
     url = os.environ.get("EMQ_URL")
     srv: EmbeddedServer | None = None
     executors = ["scripts"]
@@ -100,17 +210,31 @@ def main() -> None:
             executors.append("native")
     try:
         r = redis.Redis.from_url(url)
-        rows: list[list[Any]] = [["executor", "mode", "server us/job", "cmds/job", "vs none"]]
+        rows: list[list[Any]] = [
+            [
+                "executor",
+                "mode",
+                "server us/job",
+                "cpu us/job",
+                "cmds/job",
+                "vs none",
+                "cpu vs none",
+            ]
+        ]
         for executor in executors:
-            got: dict[str, list[tuple[float, float]]] = {m: [] for m in MODES}
+            got: dict[str, list[tuple[float, float, float]]] = {m: [] for m in MODES}
             for _ in range(args.repeat):
                 for mode in MODES:
                     got[mode].append(measure(r, url, executor, mode, args.jobs))
-            base = median(x[0] for x in got["none"])
+            base = min(x[0] for x in got["none"])
+            cbase = min(x[1] for x in got["none"])
             for mode in MODES:
-                us = median(x[0] for x in got[mode])
-                cmds = median(x[1] for x in got[mode])
-                rows.append([executor, mode, us, cmds, f"{us / base:.3f}"])
+                us = min(x[0] for x in got[mode])
+                cpu = min(x[1] for x in got[mode])
+                cmds = min(x[2] for x in got[mode])
+                rows.append(
+                    [executor, mode, us, cpu, cmds, f"{us / base:.3f}", f"{cpu / cbase:.3f}"]
+                )
         report(rows)
         r.close()
     finally:
