@@ -101,7 +101,8 @@ def measure(
         t1 = cpu_s(r)
         c1, u1 = usec(r, TOP[executor])
         if mode != "none":
-            assert q.counts().kept == min(n, 1000)
+            # a deep retention trims in batches of 8: it holds 993-1000 when full
+            assert min(n, 993) <= q.counts().kept <= 1000
         q.pause()
         while not q.obliterate(budget=5000):
             pass

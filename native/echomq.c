@@ -83,10 +83,28 @@ static Str lane_key(Q *q, Str g) {
     return cat3(q, head, S(":pending"), NONE);
 }
 
-/* a number as the scripts hand it to a command: Lua's number -> "%.17g" */
+/* a number as the scripts hand it to a command: Lua's number -> "%.17g". An integral
+ * value below 1e15 (a time in ms, a count, a token: nearly every one) prints as its
+ * digits, which "%.17g" also gives, without the cost of a float format */
 static Str num(Q *q, double v) {
     char *p = RedisModule_PoolAlloc(q->ctx, 32);
-    int n = snprintf(p, 32, "%.17g", v);
+    int n;
+    if (v > -1e15 && v < 1e15 && v == (double)(long long)v && (v != 0 || !signbit(v))) {
+        char tmp[24];
+        long long x = (long long)v;
+        unsigned long long u = x < 0 ? (unsigned long long)(-x) : (unsigned long long)x;
+        int k = 0;
+        do {
+            tmp[k++] = (char)('0' + u % 10);
+            u /= 10;
+        } while (u);
+        n = 0;
+        if (x < 0) p[n++] = '-';
+        while (k) p[n++] = tmp[--k];
+        p[n] = '\0';
+    } else {
+        n = snprintf(p, 32, "%.17g", v);
+    }
     Str r = {p, (size_t)n};
     return r;
 }
@@ -288,21 +306,21 @@ static void zrem_all(Q *q, Str key, RedisModuleString **ids, size_t n) {
                          n - i < SLICE ? n - i : SLICE);
 }
 
-static void tombstones(Q *q, Str *ids, size_t n, long long now) {
+/* lib/common.lua's settle: write the tombstones zs (flat score, id pairs), then trim the
+ * expired ones by how many of the ids end in 0-7 */
+static void settle(Q *q, RedisModuleString **zs, size_t n2, long long now) {
     RedisModuleCtx *c = q->ctx;
     Str sk = K(q, "settled");
-    RedisModuleString *score = mkstr(c, num(q, (double)now));
-    RedisModuleString **zs = RedisModule_PoolAlloc(c, sizeof(*zs) * 2 * n);
     size_t hits = 0;
-    for (size_t i = 0; i < n; i++) {
-        zs[2 * i] = score;
-        zs[2 * i + 1] = mkstr(c, ids[i]);
-        char last = ids[i].n ? ids[i].p[ids[i].n - 1] : 0;
+    for (size_t i = 1; i < n2; i += 2) {
+        size_t len;
+        const char *id = RedisModule_StringPtrLen(zs[i], &len);
+        char last = len ? id[len - 1] : 0;
         if (last >= '0' && last <= '7') hits++;
     }
-    for (size_t i = 0; i < 2 * n; i += 2 * SLICE)
+    for (size_t i = 0; i < n2; i += 2 * SLICE)
         RedisModule_Call(c, "ZADD", "!bv", sk.p, sk.n, zs + i,
-                         2 * n - i < 2 * SLICE ? 2 * n - i : 2 * SLICE);
+                         n2 - i < 2 * SLICE ? n2 - i : 2 * SLICE);
     if (!hits) return;
     Str upto = cat3(q, S("("), num14(q, (double)(now - SETTLED_MS)), NONE);
     Str lim = num14(q, (double)(32 * hits));
@@ -315,6 +333,17 @@ static void tombstones(Q *q, Str *ids, size_t n, long long now) {
     RedisModuleString **v = RedisModule_PoolAlloc(c, sizeof(*v) * m);
     for (size_t i = 0; i < m; i++) v[i] = mkstr(c, rstr(elem(old, i)));
     zrem_all(q, sk, v, m);
+}
+
+static void tombstones(Q *q, Str *ids, size_t n, long long now) {
+    RedisModuleCtx *c = q->ctx;
+    RedisModuleString *score = mkstr(c, num(q, (double)now));
+    RedisModuleString **zs = RedisModule_PoolAlloc(c, sizeof(*zs) * 2 * n);
+    for (size_t i = 0; i < n; i++) {
+        zs[2 * i] = score;
+        zs[2 * i + 1] = mkstr(c, ids[i]);
+    }
+    settle(q, zs, 2 * n, now);
 }
 
 static int settled_recently(Q *q, Str id, long long now) {
@@ -345,13 +374,16 @@ static Retain retention(Q *q, const char *which) {
     return out;
 }
 
-/* lib/history.lua's trim_settled: the keys to delete in one DEL, the jobs dropped */
+/* lib/history.lua's trim_settled: the keys to delete in one DEL, the jobs dropped, those
+ * of them that settled less than SETTLED_MS ago (tombstoned, stamped now) */
 typedef struct {
     Q *q;
     Str setkey;
     int done; /* the completed set: keys collected; dead: delete_row per job */
     RedisModuleString **keys;
     size_t nkeys, cap;
+    Str *fresh;
+    size_t nfresh, fcap;
     long long gone;
 } Trim;
 
@@ -366,13 +398,26 @@ static void trim_key(Trim *t, Str k) {
     t->keys[t->nkeys++] = RedisModule_CreateString(t->q->ctx, k.p, k.n);
 }
 
+static void trim_fresh(Trim *t, Str id) {
+    if (t->nfresh == t->fcap) {
+        size_t cap = t->fcap ? t->fcap * 2 : 16;
+        Str *grown = RedisModule_PoolAlloc(t->q->ctx, sizeof(*grown) * cap);
+        if (t->nfresh) memcpy(grown, t->fresh, sizeof(*grown) * t->nfresh);
+        t->fresh = grown;
+        t->fcap = cap;
+    }
+    t->fresh[t->nfresh++] = id;
+}
+
 static void trim_flush(Trim *t) {
     if (t->nkeys > 0) RedisModule_Call(t->q->ctx, "DEL", "!v", t->keys, t->nkeys);
     t->nkeys = 0;
 }
 
-/* drop the jobs of an id list reply; returns how many */
-static size_t trim_drop(Trim *t, Rep *ids) {
+/* drop the jobs of an id list reply, oldest first; the last `young` of them leave a
+ * tombstone, or, when `flags` is not NULL, those whose ZMSCORE entry is at or after
+ * `recent`; returns how many */
+static size_t trim_drop(Trim *t, Rep *ids, size_t young, Rep *flags, double recent) {
     Q *q = t->q;
     RedisModuleCtx *c = q->ctx;
     size_t n = ids && RedisModule_CallReplyType(ids) == REDISMODULE_REPLY_ARRAY
@@ -382,6 +427,15 @@ static size_t trim_drop(Trim *t, Rep *ids) {
     RedisModuleString **v = RedisModule_PoolAlloc(c, sizeof(*v) * n);
     for (size_t i = 0; i < n; i++) {
         Str id = rstr(elem(ids, i)), jk = job_key(q, id);
+        int y;
+        if (flags) {
+            Str at = rstr(elem(flags, i));
+            double w;
+            y = at.p && tonum(at, &w) && w >= recent;
+        } else {
+            y = i + young >= n;
+        }
+        if (y) trim_fresh(t, id);
         if (t->done) {
             trim_key(t, jk);
             trim_key(t, cat3(q, jk, S(":logs"), NONE));
@@ -401,38 +455,63 @@ static size_t trim_drop(Trim *t, Rep *ids) {
     return n;
 }
 
+/* of the k oldest members of the set, how many settled less than SETTLED_MS ago */
+static size_t young_of(Trim *t, Rep *ids, long long now) {
+    size_t k = ids && RedisModule_CallReplyType(ids) == REDISMODULE_REPLY_ARRAY
+                   ? RedisModule_CallReplyLength(ids)
+                   : 0;
+    if (k == 0) return 0;
+    Str upto = cat3(t->q, S("("), num14(t->q, (double)(now - SETTLED_MS)), NONE);
+    long long old = rint_(RedisModule_Call(t->q->ctx, "ZCOUNT", "!bcb", t->setkey.p,
+                                           t->setkey.n, "-inf", upto.p, upto.n));
+    return (long long)k > old ? k - (size_t)old : 0;
+}
+
+/* the transitions' trim (step <= TRIM_STEP); set_retention's larger step is a script */
 static long long trim_settled(Q *q, Str setkey, Retain r, int own, long long now, int step,
                               Str extra) {
     RedisModuleCtx *c = q->ctx;
-    Trim t = {q, setkey, eq(setkey, K(q, "completed")), NULL, 0, 0, 0};
+    Trim t = {q, setkey, eq(setkey, K(q, "completed")), NULL, 0, 0, NULL, 0, 0, 0};
     if (extra.p) trim_key(&t, extra);
     Str st = num(q, step);
     if (r.has_count && r.count > 0) {
-        Str lo = num(q, -(r.count + step)), hi = num(q, -(r.count + 1));
-        trim_drop(&t, RedisModule_Call(c, "ZRANGE", "!bbb", setkey.p, setkey.n, lo.p, lo.n, hi.p,
-                                       hi.n));
+        /* past the count in batches of b (see lib/history.lua) */
+        double over =
+            (double)rint_(RedisModule_Call(c, "ZCARD", "!b", setkey.p, setkey.n)) - r.count;
+        if (over > 0) {
+            double b = floor(r.count / 16);
+            if (b < 1) b = 1;
+            if (b > 32) b = 32;
+            Str hi = num(q, (over < step ? over : step) + b - 2);
+            Rep *ids = RedisModule_Call(c, "ZRANGE", "!bcb", setkey.p, setkey.n, "0", hi.p, hi.n);
+            trim_drop(&t, ids, young_of(&t, ids, now), NULL, 0);
+        }
     }
     if (r.has_age && r.age > 0) {
         Str upto = cat3(q, S("("), num14(q, (double)now - r.age), NONE);
-        trim_drop(&t, RedisModule_Call(c, "ZRANGE", "!bcbcccb", setkey.p, setkey.n, "-inf",
-                                       upto.p, upto.n, "BYSCORE", "LIMIT", "0", st.p, st.n));
+        Rep *ids = RedisModule_Call(c, "ZRANGE", "!bcbcccb", setkey.p, setkey.n, "-inf", upto.p,
+                                    upto.n, "BYSCORE", "LIMIT", "0", st.p, st.n);
+        trim_drop(&t, ids, r.age < SETTLED_MS ? young_of(&t, ids, now) : 0, NULL, 0);
     }
     if (own) {
-        /* index entries go whatever their rows hold (a row removed another way) */
+        /* index entries go whatever their rows hold (a row removed another way); the
+         * index's scores are keep-until times, the finish times are in the set */
         Str ku = K(q, "keepuntil"), ns = num(q, (double)now);
         Rep *ids = RedisModule_Call(c, "ZRANGE", "!bcbcccb", ku.p, ku.n, "-inf", ns.p, ns.n,
                                     "BYSCORE", "LIMIT", "0", st.p, st.n);
-        size_t n = trim_drop(&t, ids);
+        size_t n = ids && RedisModule_CallReplyType(ids) == REDISMODULE_REPLY_ARRAY
+                       ? RedisModule_CallReplyLength(ids)
+                       : 0;
         if (n > 0) {
             RedisModuleString **v = RedisModule_PoolAlloc(c, sizeof(*v) * n);
-            for (size_t i = 0; i < n; i++) {
-                Str m = rstr(elem(ids, i));
-                v[i] = RedisModule_CreateString(c, m.p, m.n);
-            }
+            for (size_t i = 0; i < n; i++) v[i] = mkstr(c, rstr(elem(ids, i)));
+            Rep *at = RedisModule_Call(c, "ZMSCORE", "!bv", setkey.p, setkey.n, v, n);
+            trim_drop(&t, ids, 0, at, (double)(now - SETTLED_MS));
             RedisModule_Call(c, "ZREM", "!bv", ku.p, ku.n, v, n);
         }
     }
     trim_flush(&t);
+    if (t.nfresh > 0) tombstones(q, t.fresh, t.nfresh, now);
     return t.gone;
 }
 
@@ -885,7 +964,7 @@ static int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     int retained = 0; /* the queue's completed retention, read on the first kept row */
     Retain r = {0, 0, 0, 0};
     RedisModuleString **rows = RedisModule_PoolAlloc(ctx, sizeof(*rows) * 5 * nd);
-    size_t nr = 0;
+    size_t nr = 0, ngone = 0;
     for (size_t i = 0; i < nd; i++) {
         Done *d = &jobs[i];
         double own = 0;
@@ -923,11 +1002,12 @@ static int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
             rows[nr++] = mkstr(ctx, cat3(&q, d->jk, S(":lock"), NONE));
             rows[nr++] = mkstr(ctx, cat3(&q, d->jk, S(":errors"), NONE));
             rows[nr++] = mkstr(ctx, cat3(&q, d->jk, S(":logtimes"), NONE));
+            idv[ngone++] = d->id; /* a deleted row leaves its tombstone; a kept one stays */
         }
     }
     for (size_t i = 0; i < nr; i += 1000)
         RedisModule_Call(ctx, "DEL", "!v", rows + i, nr - i < 1000 ? nr - i : 1000);
-    tombstones(&q, idv, nd, now);
+    if (ngone > 0) tombstones(&q, idv, ngone, now);
     count_metric(&q, "completed", (long long)nd, now);
     for (size_t i = 0; i < nd; i++) emit(&q, ev(&q, "completed", jobs[i].id));
     if (batch) {

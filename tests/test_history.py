@@ -231,6 +231,75 @@ def test_completed_is_trimmed_by_count_a_bounded_amount_per_completion(
     assert r.zcard(q.keys.completed) == 11 - 4
 
 
+def test_a_deep_retention_trims_in_batches_and_never_holds_more_than_its_count(
+    q: Queue, r: redis.Redis
+) -> None:
+    # count 48: b = 48 // 16 = 3, so a completion past the count drops the oldest 3
+    q.set_retention(completed=48)
+    ids = [q.enqueue(i, job_id=J(i + 1)) for i in range(55)]
+    sizes = []
+    for jid in ids:
+        run_job(q, jid)
+        sizes.append(r.zcard(q.keys.completed))
+    assert sizes[:48] == list(range(1, 49))
+    assert sizes[48:] == [46, 47, 48, 46, 47, 48, 46]
+    # the oldest went, each with its row (and its tombstone: it completed just now);
+    # the rest are the newest, in order
+    kept = r.zrange(q.keys.completed, 0, -1)
+    assert kept == ids[-46:]
+    assert sorted(r.zrange(q.keys.settled, 0, -1)) == ids[:9]
+    assert not any(r.exists(q.keys.job(j)) for j in ids[:9])
+    assert all(r.hget(q.keys.job(j), "state") == "completed" for j in kept)
+
+
+def test_a_shallow_retention_trims_to_its_count_exactly(q: Queue, r: redis.Redis) -> None:
+    q.set_retention(completed=3)
+    ids = [q.enqueue(i, job_id=J(i + 1)) for i in range(7)]
+    for n, jid in enumerate(ids, 1):
+        run_job(q, jid)
+        assert r.zrange(q.keys.completed, 0, -1) == ids[max(0, n - 3) : n]
+    assert not any(r.exists(q.keys.job(j)) for j in ids[:4])
+
+
+def test_a_kept_completion_leaves_its_tombstone_when_its_row_is_trimmed(
+    q: Queue, r: redis.Redis
+) -> None:
+    q.set_retention(completed=1)
+    a, b, c = (q.enqueue(x, job_id=J(n)) for n, x in enumerate("abc", 1))
+    run_job(q, a)
+    # a kept row needs no tombstone: a re-sent enqueue sees the row itself
+    assert r.zrange(q.keys.settled, 0, -1) == []
+    finished = float(r.hget(q.keys.job(a), "finished_at") or 0)
+    run_job(q, b)
+    # a completed less than 60 s ago: its trim leaves its tombstone, stamped at the trim
+    # (b's completion), as remove_job stamps one
+    ((tomb, at),) = r.zrange(q.keys.settled, 0, -1, withscores=True)
+    assert tomb == a and finished <= at <= float(r.hget(q.keys.job(b), "finished_at") or 0)
+    before = dump(r, q)
+    assert q.enqueue("again", job_id=a) == a  # a duplicate: nothing written
+    assert dump(r, q) == before
+    # a row that settled over 60 s ago (the tombstone's life) is trimmed without one
+    r.zadd(q.keys.completed, {b: 1000})
+    run_job(q, c)
+    assert r.exists(q.keys.job(b)) == 0
+    assert r.zrange(q.keys.settled, 0, -1) == [a]
+
+
+def test_clean_leaves_the_tombstones_of_jobs_settled_in_the_last_minute(
+    q: Queue, r: redis.Redis
+) -> None:
+    q.set_retention(completed=10)
+    a, b = q.enqueue("a", job_id=J(1)), q.enqueue("b", job_id=J(2))
+    run_job(q, a)
+    run_job(q, b)
+    r.zadd(q.keys.completed, {a: 1000})  # a finished long ago
+    finished = float(r.hget(q.keys.job(b), "finished_at") or 0)
+    assert q.clean(0, "completed").matched == 2
+    ((tomb, at),) = r.zrange(q.keys.settled, 0, -1, withscores=True)
+    assert tomb == b and finished <= at <= finished + 10_000
+    assert r.exists(q.keys.job(a), q.keys.job(b), q.keys.completed) == 0
+
+
 def test_completed_is_trimmed_by_age(q: Queue, r: redis.Redis) -> None:
     q.set_retention(completed_age_ms=60_000)
     old, new = q.enqueue("o", job_id=J(1)), q.enqueue("n", job_id=J(2))

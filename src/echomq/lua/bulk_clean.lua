@@ -13,7 +13,9 @@
 -- Refusals: none.
 -- Writes:  (not on a dry run) the oldest qualifying dead jobs: ZREM dead, row, logs and
 --          lock and error history deleted, dedup key released (a completed job also
---          leaves the keep index `keepuntil`); event 'removed' per job; one audit entry
+--          leaves the keep index `keepuntil`); a job that settled less than 60 s ago
+--          leaves its tombstone in `settled` (stamped now, as remove_job's); event
+--          'removed' per job; one audit entry
 --          (verb clean) when any job went.
 local B = KEYS[1]
 --! include keys
@@ -22,22 +24,28 @@ local B = KEYS[1]
 --! include bulk
 local which = ARGV[5] == 'completed' and 'completed' or 'dead'
 local dead = which == 'completed' and B .. COMPLETED or B .. DEAD
-local cut = now_ms() - tonumber(ARGV[1])
+local now = now_ms()
+local cut = now - tonumber(ARGV[1])
 if ARGV[3] == '1' then
   return {redis.call('ZCOUNT', dead, '-inf', '(' .. cut), 0}
 end
 local scan = tonumber(ARGV[2])
-local found = redis.call('ZRANGE', dead, '-inf', '(' .. cut, 'BYSCORE', 'LIMIT', 0, scan)
+local found = redis.call('ZRANGE', dead, '-inf', '(' .. cut, 'BYSCORE', 'LIMIT', 0, scan,
+  'WITHSCORES')
 local ids, over = {}, slicer()
-for i, id in ipairs(found) do
+local fresh = {}  -- the jobs that settled less than SETTLED_MS ago: tombstoned
+for i = 1, #found / 2 do
   if over(i) then break end
+  local id = found[2 * i - 1]
   ids[i] = id
   delete_row(id, B .. JOB .. id)
+  if tonumber(found[2 * i]) >= now - SETTLED_MS then fresh[#fresh + 1] = id end
   emit(ev('removed', id))
 end
 zrem_all(dead, ids)
 if which == 'completed' and #ids > 0 then zrem_all(B .. KEEPUNTIL, ids) end
-local more = (#found >= scan or #ids < #found) and 1 or 0
+if #fresh > 0 then tombstones(fresh, now) end
+local more = (#found / 2 >= scan or #ids < #found / 2) and 1 or 0
 if #ids > 0 then
   audit('clean', cjson.encode({state = which, older_than_ms = tonumber(ARGV[1])}),
     more == 1 and 'more' or 'done', #ids, ARGV[4])

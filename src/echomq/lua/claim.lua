@@ -50,7 +50,7 @@ if rid ~= '' and ARGV[6] == '1' then
     return again
   end
 end
-local now = now_ms()
+local now, nows = now_text()
 local deadline = now + lease
 local ring = B .. RING
 local out = {}
@@ -128,10 +128,10 @@ while #out < count * 5 do
   if not f[4] then
     redis.call('HSET', jk, 'attempts', tok, 'state', 'active')
   elseif tok == 1 then
-    redis.call('HSET', jk, 'attempts', tok, 'state', 'active', 'started_at', now,
-      'last_started_at', now)
+    redis.call('HSET', jk, 'attempts', tok, 'state', 'active', 'started_at', nows,
+      'last_started_at', nows)
   else
-    redis.call('HSET', jk, 'attempts', tok, 'state', 'active', 'last_started_at', now)
+    redis.call('HSET', jk, 'attempts', tok, 'state', 'active', 'last_started_at', nows)
   end
   act[#act + 1] = deadline
   act[#act + 1] = id

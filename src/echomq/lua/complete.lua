@@ -16,16 +16,19 @@
 -- Writes:  per job completed: ZREM active (one for the call), lane slot back (+ ring),
 --          row/logs/lock/error history deleted (one DEL for the call), dedup key
 --          released, its tombstone in `settled` (one ZADD for the call; expired ones
---          trimmed by one id in about eight, lib/common); metrics:completed counted
+--          trimmed by one id in about eight, lib/common; a kept row leaves none: it
+--          stays, and its trim leaves one later); metrics:completed counted
 --          once by the number completed; event 'completed' per job, in order. A repeat
 --          answers -1 / 'gone'.
 --          A kept row (field `keep`) whose job or queue keeps completed history stays
 --          instead: state completed, finished_at, result (when sent); lock deleted,
 --          dedup key released; ZADD completed (score = now), keepuntil (now + its
 --          keep_ms) when it asked for its own; then `completed` is trimmed by the
---          queue's retention read from meta (once a call; at most 4 past the count, 4
---          past the age, and, when this job has its own keep_ms, 4 whose own keep ran
---          out: each row with its logs and error history).
+--          queue's retention read from meta (once a call; past the count in batches of
+--          up to 32 once the set holds more than the count, at most 4 past the age,
+--          and, when this job has its own keep_ms, 4 whose own keep ran out: each row
+--          with its logs and error history, and a tombstone for one that completed in
+--          the last 60 s; lib/history).
 local B = KEYS[1]
 --! include keys
 --! include common
@@ -33,15 +36,16 @@ local B = KEYS[1]
 -- a kept row stays as history: state completed, finished_at, result (when sent),
 -- indexed in `completed` (and `keepuntil` for its own keep_ms); then the completed
 -- set is trimmed a bounded amount, the lock going in the trim's one DEL
-local function keep_completed(id, jk, result, own, count, age, now)
+local function keep_completed(id, jk, result, own, count, age, now, nows)
   if result then
-    redis.call('HSET', jk, 'state', 'completed', 'finished_at', now, 'result', result)
+    redis.call('HSET', jk, 'state', 'completed', 'finished_at', nows, 'result', result)
   else
-    redis.call('HSET', jk, 'state', 'completed', 'finished_at', now)
+    redis.call('HSET', jk, 'state', 'completed', 'finished_at', nows)
   end
-  redis.call('ZADD', B .. COMPLETED, now, id)
+  local done = B .. COMPLETED
+  redis.call('ZADD', done, nows, id)
   if own > 0 then redis.call('ZADD', B .. KEEPUNTIL, now + own, id) end
-  trim_settled(B .. COMPLETED, count, age, own > 0, now, TRIM_STEP, {jk .. LOCK})
+  trim_settled(done, count, age, own > 0, now, TRIM_STEP, jk .. LOCK, nows)
 end
 if #KEYS >= 2 then
   -- the one-job form, written straight (no tables: it is the one-by-one hot path);
@@ -52,7 +56,7 @@ if #KEYS >= 2 then
   if not f then return refusal end
   redis.call('ZREM', B .. ACTIVE, id)
   if f[3] then give_back(f[3]) end
-  local now = now_ms()
+  local now, nows = now_text()
   local own, count, age = 0, nil, nil
   if f[5] then
     own = tonumber(f[5]) or 0
@@ -61,11 +65,11 @@ if #KEYS >= 2 then
   end
   if own > 0 or count or age then
     if f[4] then release_dedup(id, f[4]) end
-    keep_completed(id, jk, ARGV[3], own, count, age, now)
+    keep_completed(id, jk, ARGV[3], own, count, age, now, nows)
   else
     delete_row(id, jk, f[4])
+    tombstone(id, now, nows)
   end
-  tombstone(id, now)
   count_metric(B .. METRICS_COMPLETED, 1, now)
   emit(ev('completed', id))
   return 1
@@ -98,9 +102,10 @@ zrem_all(B .. ACTIVE, ids)
 for _, j in ipairs(jobs) do
   if j[3] then give_back(j[3]) end
 end
-local now = now_ms()
+local now, nows = now_text()
 local retain = nil  -- the queue's completed retention, read on the first kept row
 local rows = {}  -- the deleted rows' keys: one DEL for the call
+local gone = {}  -- their ids, for the tombstones
 for _, j in ipairs(jobs) do
   local id, jk = j[1], j[2]
   local own, count, age = 0, nil, nil
@@ -116,15 +121,16 @@ for _, j in ipairs(jobs) do
   if j[4] then release_dedup(id, j[4]) end
   if own > 0 or count or age then
     -- kept: the row stays as history
-    keep_completed(id, jk, j[6], own, count, age, now)
+    keep_completed(id, jk, j[6], own, count, age, now, nows)
   else
     rows[#rows + 1] = jk; rows[#rows + 1] = jk .. LOGS
     rows[#rows + 1] = jk .. LOCK; rows[#rows + 1] = jk .. ERRORS
     rows[#rows + 1] = jk .. LOGTIMES
+    gone[#gone + 1] = id
   end
 end
 if #rows > 0 then del_all(rows) end
-tombstones(ids, now)
+if #gone > 0 then tombstones(gone, now, nows) end
 count_metric(B .. METRICS_COMPLETED, #jobs, now)
 for _, id in ipairs(ids) do emit(ev('completed', id)) end
 return out

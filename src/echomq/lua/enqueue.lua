@@ -74,7 +74,8 @@ local seen = redis.call('EXISTS', B .. SETTLED, B .. KEEPS, B .. KEEPS)
 if not keep and seen >= 2 then keep = '0' end
 local delayed = not runat and delay and tonumber(delay) > 0
 -- the server clock, read once, only when something needs it
-local now = (keep or delayed) and now_ms() or nil
+local now, nows = nil, nil
+if keep or delayed then now, nows = now_text() end
 
 local due = nil
 if runat then
@@ -93,7 +94,7 @@ if backoff then f[#f + 1] = 'backoff'; f[#f + 1] = backoff end
 if trace then f[#f + 1] = 'trace'; f[#f + 1] = trace end
 if keep then
   f[#f + 1] = 'keep'; f[#f + 1] = keep
-  f[#f + 1] = 'enqueued_at'; f[#f + 1] = now
+  f[#f + 1] = 'enqueued_at'; f[#f + 1] = nows
 end
 local nf = #f
 

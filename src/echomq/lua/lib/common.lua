@@ -8,6 +8,16 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- the server clock in ms as now_ms's number and as the text a command is given: a
+-- number argument costs the server a float format (%.17g) per argument, and the hot
+-- paths write the time two or three times; the text is built from TIME's own digits
+-- (seconds, then the microseconds' first three, zero-padded), the same characters
+local function now_text()
+  local t = redis.call('TIME')
+  local s = t[1] .. string.sub('00000' .. t[2], -6, -4)
+  return tonumber(s), s
+end
+
 local function emit(json)
   redis.call('PUBLISH', B .. EVENTS, json)
 end
@@ -196,19 +206,22 @@ end
 
 -- settled tombstones: complete and remove_job leave the ids they delete in `settled`
 -- (score = server ms) for SETTLED_MS, and enqueue treats such an id as a duplicate, so
--- an enqueue re-sent after a lost reply cannot bring back a job that already ran.
+-- an enqueue re-sent after a lost reply cannot bring back a job that already ran. A
+-- kept row needs none while it stays (enqueue sees the row); the trims and clean that
+-- delete kept rows leave one for each row that settled less than SETTLED_MS before
+-- (score = its settle time: lib/history).
 -- One ZADD for a call's ids (500 a slice). Expired ones are trimmed by the ids that end
 -- in 0-7 (the last base62 digit is the snowflake mod 62, spread evenly: about one in
 -- eight), at most 32 for each such id: bounded, about 4 per tombstone on average, so
 -- it keeps up with the rate without a range read on every call.
 local SETTLED_MS = 60000
-local function tombstones(ids, now)
+-- write tombstones zs (flat score, id pairs, each score a settle time), then trim the
+-- expired ones by how many of the ids end in 0-7
+local function settle(zs, now)
   local sk = B .. SETTLED
-  local zs, hits = {}, 0
-  for i, id in ipairs(ids) do
-    zs[2 * i - 1] = now
-    zs[2 * i] = id
-    local last = string.byte(id, -1)
+  local hits = 0
+  for i = 2, #zs, 2 do
+    local last = string.byte(zs[i], -1)
     if last and last >= 48 and last <= 55 then hits = hits + 1 end
   end
   for i = 1, #zs, 1000 do
@@ -220,8 +233,16 @@ local function tombstones(ids, now)
     if #old > 0 then zrem_all(sk, old) end
   end
 end
-local function tombstone(id, now)
-  tombstones({id}, now)
+local function tombstones(ids, now, nows)
+  local zs = {}
+  for i, id in ipairs(ids) do
+    zs[2 * i - 1] = nows or now
+    zs[2 * i] = id
+  end
+  settle(zs, now)
+end
+local function tombstone(id, now, nows)
+  tombstones({id}, now, nows)
 end
 local function settled_recently(id, now)
   local s = redis.call('ZSCORE', B .. SETTLED, id)
@@ -231,9 +252,11 @@ end
 -- count n settled jobs in metrics hash mk (B .. METRICS_COMPLETED or METRICS_FAILED): a
 -- running total plus per-minute buckets kept for a day
 local function count_metric(mk, n, now)
-  redis.call('HINCRBY', mk, 'count', n)
+  -- one job (the hot path) counts by the text '1': a number argument costs a format
+  local by = n == 1 and '1' or n
+  redis.call('HINCRBY', mk, 'count', by)
   local minute = math.floor(now / 60000)
-  if redis.call('HINCRBY', mk, tostring(minute), n) == n then
+  if redis.call('HINCRBY', mk, tostring(minute), by) == n then
     -- first count of a new minute: drop the bucket that just turned a day old
     redis.call('HDEL', mk, tostring(minute - 1440))
   end
