@@ -364,14 +364,34 @@ typedef struct {
     double count, age;
 } Retain;
 
+/* read through the key API (OpenKey, HashGet): a read needs no replication, and the
+ * hot path of a kept completion skips a command's dispatch for it (HMGET's answer) */
 static Retain retention(Q *q, const char *which) {
-    Str meta = K(q, "meta");
-    Str f1 = cat3(q, S("keep_"), S(which), NONE), f2 = cat3(q, f1, S("_ms"), NONE);
-    Rep *r = RedisModule_Call(q->ctx, "HMGET", "!bbb", meta.p, meta.n, f1.p, f1.n, f2.p, f2.n);
     Retain out = {0, 0, 0, 0};
-    out.has_count = tonum(rstr(elem(r, 0)), &out.count);
-    out.has_age = tonum(rstr(elem(r, 1)), &out.age);
+    RedisModuleKey *k = RedisModule_OpenKey(q->ctx, mkstr(q->ctx, K(q, "meta")), REDISMODULE_READ);
+    if (!k) return out;
+    if (RedisModule_KeyType(k) == REDISMODULE_KEYTYPE_HASH) {
+        int done = strcmp(which, "completed") == 0;
+        const char *f1 = done ? "keep_completed" : "keep_dead";
+        const char *f2 = done ? "keep_completed_ms" : "keep_dead_ms";
+        RedisModuleString *v1 = NULL, *v2 = NULL;
+        RedisModule_HashGet(k, REDISMODULE_HASH_CFIELDS, f1, &v1, f2, &v2, NULL);
+        if (v1) out.has_count = tonum(arg(v1), &out.count);
+        if (v2) out.has_age = tonum(arg(v2), &out.age);
+    }
+    RedisModule_CloseKey(k);
     return out;
+}
+
+/* ZCARD through the key API, as retention() reads: 0 for no key (or not a sorted set,
+ * where ZCARD's error would count as none too) */
+static long long zcard(Q *q, Str key) {
+    RedisModuleKey *k = RedisModule_OpenKey(q->ctx, mkstr(q->ctx, key), REDISMODULE_READ);
+    if (!k) return 0;
+    long long n =
+        RedisModule_KeyType(k) == REDISMODULE_KEYTYPE_ZSET ? (long long)RedisModule_ValueLength(k) : 0;
+    RedisModule_CloseKey(k);
+    return n;
 }
 
 /* lib/history.lua's trim_settled: the keys to delete in one DEL, the jobs dropped, those
@@ -476,8 +496,7 @@ static long long trim_settled(Q *q, Str setkey, Retain r, int own, long long now
     Str st = num(q, step);
     if (r.has_count && r.count > 0) {
         /* past the count in batches of b (see lib/history.lua) */
-        double over =
-            (double)rint_(RedisModule_Call(c, "ZCARD", "!b", setkey.p, setkey.n)) - r.count;
+        double over = (double)zcard(q, setkey) - r.count;
         if (over > 0) {
             double b = floor(r.count / 16);
             if (b < 1) b = 1;
@@ -806,9 +825,8 @@ static int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
             /* a kept row: its timeline, in the same HSET */
             Str ns = num(&q, (double)now);
             if (tok == 1)
-                RedisModule_Call(ctx, "HSET", "!bcbcccbcb", jk.p, jk.n, "attempts", toks.p, toks.n,
-                                 "state", "active", "started_at", ns.p, ns.n, "last_started_at",
-                                 ns.p, ns.n);
+                RedisModule_Call(ctx, "HSET", "!bcbcccb", jk.p, jk.n, "attempts", toks.p, toks.n,
+                                 "state", "active", "started_at", ns.p, ns.n);
             else
                 RedisModule_Call(ctx, "HSET", "!bcbcccb", jk.p, jk.n, "attempts", toks.p, toks.n,
                                  "state", "active", "last_started_at", ns.p, ns.n);

@@ -29,7 +29,14 @@
 #define REDISMODULE_CMD_KEY_ACCESS (1ULL << 4)
 #define REDISMODULE_CMD_KEY_UPDATE (1ULL << 5)
 
+/* RedisModule_OpenKey modes, RedisModule_HashGet flags, RedisModule_KeyType answers */
+#define REDISMODULE_READ (1 << 0)
+#define REDISMODULE_HASH_CFIELDS (1 << 2)
+#define REDISMODULE_KEYTYPE_HASH 3
+#define REDISMODULE_KEYTYPE_ZSET 5
+
 typedef struct RedisModuleCtx RedisModuleCtx;
+typedef struct RedisModuleKey RedisModuleKey;
 typedef struct RedisModuleString RedisModuleString;
 typedef struct RedisModuleCallReply RedisModuleCallReply;
 typedef struct RedisModuleCommand RedisModuleCommand;
@@ -142,6 +149,11 @@ RM_API(long long, Milliseconds, (void));
 RM_API(void *, PoolAlloc, (RedisModuleCtx *, size_t));
 RM_API(RedisModuleString *, CreateString, (RedisModuleCtx *, const char *, size_t));
 RM_API(void, Log, (RedisModuleCtx *, const char *, const char *, ...));
+RM_API(RedisModuleKey *, OpenKey, (RedisModuleCtx *, RedisModuleString *, int));
+RM_API(void, CloseKey, (RedisModuleKey *));
+RM_API(int, KeyType, (RedisModuleKey *));
+RM_API(size_t, ValueLength, (RedisModuleKey *));
+RM_API(int, HashGet, (RedisModuleKey *, int, ...));
 #undef RM_API
 
 #define RM_GET(name)                                                                     \
@@ -177,6 +189,11 @@ static int RedisModule_Init(RedisModuleCtx *ctx, const char *name, int ver, int 
     RM_GET(PoolAlloc);
     RM_GET(CreateString);
     RM_GET(Log);
+    RM_GET(OpenKey);
+    RM_GET(CloseKey);
+    RM_GET(KeyType);
+    RM_GET(ValueLength);
+    RM_GET(HashGet);
     if (RedisModule_GetApi("RedisModule_IsModuleNameBusy", (void *)&RedisModule_IsModuleNameBusy) ==
             0 &&
         RedisModule_IsModuleNameBusy(name))

@@ -60,7 +60,15 @@ def test_includes_are_spliced() -> None:
     body = script("complete").body
     assert "--! include" not in body
     # complete uses these helpers, and give_back needs ring_sync, serveable, push_wake...
-    for helper in ("now_ms", "delete_row", "count_metric", "give_back", "ring_sync", "serveable"):
+    for helper in (
+        "now_text",
+        "clock_text",
+        "delete_row",
+        "count_metric",
+        "give_back",
+        "ring_sync",
+        "serveable",
+    ):
         assert f"local function {helper}(" in body
     assert "local WAKE_CAP = 64" in body
     # ...but not the ones it never calls (zrem_all it does: the batch form's one ZREM)

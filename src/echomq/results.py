@@ -107,7 +107,8 @@ class JobRow:
             when it is kept as the queue's retention says.
         enqueued_at, started_at, last_started_at, finished_at, died_at: a kept job's
             timeline, server ms (``None`` until it happens; ``started_at`` is the first
-            claim, ``last_started_at`` the latest).
+            claim, ``last_started_at`` the latest from the second claim on: ``None``
+            after one claim; ``last_start`` answers either).
         result: a kept completed job's result as stored (the serializer's text), or
             ``None`` (no history, not completed, or the handler returned ``None``).
         errors: a kept job's error history, oldest first (the newest 20 failures).
@@ -177,6 +178,13 @@ class JobRow:
             extra=extra,
             **times,
         )
+
+    @property
+    def last_start(self) -> int | None:
+        """When the job was last claimed (server ms): ``last_started_at``, or
+        ``started_at`` after its only claim; ``None`` for a job never claimed or not
+        kept."""
+        return self.last_started_at if self.last_started_at is not None else self.started_at
 
     def fields(self) -> dict[str, str]:
         """The row's fields as the server holds them (text; absent ones left out)."""

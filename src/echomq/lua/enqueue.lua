@@ -75,7 +75,11 @@ if not keep and seen >= 2 then keep = '0' end
 local delayed = not runat and delay and tonumber(delay) > 0
 -- the server clock, read once, only when something needs it
 local now, nows = nil, nil
-if keep or delayed then now, nows = now_text() end
+if delayed then
+  now, nows = now_text()
+elseif keep then
+  nows = clock_text()  -- the number only if a duplicate check needs it
+end
 
 local due = nil
 if runat then
@@ -114,7 +118,7 @@ local zs = {}
 local function duplicate(id, jk)
   if redis.call('EXISTS', jk) == 1 then return true end
   if seen % 2 == 0 then return false end
-  if not now then now = now_ms() end
+  if not now then now = nows and tonumber(nows) or now_ms() end
   return settled_recently(id, now)
 end
 for i = 0, n - 1 do
