@@ -128,7 +128,9 @@ def test_remove_jobs_walks_the_flat_set_then_every_lane_and_skips_held_jobs(
         q.keys.ring,
         q.keys.groups,
         q.keys.audit,
+        q.keys.settled,  # each removed job's tombstone, as remove_job leaves one
     }
+    assert sorted(r.zrange(q.keys.settled, 0, -1)) == sorted(flat[:3] + lanes)
     assert list(r.zrange(q.keys.pending, 0, -1)) == [flat[3]]
     assert r.lrange(q.keys.ring, 0, -1) == [] and not r.exists(q.keys.groups)
     assert r.zscore(q.keys.schedule, sched) is not None and r.exists(q.keys.job(held))

@@ -303,6 +303,25 @@ def test_clean_leaves_the_tombstones_of_jobs_settled_in_the_last_minute(
     assert r.exists(q.keys.job(a), q.keys.job(b), q.keys.completed) == 0
 
 
+def test_remove_jobs_takes_kept_completed_jobs_by_filter(q: Queue, r: redis.Redis) -> None:
+    q.set_retention(completed=10)
+    x = [q.enqueue(i, job_id=J(i + 1), name="x", keep_ms=60_000) for i in range(2)]
+    y = q.enqueue("y", job_id=J(9), name="y")
+    for jid in [*x, y]:
+        run_job(q, jid)
+    before = dump(r, q)
+    assert q.remove_jobs("completed", name="x", dry_run=True).matched == 2
+    assert dump(r, q) == before
+    res = q.remove_jobs("completed", name="x")
+    assert (res.matched, res.done) == (2, True)
+    assert r.zrange(q.keys.completed, 0, -1) == [y] and r.exists(q.keys.keepuntil) == 0
+    assert not any(r.exists(q.keys.job(j)) for j in x)
+    # each removed job leaves its tombstone: a re-sent enqueue answers duplicate
+    assert sorted(r.zrange(q.keys.settled, 0, -1)) == x
+    assert q.enqueue("again", job_id=x[0]) == x[0] and not r.exists(q.keys.job(x[0]))
+    assert q.audit(1)[0].verb == "remove_jobs"
+
+
 def test_completed_is_trimmed_by_age(q: Queue, r: redis.Redis) -> None:
     q.set_retention(completed_age_ms=60_000)
     old, new = q.enqueue("o", job_id=J(1)), q.enqueue("n", job_id=J(2))

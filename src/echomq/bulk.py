@@ -296,11 +296,12 @@ def remove_jobs(
     """Remove every job of ``state`` matching the filter (as :meth:`remove_job` does each).
 
     ``pending`` walks the flat set, then each lane (with ``group=``, that lane only);
-    ``scheduled`` and ``dead`` walk their set. A matching job a worker holds (a lock)
-    is skipped and counted in ``locked``.
+    ``scheduled``, ``dead`` and ``completed`` (the jobs kept as history) walk their
+    set. A matching job a worker holds (a lock) is skipped and counted in ``locked``.
+    Each removed job leaves its settled tombstone, as :meth:`remove_job` does.
 
     Args:
-        state: ``pending``, ``scheduled`` or ``dead``.
+        state: ``pending``, ``scheduled``, ``dead`` or ``completed``.
         (the rest): as :func:`reprocess_jobs`.
 
     Raises:
@@ -310,7 +311,7 @@ def remove_jobs(
     """
     if state == "active":
         raise JobLocked("active jobs are held by their workers; nothing removed")
-    checks.state(state)
+    checks.state(state, kept=True)
     f = _filter(name, group, error, since_ms, until_ms)
     checks.flag(dry_run, "dry_run")
     _gate(scan, max_calls, progress)

@@ -1,6 +1,7 @@
 -- bulk_remove: one bounded step of "remove every job of a state matching a filter".
 -- KEYS[1]  the queue base emq:{q}:
--- ARGV[1]  the state: pending | scheduled | dead (active is refused: its jobs are held)
+-- ARGV[1]  the state: pending | scheduled | dead | completed (the kept history; active
+--          is refused: its jobs are held)
 -- ARGV[2]  for pending, the lane's group ('' = the flat pending set); else ''
 -- ARGV[3]  offset: the rank this step starts from in the set's order (the cursor)
 -- ARGV[4]  scan: the most members this step examines (its bound; a step also stops
@@ -12,16 +13,17 @@
 --          jobs skipped because a worker holds them: a `lock` field or a :lock key)}
 -- Refusals: EMQLOCK for state active (every active job is held by a worker); EMQARG
 --          for another unknown state (a malformed argument). Both before any write.
--- Writes:  (not on a dry run) for each unlocked match, as remove_job: ZREM from the set,
---          the row, logs and lock deleted, its dedup key released; a lane that lost jobs
---          has its place on the ring re-synced; event 'removed' per job; one audit entry
---          (verb remove_jobs) when any job went.
+-- Writes:  (not on a dry run) for each unlocked match, as remove_job: ZREM from the set
+--          (completed: and from the keep index), the row, logs and lock deleted, its
+--          dedup key released, its tombstone in `settled` (one ZADD for the step); a
+--          lane that lost jobs has its place on the ring re-synced; event 'removed' per
+--          job; one audit entry (verb remove_jobs) when any job went.
 local B = KEYS[1]
 --! include keys
 --! include common
 --! include audit
 --! include bulk
-local sets = {pending = PENDING, scheduled = SCHEDULE, dead = DEAD}
+local sets = {pending = PENDING, scheduled = SCHEDULE, dead = DEAD, completed = COMPLETED}
 if ARGV[1] == 'active' then
   return redis.error_reply('EMQLOCK active jobs are held by their workers')
 end
@@ -50,10 +52,13 @@ for i, id in ipairs(ids) do
     end
   end
 end
-if not dry then
+if not dry and n > 0 then
   zrem_all(key, gone)
   if lane then zrem_all(B .. GINDEX, gone) end
-  if lane and n > 0 then ring_sync(lane) end
+  if ARGV[1] == 'completed' then zrem_all(B .. KEEPUNTIL, gone) end
+  if lane then ring_sync(lane) end
+  -- as remove_job: an enqueue re-sent after a lost reply cannot bring one back
+  tombstones(gone, now_ms())
 end
 local done = (seen == #ids and #ids < scan) and 1 or 0
 if not dry and n > 0 then

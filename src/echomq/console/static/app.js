@@ -711,7 +711,7 @@
       scheduled: [["promote", "Run now (promote)"], ["remove", "Remove"]],
       dead: [["reprocess", "Reprocess"], ["remove", "Remove"], ["clean", "Clean (older than)"]],
       active: [],
-      completed: [],
+      completed: [["remove", "Remove"]],
     };
 
     /* Drive one bulk verb to its end in bounded pieces (each one request of at most a
@@ -731,9 +731,8 @@
     async function openBulk() {
       const choices = BULK_BY_STATE[view.state];
       if (!choices.length) {
-        toast("error", "Bulk: nothing to do", view.state === "active"
-          ? "active jobs are held by their workers: cancel them one by one"
-          : "kept history is trimmed by the queue's retention", view.state === "active" ? "locked" : "none");
+        toast("error", "Bulk: nothing to do",
+          "active jobs are held by their workers: cancel them one by one", "locked");
         return;
       }
       const verbSel = h("select", { id: "bulk-verb" }, choices.map(([v, label]) => h("option", { value: v }, label)));
