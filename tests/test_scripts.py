@@ -312,3 +312,30 @@ async def test_a_different_version_is_refused_async(
     async with AsyncQueue("fence-c", url=fence_server.url) as aq:
         jid = await aq.enqueue("x")
         assert fr.zrange(aq.keys.pending, 0, -1) == [jid]
+
+
+def test_the_clock_as_text_is_the_clock_in_ms(r: redis.Redis) -> None:
+    # the hot paths write the server time as text built from TIME's digits (seconds,
+    # microseconds); it must be now_ms's number exactly, the microseconds zero-padded
+    common = (LUA / "lib" / "common.lua").read_text(encoding="utf-8")
+    cases = ["0", "5", "999", "1000", "12345", "99999", "100000", "654321", "999999"]
+    user = (
+        "local out = {}\n"
+        "for i, u in ipairs(ARGV) do\n"
+        "  out[i] = {ms_text('1733112345', u),\n"
+        "    tostring(1733112345 * 1000 + math.floor(tonumber(u) / 1000))}\n"
+        "end\n"
+        "local a = now_ms(); local n, s = now_text(); local b = now_ms()\n"
+        "out[#out + 1] = {tostring(a), s, tostring(n), tostring(b)}\n"
+        "return out"
+    )
+    *rows, (a, s, n, b) = r.eval(splice_lib(common, user) + user, 0, *cases)
+    assert [text for text, _ in rows] == [
+        "1733112345000", "1733112345000", "1733112345000", "1733112345001",
+        "1733112345012", "1733112345099", "1733112345100", "1733112345654",
+        "1733112345999",
+    ]  # fmt: skip
+    assert all(text == number for text, number in rows)
+    # and the live clock: the text between two readings of the number (%.14g writes
+    # these 13-digit integers exactly)
+    assert re.fullmatch(r"[0-9]{13}", s) and s == n and int(a) <= int(s) <= int(b)

@@ -12,9 +12,12 @@ end
 -- number argument costs the server a float format (%.17g) per argument, and the hot
 -- paths write the time two or three times; the text is built from TIME's own digits
 -- (seconds, then the microseconds' first three, zero-padded), the same characters
+local function ms_text(sec, usec)
+  return sec .. string.sub('00000' .. usec, -6, -4)
+end
 local function clock_text()
   local t = redis.call('TIME')
-  return t[1] .. string.sub('00000' .. t[2], -6, -4)
+  return ms_text(t[1], t[2])
 end
 local function now_text()
   local s = clock_text()
