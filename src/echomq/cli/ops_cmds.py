@@ -194,9 +194,7 @@ def bulk_reprocess(env: Env, queue: str, **kw: Any) -> None:
 
 @bulk.command("remove")
 @click.argument("queue")
-@click.argument(
-    "state", type=click.Choice(["pending", "scheduled", "dead", "completed", "active"])
-)
+@click.argument("state", type=click.Choice(["pending", "scheduled", "dead", "completed", "active"]))
 @_filter_options
 @pass_env
 def bulk_remove(env: Env, queue: str, state: str, **kw: Any) -> None:
