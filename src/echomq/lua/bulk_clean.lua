@@ -30,22 +30,26 @@ if ARGV[3] == '1' then
   return {redis.call('ZCOUNT', dead, '-inf', '(' .. cut), 0}
 end
 local scan = tonumber(ARGV[2])
-local found = redis.call('ZRANGE', dead, '-inf', '(' .. cut, 'BYSCORE', 'LIMIT', 0, scan,
-  'WITHSCORES')
+local found = redis.call('ZRANGE', dead, '-inf', '(' .. cut, 'BYSCORE', 'LIMIT', 0, scan)
+-- the jobs that settled less than SETTLED_MS ago are tombstoned; found is oldest first,
+-- so they are its members past the `old` that settled before (none when T >= 60 s)
+local old = #found
+if tonumber(ARGV[1]) < SETTLED_MS then
+  old = redis.call('ZCOUNT', dead, '-inf', '(' .. (now - SETTLED_MS))
+end
 local ids, over = {}, slicer()
-local fresh = {}  -- the jobs that settled less than SETTLED_MS ago: tombstoned
-for i = 1, #found / 2 do
+local fresh = {}
+for i, id in ipairs(found) do
   if over(i) then break end
-  local id = found[2 * i - 1]
   ids[i] = id
   delete_row(id, B .. JOB .. id)
-  if tonumber(found[2 * i]) >= now - SETTLED_MS then fresh[#fresh + 1] = id end
+  if i > old then fresh[#fresh + 1] = id end
   emit(ev('removed', id))
 end
 zrem_all(dead, ids)
 if which == 'completed' and #ids > 0 then zrem_all(B .. KEEPUNTIL, ids) end
 if #fresh > 0 then tombstones(fresh, now) end
-local more = (#found / 2 >= scan or #ids < #found / 2) and 1 or 0
+local more = (#found >= scan or #ids < #found) and 1 or 0
 if #ids > 0 then
   audit('clean', cjson.encode({state = which, older_than_ms = tonumber(ARGV[1])}),
     more == 1 and 'more' or 'done', #ids, ARGV[4])
