@@ -306,21 +306,21 @@ static void zrem_all(Q *q, Str key, RedisModuleString **ids, size_t n) {
                          n - i < SLICE ? n - i : SLICE);
 }
 
-/* lib/common.lua's settle: write the tombstones zs (flat score, id pairs), then trim the
- * expired ones by how many of the ids end in 0-7 */
-static void settle(Q *q, RedisModuleString **zs, size_t n2, long long now) {
+static void tombstones(Q *q, Str *ids, size_t n, long long now) {
     RedisModuleCtx *c = q->ctx;
     Str sk = K(q, "settled");
+    RedisModuleString *score = mkstr(c, num(q, (double)now));
+    RedisModuleString **zs = RedisModule_PoolAlloc(c, sizeof(*zs) * 2 * n);
     size_t hits = 0;
-    for (size_t i = 1; i < n2; i += 2) {
-        size_t len;
-        const char *id = RedisModule_StringPtrLen(zs[i], &len);
-        char last = len ? id[len - 1] : 0;
+    for (size_t i = 0; i < n; i++) {
+        zs[2 * i] = score;
+        zs[2 * i + 1] = mkstr(c, ids[i]);
+        char last = ids[i].n ? ids[i].p[ids[i].n - 1] : 0;
         if (last >= '0' && last <= '7') hits++;
     }
-    for (size_t i = 0; i < n2; i += 2 * SLICE)
+    for (size_t i = 0; i < 2 * n; i += 2 * SLICE)
         RedisModule_Call(c, "ZADD", "!bv", sk.p, sk.n, zs + i,
-                         n2 - i < 2 * SLICE ? n2 - i : 2 * SLICE);
+                         2 * n - i < 2 * SLICE ? 2 * n - i : 2 * SLICE);
     if (!hits) return;
     Str upto = cat3(q, S("("), num14(q, (double)(now - SETTLED_MS)), NONE);
     Str lim = num14(q, (double)(32 * hits));
@@ -333,17 +333,6 @@ static void settle(Q *q, RedisModuleString **zs, size_t n2, long long now) {
     RedisModuleString **v = RedisModule_PoolAlloc(c, sizeof(*v) * m);
     for (size_t i = 0; i < m; i++) v[i] = mkstr(c, rstr(elem(old, i)));
     zrem_all(q, sk, v, m);
-}
-
-static void tombstones(Q *q, Str *ids, size_t n, long long now) {
-    RedisModuleCtx *c = q->ctx;
-    RedisModuleString *score = mkstr(c, num(q, (double)now));
-    RedisModuleString **zs = RedisModule_PoolAlloc(c, sizeof(*zs) * 2 * n);
-    for (size_t i = 0; i < n; i++) {
-        zs[2 * i] = score;
-        zs[2 * i + 1] = mkstr(c, ids[i]);
-    }
-    settle(q, zs, 2 * n, now);
 }
 
 static int settled_recently(Q *q, Str id, long long now) {

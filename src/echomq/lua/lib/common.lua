@@ -214,20 +214,21 @@ end
 -- (score = server ms) for SETTLED_MS, and enqueue treats such an id as a duplicate, so
 -- an enqueue re-sent after a lost reply cannot bring back a job that already ran. A
 -- kept row needs none while it stays (enqueue sees the row); the trims and clean that
--- delete kept rows leave one for each row that settled less than SETTLED_MS before
--- (score = its settle time: lib/history).
--- One ZADD for a call's ids (500 a slice). Expired ones are trimmed by the ids that end
+-- delete kept rows leave one for each row that settled less than SETTLED_MS before,
+-- stamped at the deletion as remove_job's is (lib/history).
+-- One ZADD for a call's ids (500 a slice), stamped `nows` (now as text, when the caller
+-- has it) or `now`. Expired ones are trimmed by the ids that end
 -- in 0-7 (the last base62 digit is the snowflake mod 62, spread evenly: about one in
 -- eight), at most 32 for each such id: bounded, about 4 per tombstone on average, so
 -- it keeps up with the rate without a range read on every call.
 local SETTLED_MS = 60000
--- write tombstones zs (flat score, id pairs, each score a settle time), then trim the
--- expired ones by how many of the ids end in 0-7
-local function settle(zs, now)
+local function tombstones(ids, now, nows)
   local sk = B .. SETTLED
-  local hits = 0
-  for i = 2, #zs, 2 do
-    local last = string.byte(zs[i], -1)
+  local zs, hits = {}, 0
+  for i, id in ipairs(ids) do
+    zs[2 * i - 1] = nows or now
+    zs[2 * i] = id
+    local last = string.byte(id, -1)
     if last and last >= 48 and last <= 55 then hits = hits + 1 end
   end
   for i = 1, #zs, 1000 do
@@ -238,14 +239,6 @@ local function settle(zs, now)
       'LIMIT', 0, 32 * hits)
     if #old > 0 then zrem_all(sk, old) end
   end
-end
-local function tombstones(ids, now, nows)
-  local zs = {}
-  for i, id in ipairs(ids) do
-    zs[2 * i - 1] = nows or now
-    zs[2 * i] = id
-  end
-  settle(zs, now)
 end
 local function tombstone(id, now, nows)
   tombstones({id}, now, nows)

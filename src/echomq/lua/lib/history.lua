@@ -8,7 +8,8 @@
 -- extra server call. The scripts read the retention's limits from meta themselves, only
 -- on a kept job's completion or a job's death.
 -- Trimming is bounded: each rule (past the count, past the age, a job's own keep ran
--- out) removes at most `step` jobs per call (TRIM_STEP per transition).
+-- out) removes at most `step` jobs per call (TRIM_STEP per transition), the count rule
+-- in a transition up to a batch of 31 more (trim_settled).
 local TRIM_STEP = 4
 -- the error history of a kept job keeps its newest ERRORS_CAP entries
 local ERRORS_CAP = 20
