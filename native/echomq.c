@@ -35,9 +35,12 @@ typedef struct {
 typedef struct {
     RedisModuleCtx *ctx;
     Str b;
+    RedisModuleString *events; /* the events channel, made at the first event */
 } Q;
 
 static const Str NONE = {NULL, 0};
+
+static int IN_CLUSTER; /* the server runs in cluster mode (fixed at its start), at load */
 
 static Str S(const char *c) {
     Str s = {c, strlen(c)};
@@ -86,10 +89,10 @@ static Str lane_key(Q *q, Str g) {
 /* a number as the scripts hand it to a command: Lua's number -> "%.17g". An integral
  * value below 1e15 (a time in ms, a count, a token: nearly every one) prints as its
  * digits, which "%.17g" also gives, without the cost of a float format */
-static Str num(Q *q, double v) {
+static Str digits(Q *q, double v, double below, const char *fmt) {
     char *p = RedisModule_PoolAlloc(q->ctx, 32);
     int n;
-    if (v > -1e15 && v < 1e15 && v == (double)(long long)v && (v != 0 || !signbit(v))) {
+    if (v > -below && v < below && v == (double)(long long)v && (v != 0 || !signbit(v))) {
         char tmp[24];
         long long x = (long long)v;
         unsigned long long u = x < 0 ? (unsigned long long)(-x) : (unsigned long long)x;
@@ -103,19 +106,17 @@ static Str num(Q *q, double v) {
         while (k) p[n++] = tmp[--k];
         p[n] = '\0';
     } else {
-        n = snprintf(p, 32, "%.17g", v);
+        n = snprintf(p, 32, fmt, v);
     }
     Str r = {p, (size_t)n};
     return r;
 }
 
-/* a number as Lua's tostring / `..` write it: "%.14g" */
-static Str num14(Q *q, double v) {
-    char *p = RedisModule_PoolAlloc(q->ctx, 32);
-    int n = snprintf(p, 32, "%.14g", v);
-    Str r = {p, (size_t)n};
-    return r;
-}
+static Str num(Q *q, double v) { return digits(q, v, 1e15, "%.17g"); }
+
+/* a number as Lua's tostring / `..` write it: "%.14g"; an integral value below 1e14
+ * (14 digits) prints as its digits there too */
+static Str num14(Q *q, double v) { return digits(q, v, 1e14, "%.14g"); }
 
 /* Lua's tonumber on a string: 1 and *out when it is a number */
 static int tonum(Str s, double *out) {
@@ -160,9 +161,56 @@ static Rep *elem(Rep *r, size_t i) {
 
 static long long now_ms(void) { return RedisModule_Milliseconds(); }
 
+/* PUBLISH as the command does it, through the key-less API (no command dispatch): the
+ * message to this node's subscribers (and, in a cluster, over the bus), and outside a
+ * cluster to the replicas (never to the AOF), as PUBLISH propagates itself */
 static void emit(Q *q, Str json) {
-    Str ch = K(q, "events");
-    RedisModule_Call(q->ctx, "PUBLISH", "!bb", ch.p, ch.n, json.p, json.n);
+    RedisModuleCtx *c = q->ctx;
+    if (!q->events) q->events = mkstr(c, K(q, "events"));
+    RedisModuleString *msg = mkstr(c, json);
+    RedisModule_PublishMessage(c, q->events, msg);
+    if (!IN_CLUSTER) RedisModule_Replicate(c, "PUBLISH", "ssA", q->events, msg);
+}
+
+/* HMGET through the key API, as retention() reads: n fields of the hash at key into
+ * out, NONE for a missing field (or no hash: HMGET's nils, its error counted alike).
+ * A read: nothing to replicate. The strings live until the command returns. */
+/* a row's field names, made once at load (with no context: never freed), so that a
+ * key-API read or write makes no string for a name */
+enum {
+    F_STATE,
+    F_ATTEMPTS,
+    F_PAYLOAD,
+    F_NAME,
+    F_GROUP,
+    F_DEDUP,
+    F_KEEP,
+    F_MAX_ATTEMPTS,
+    F_STARTED_AT,
+    F_LAST_STARTED_AT,
+    F_ACTIVE, /* a value: state active */
+    F_COUNT
+};
+static const char *const FIELD_NAMES[F_COUNT] = {
+    "state", "attempts", "payload",    "name",           "group",  "dedup",
+    "keep",  "max_attempts", "started_at", "last_started_at", "active"};
+static RedisModuleString *FIELD[F_COUNT];
+
+static int hmget_open(RedisModuleKey *k, int n, const int *fields, Str *out) {
+    for (int i = 0; i < n; i++) out[i] = NONE;
+    if (!k || RedisModule_KeyType(k) != REDISMODULE_KEYTYPE_HASH) return 0;
+    for (int i = 0; i < n; i++) {
+        RedisModuleString *v = NULL;
+        RedisModule_HashGet(k, REDISMODULE_HASH_NONE, FIELD[fields[i]], &v, NULL);
+        if (v) out[i] = arg(v);
+    }
+    return 1;
+}
+
+static void hmget(Q *q, Str key, int n, const int *fields, Str *out) {
+    RedisModuleKey *k = RedisModule_OpenKey(q->ctx, mkstr(q->ctx, key), REDISMODULE_READ);
+    hmget_open(k, n, fields, out);
+    if (k) RedisModule_CloseKey(k);
 }
 
 static Str ev(Q *q, const char *name, Str id) {
@@ -300,6 +348,23 @@ static void count_metric(Q *q, const char *which, long long n, long long now) {
 #define SETTLED_MS 60000
 #define SLICE 500 /* members per ZADD/ZREM, as lib/common.lua slices them */
 
+/* lib/common.lua's zadd_desc: one ZADD of the n/2 pairs score, member in zs, the last
+ * pair first (the array is reversed in place), SLICE pairs a call. A batch's members
+ * come in ascending order and a small sorted set is a listpack, placed by a scan from
+ * the head: last-first, each lands at the head. The set written is the same. */
+static void zadd_desc(Q *q, Str key, RedisModuleString **zs, size_t n) {
+    for (size_t i = 0, j = n - 2; n >= 4 && i < j; i += 2, j -= 2) {
+        RedisModuleString *s = zs[i], *m = zs[i + 1];
+        zs[i] = zs[j];
+        zs[i + 1] = zs[j + 1];
+        zs[j] = s;
+        zs[j + 1] = m;
+    }
+    for (size_t i = 0; i < n; i += 2 * SLICE)
+        RedisModule_Call(q->ctx, "ZADD", "!bv", key.p, key.n, zs + i,
+                         n - i < 2 * SLICE ? n - i : 2 * SLICE);
+}
+
 static void zrem_all(Q *q, Str key, RedisModuleString **ids, size_t n) {
     for (size_t i = 0; i < n; i += SLICE)
         RedisModule_Call(q->ctx, "ZREM", "!bv", key.p, key.n, ids + i,
@@ -318,9 +383,7 @@ static void tombstones(Q *q, Str *ids, size_t n, long long now) {
         char last = ids[i].n ? ids[i].p[ids[i].n - 1] : 0;
         if (last >= '0' && last <= '7') hits++;
     }
-    for (size_t i = 0; i < 2 * n; i += 2 * SLICE)
-        RedisModule_Call(c, "ZADD", "!bv", sk.p, sk.n, zs + i,
-                         2 * n - i < 2 * SLICE ? 2 * n - i : 2 * SLICE);
+    zadd_desc(q, sk, zs, 2 * n);
     if (!hits) return;
     Str upto = cat3(q, S("("), num14(q, (double)(now - SETTLED_MS)), NONE);
     Str lim = num14(q, (double)(32 * hits));
@@ -622,7 +685,7 @@ static int cmd_reprocess(RedisModuleCtx *ctx, RedisModuleString **argv, int argc
     Line l;
     if (!line_of(ctx, argv, argc, 4, 4, &l)) return REDISMODULE_OK;
     if (l.nargs < 1) return bad_args(ctx);
-    Q q = {ctx, arg(l.keys[3])};
+    Q q = {ctx, arg(l.keys[3]), NULL};
     Str jk = arg(l.keys[0]), dead = arg(l.keys[1]), pending = arg(l.keys[2]), id = A(&l, 0);
     if (rint_(RedisModule_Call(ctx, "EXISTS", "!b", jk.p, jk.n)) == 0)
         return RedisModule_ReplyWithLongLong(ctx, -1);
@@ -655,7 +718,7 @@ typedef struct {
     Q *q;
     Str ring;
     int flat_dry, ring_dry;
-    Rep *buf; /* ids popped ahead from pending */
+    Str *buf; /* ids popped ahead from pending */
     size_t bi, bn;
 } Claim;
 
@@ -667,24 +730,39 @@ static long long ahead(Claim *c, double count, long out) {
     return w > 1000 ? 1000 : (long long)w;
 }
 
-/* claim.lua's pop_flat: `want` ids popped at once, the rest kept for the next calls */
+/* claim.lua's pop_flat: `want` ids popped at once, the rest kept for the next calls.
+ * ZPOPMIN's effect, done as a read of the head through the key API and one
+ * ZREMRANGEBYRANK 0 n-1 (which replicates as itself): the same ids leave pending, and
+ * no score is formatted into a reply and parsed back */
 static Str pop_flat(Claim *c, long long want) {
-    if (c->bi < c->bn) return rstr(elem(c->buf, 2 * c->bi++));
+    if (c->bi < c->bn) return c->buf[c->bi++];
     if (c->flat_dry) return NONE;
-    Str pk = K(c->q, "pending"), w = num14(c->q, (double)want);
-    Rep *r = RedisModule_Call(c->q->ctx, "ZPOPMIN", "!bb", pk.p, pk.n, w.p, w.n);
-    size_t n = r && RedisModule_CallReplyType(r) == REDISMODULE_REPLY_ARRAY
-                   ? RedisModule_CallReplyLength(r) / 2
-                   : 0;
+    RedisModuleCtx *ctx = c->q->ctx;
+    Str pk = K(c->q, "pending");
+    RedisModuleKey *k = RedisModule_OpenKey(ctx, mkstr(ctx, pk), REDISMODULE_READ);
+    size_t n = 0;
+    if (k && RedisModule_KeyType(k) == REDISMODULE_KEYTYPE_ZSET) {
+        size_t len = RedisModule_ValueLength(k);
+        size_t cap = (size_t)want < len ? (size_t)want : len;
+        c->buf = RedisModule_PoolAlloc(ctx, sizeof(*c->buf) * (cap ? cap : 1));
+        RedisModule_ZsetFirstInScoreRange(k, -HUGE_VAL, HUGE_VAL, 0, 0);
+        while (n < cap && !RedisModule_ZsetRangeEndReached(k)) {
+            c->buf[n++] = arg(RedisModule_ZsetRangeCurrentElement(k, NULL));
+            RedisModule_ZsetRangeNext(k);
+        }
+        RedisModule_ZsetRangeStop(k);
+    }
+    if (k) RedisModule_CloseKey(k);
     if (n == 0) {
         c->flat_dry = 1;
         return NONE;
     }
+    Str last = num14(c->q, (double)(n - 1));
+    RedisModule_Call(ctx, "ZREMRANGEBYRANK", "!bcb", pk.p, pk.n, "0", last.p, last.n);
     if ((long long)n < want) c->flat_dry = 1;
-    c->buf = r;
     c->bn = n;
     c->bi = 1;
-    return rstr(elem(r, 0));
+    return c->buf[0];
 }
 
 static Str pop_lane(Claim *c, Str *gout) {
@@ -734,7 +812,7 @@ static int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     Line l;
     if (!line_of(ctx, argv, argc, 1, 1, &l)) return REDISMODULE_OK;
     if (l.nargs < 4) return bad_args(ctx);
-    Q q = {ctx, arg(l.keys[0])};
+    Q q = {ctx, arg(l.keys[0]), NULL};
     double lease, count, lockttl;
     if (!tonum(A(&l, 0), &lease) || !tonum(A(&l, 1), &count) || !tonum(A(&l, 3), &lockttl))
         return bad_args(ctx);
@@ -760,12 +838,13 @@ static int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
                 if (i == start) break;
                 Str id = {seen.p + start, i - start};
                 Str jk = job_key(&q, id);
-                Rep *f = RedisModule_Call(ctx, "HMGET", "!bccccc", jk.p, jk.n, "state",
-                                          "attempts", "payload", "name", "group");
-                if (eqc(rstr(elem(f, 0)), "active")) {
-                    Str pay = rstr(elem(f, 2)), nm = rstr(elem(f, 3)), gr = rstr(elem(f, 4));
+                static const int FIELDS[] = {F_STATE, F_ATTEMPTS, F_PAYLOAD, F_NAME, F_GROUP};
+                Str f[5];
+                hmget(&q, jk, 5, FIELDS, f);
+                if (eqc(f[0], "active")) {
+                    Str pay = f[2], nm = f[3], gr = f[4];
                     double t = 0;
-                    tonum(rstr(elem(f, 1)), &t);
+                    tonum(f[1], &t);
                     RedisModule_ReplyWithStringBuffer(ctx, id.p, id.n);
                     RedisModule_ReplyWithStringBuffer(ctx, pay.p ? pay.p : "", pay.n);
                     RedisModule_ReplyWithLongLong(ctx, (long long)t);
@@ -799,27 +878,35 @@ static int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
             if (!id.p) id = pop_flat(&c, ahead(&c, count, out));
         }
         if (!id.p) break;
+        /* HMGET attempts payload name keep, then one HSET, through the key API: the
+         * row opened once, the HSET replicated as the command (a replica without the
+         * module holds the same row) */
         Str jk = job_key(&q, id);
-        Rep *f = RedisModule_Call(ctx, "HMGET", "!bcccc", jk.p, jk.n, "attempts", "payload", "name",
-                                  "keep");
+        RedisModuleString *jks = mkstr(ctx, jk);
+        RedisModuleKey *row = RedisModule_OpenKey(ctx, jks, REDISMODULE_READ | REDISMODULE_WRITE);
+        static const int FIELDS[] = {F_ATTEMPTS, F_PAYLOAD, F_NAME, F_KEEP};
+        Str f[4];
+        int is_hash = hmget_open(row, 4, FIELDS, f);
         double a = 0;
-        Str as = rstr(elem(f, 0));
-        if (as.p && !tonum(as, &a)) a = 0;
+        if (f[0].p && !tonum(f[0], &a)) a = 0;
         long long tok = (long long)a + 1;
         Str toks = num(&q, (double)tok);
-        if (!rstr(elem(f, 3)).p) {
-            RedisModule_Call(ctx, "HSET", "!bcbcc", jk.p, jk.n, "attempts", toks.p, toks.n,
-                             "state", "active");
-        } else {
-            /* a kept row: its timeline, in the same HSET */
-            Str ns = num(&q, (double)now);
-            if (tok == 1)
-                RedisModule_Call(ctx, "HSET", "!bcbcccb", jk.p, jk.n, "attempts", toks.p, toks.n,
-                                 "state", "active", "started_at", ns.p, ns.n);
-            else
-                RedisModule_Call(ctx, "HSET", "!bcbcccb", jk.p, jk.n, "attempts", toks.p, toks.n,
-                                 "state", "active", "last_started_at", ns.p, ns.n);
+        if (row && (is_hash || RedisModule_KeyType(row) == REDISMODULE_KEYTYPE_EMPTY)) {
+            RedisModuleString *tv = mkstr(ctx, toks), *at = FIELD[F_ATTEMPTS],
+                              *st = FIELD[F_STATE], *active = FIELD[F_ACTIVE];
+            if (!f[3].p) {
+                RedisModule_HashSet(row, REDISMODULE_HASH_NONE, at, tv, st, active, NULL);
+                RedisModule_Replicate(ctx, "HSET", "sssss", jks, at, tv, st, active);
+            } else {
+                /* a kept row: its timeline, in the same HSET */
+                RedisModuleString *when = FIELD[tok == 1 ? F_STARTED_AT : F_LAST_STARTED_AT];
+                RedisModuleString *ns = mkstr(ctx, num(&q, (double)now));
+                RedisModule_HashSet(row, REDISMODULE_HASH_NONE, at, tv, st, active, when, ns,
+                                    NULL);
+                RedisModule_Replicate(ctx, "HSET", "sssssss", jks, at, tv, st, active, when, ns);
+            }
         }
+        if (row) RedisModule_CloseKey(row);
         if (nact + 2 > cap) {
             RedisModuleString **more = RedisModule_PoolAlloc(ctx, sizeof(*act) * cap * 2);
             memcpy(more, act, sizeof(*act) * nact);
@@ -832,7 +919,7 @@ static int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
             Str lk = cat3(&q, jk, S(":lock"), NONE), ttl = num(&q, lockttl);
             RedisModule_Call(ctx, "SET", "!bbcb", lk.p, lk.n, toks.p, toks.n, "PX", ttl.p, ttl.n);
         }
-        Str payload = rstr(elem(f, 1)), name = rstr(elem(f, 2));
+        Str payload = f[1], name = f[2];
         RedisModule_ReplyWithStringBuffer(ctx, id.p, id.n);
         RedisModule_ReplyWithStringBuffer(ctx, payload.p ? payload.p : "", payload.n);
         RedisModule_ReplyWithLongLong(ctx, tok);
@@ -845,9 +932,7 @@ static int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
         emit(&q, cat3(&q, head, t14, S("}")));
         flat = !flat;
     }
-    for (size_t i = 0; i < nact; i += 2 * SLICE)
-        RedisModule_Call(ctx, "ZADD", "!bv", active.p, active.n, act + i,
-                         nact - i < 2 * SLICE ? nact - i : 2 * SLICE);
+    if (nact > 0) zadd_desc(&q, active, act, nact);
     if (ridkey.p && out > 0) {
         RedisModule_Call(ctx, "SET", "!bbcc", ridkey.p, ridkey.n, got.p, got.n, "PX", "60000");
         /* the records' index (rid -> expiry); a rid starting 0 or 1 trims 32 expired */
@@ -878,11 +963,10 @@ static int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
 /* ---- the token fence: HMGET state attempts <extra...> ---- */
 
 /* 1 and the reply when fenced; 0 when a refusal has been sent */
-static int fenced(Q *q, Str jk, Str token, const char *x1, const char *x2, const char *x3,
-                  Rep **out) {
-    Rep *f = RedisModule_Call(q->ctx, "HMGET", "!bccccc", jk.p, jk.n, "state", "attempts", x1, x2,
-                              x3);
-    Str state = rstr(elem(f, 0)), attempts = rstr(elem(f, 1));
+static int fenced(Q *q, Str jk, Str token, int x1, int x2, int x3, Str *f) {
+    const int fields[] = {F_STATE, F_ATTEMPTS, x1, x2, x3};
+    hmget(q, jk, 5, fields, f);
+    Str state = f[0], attempts = f[1];
     /* a kept completed row is no job to settle: gone, as a deleted row */
     if (!state.p || eqc(state, "completed")) {
         RedisModule_ReplyWithLongLong(q->ctx, -1);
@@ -893,7 +977,6 @@ static int fenced(Q *q, Str jk, Str token, const char *x1, const char *x2, const
         RedisModule_ReplyWithError(q->ctx, head.p);
         return 0;
     }
-    *out = f;
     return 1;
 }
 
@@ -908,11 +991,34 @@ typedef struct {
     Str id, jk, g, dedup, keep, result;
 } Done;
 
+/* the ids a batch has taken so far: an open-addressing set (a batch may name a job
+ * twice; its second triple is gone, as complete.lua's `seen` table says) */
+typedef struct {
+    Str *slot;
+    size_t mask;
+} Seen;
+
+static Seen seen_new(RedisModuleCtx *ctx, size_t n) {
+    size_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    Seen s = {RedisModule_PoolAlloc(ctx, sizeof(Str) * cap), cap - 1};
+    for (size_t i = 0; i < cap; i++) s.slot[i] = NONE;
+    return s;
+}
+
+/* id's slot: where it is, or the empty one where it would go */
+static Str *seen_slot(Seen *s, Str id) {
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (size_t i = 0; i < id.n; i++) h = (h ^ (unsigned char)id.p[i]) * 1099511628211ULL;
+    for (size_t i = (size_t)h & s->mask;; i = (i + 1) & s->mask)
+        if (!s->slot[i].p || eq(s->slot[i], id)) return &s->slot[i];
+}
+
 static int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     RedisModule_AutoMemory(ctx);
     Line l;
     if (!line_of(ctx, argv, argc, 1, 2, &l)) return REDISMODULE_OK;
-    Q q = {ctx, arg(l.keys[0])};
+    Q q = {ctx, arg(l.keys[0]), NULL};
     Done *jobs;
     size_t nd = 0;
     int batch = l.nkeys < 2;
@@ -920,23 +1026,24 @@ static int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (!batch) { /* one job: 1, -1 or EMQSTALE */
         if (l.nargs < 2) return bad_args(ctx);
         Str id = A(&l, 0), token = A(&l, 1), jk = arg(l.keys[1]);
-        Rep *f;
-        if (!fenced(&q, jk, token, "group", "dedup", "keep", &f)) return REDISMODULE_OK;
+        Str f[5];
+        if (!fenced(&q, jk, token, F_GROUP, F_DEDUP, F_KEEP, f)) return REDISMODULE_OK;
         jobs = RedisModule_PoolAlloc(ctx, sizeof(*jobs));
-        Done d = {id, jk, rstr(elem(f, 2)), rstr(elem(f, 3)), rstr(elem(f, 4)), A(&l, 2)};
+        Done d = {id, jk, f[2], f[3], f[4], A(&l, 2)};
         jobs[nd++] = d;
     } else { /* triples, each fenced on its own; (id, reason) of those not done */
         jobs = RedisModule_PoolAlloc(ctx, sizeof(*jobs) * (size_t)(l.nargs / 3 + 1));
+        Seen seen = seen_new(ctx, (size_t)(l.nargs / 3 + 1));
         RedisModule_ReplyWithArray(ctx, REDISMODULE_POSTPONED_LEN);
         for (int i = 0; i + 2 < l.nargs; i += 3) {
             Str id = A(&l, i), token = A(&l, i + 1), jk = job_key(&q, id);
-            Rep *f = RedisModule_Call(ctx, "HMGET", "!bccccc", jk.p, jk.n, "state", "attempts",
-                                      "group", "dedup", "keep");
-            Str state = rstr(elem(f, 0)), attempts = rstr(elem(f, 1));
-            int seen = 0;
-            for (size_t k = 0; k < nd && !seen; k++) seen = eq(jobs[k].id, id);
+            static const int FIELDS[] = {F_STATE, F_ATTEMPTS, F_GROUP, F_DEDUP, F_KEEP};
+            Str f[5];
+            hmget(&q, jk, 5, FIELDS, f);
+            Str state = f[0], attempts = f[1];
             const char *why = NULL;
-            if (!state.p || eqc(state, "completed") || seen)
+            Str *taken = seen_slot(&seen, id);
+            if (!state.p || eqc(state, "completed") || taken->p)
                 why = "gone";
             else if (!eqc(state, "active") || !eq(attempts, token))
                 why = "stale";
@@ -948,7 +1055,8 @@ static int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
             }
             Str res = A(&l, i + 2);
             if (res.n == 0) res = NONE;
-            Done d = {id, jk, rstr(elem(f, 2)), rstr(elem(f, 3)), rstr(elem(f, 4)), res};
+            *taken = id;
+            Done d = {id, jk, f[2], f[3], f[4], res};
             jobs[nd++] = d;
         }
         if (nd == 0) {
@@ -1031,21 +1139,21 @@ static int cmd_retry(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     Line l;
     if (!line_of(ctx, argv, argc, 1, 2, &l)) return REDISMODULE_OK;
     if (l.nargs < 4) return bad_args(ctx);
-    Q q = {ctx, arg(l.keys[0])};
+    Q q = {ctx, arg(l.keys[0]), NULL};
     Str id = A(&l, 0), token = A(&l, 1), err = A(&l, 2), jk = row_of(&q, &l, id);
-    Rep *f;
-    if (!fenced(&q, jk, token, "group", "max_attempts", "keep", &f)) return REDISMODULE_OK;
+    Str f[5];
+    if (!fenced(&q, jk, token, F_GROUP, F_MAX_ATTEMPTS, F_KEEP, f)) return REDISMODULE_OK;
     double maxa;
-    if (!tonum(A(&l, 4), &maxa) && !tonum(rstr(elem(f, 3)), &maxa) && !tonum(A(&l, 5), &maxa))
+    if (!tonum(A(&l, 4), &maxa) && !tonum(f[3], &maxa) && !tonum(A(&l, 5), &maxa))
         return bad_args(ctx);
     long long now = now_ms();
     long long failures = rint_(RedisModule_Call(ctx, "HINCRBY", "!bcc", jk.p, jk.n, "failures", "1"));
     Str active = K(&q, "active"), lock = cat3(&q, jk, S(":lock"), NONE);
     RedisModule_Call(ctx, "ZREM", "!bb", active.p, active.n, id.p, id.n);
     RedisModule_Call(ctx, "DEL", "!b", lock.p, lock.n);
-    Str g = rstr(elem(f, 2));
+    Str g = f[2];
     if (g.p) give_back(&q, g, 0);
-    int kept = rstr(elem(f, 4)).p != NULL;
+    int kept = f[4].p != NULL;
     if (kept) record_error(&q, jk, token, now, err);
     Str fs = num14(&q, (double)failures);
     Str job = json_str(&q, id), error = json_str(&q, err);
@@ -1090,7 +1198,7 @@ static int cmd_extend(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     Line l;
     if (!line_of(ctx, argv, argc, 1, 1, &l)) return REDISMODULE_OK;
     if (l.nargs < 2) return bad_args(ctx);
-    Q q = {ctx, arg(l.keys[0])};
+    Q q = {ctx, arg(l.keys[0]), NULL};
     double lease, lockttl;
     if (!tonum(A(&l, 0), &lease) || !tonum(A(&l, 1), &lockttl)) return bad_args(ctx);
     Str deadline = num(&q, (double)now_ms() + lease), ttl = num(&q, lockttl);
@@ -1100,8 +1208,10 @@ static int cmd_extend(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     for (int i = 2; i < l.nargs; i += 2) {
         Str id = A(&l, i), token = A(&l, i + 1);
         Str jk = job_key(&q, id);
-        Rep *f = RedisModule_Call(ctx, "HMGET", "!bcc", jk.p, jk.n, "state", "attempts");
-        Str state = rstr(elem(f, 0)), attempts = rstr(elem(f, 1));
+        static const int FIELDS[] = {F_STATE, F_ATTEMPTS};
+        Str f[2];
+        hmget(&q, jk, 2, FIELDS, f);
+        Str state = f[0], attempts = f[1];
         if (!state.p) {
             RedisModule_ReplyWithStringBuffer(ctx, id.p, id.n);
             RedisModule_ReplyWithStringBuffer(ctx, "gone", 4);
@@ -1138,7 +1248,7 @@ static int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
     RedisModule_AutoMemory(ctx);
     Line l;
     if (!line_of(ctx, argv, argc, 1, 1, &l)) return REDISMODULE_OK;
-    Q q = {ctx, arg(l.keys[0])};
+    Q q = {ctx, arg(l.keys[0]), NULL};
     /* check, then write: every argument that can fail is read before the first write */
     double nd, wd;
     if (!tonum(A(&l, 0), &nd) || !isfinite(nd) || nd < 0 || !tonum(A(&l, 1), &wd) ||
@@ -1259,10 +1369,10 @@ static int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
     long long lane_before = 0;
     if (g.p && !has_due && nz > 0)
         lane_before = rint_(RedisModule_Call(ctx, "ZCARD", "!b", dest.p, dest.n));
-    if (nz > 0) RedisModule_Call(ctx, "ZADD", "!bv", dest.p, dest.n, zs, (size_t)nz);
+    if (nz > 0) zadd_desc(&q, dest, zs, (size_t)nz);
     if (nz > 0 && g.p && !has_due) { /* a lane's jobs are in the lanes' index too */
         Str gi = K(&q, "gindex");
-        RedisModule_Call(ctx, "ZADD", "!bv", gi.p, gi.n, zs, (size_t)nz);
+        RedisModule_Call(ctx, "ZADD", "!bv", gi.p, gi.n, zs, (size_t)nz); /* zs: reversed */
     }
     long long written = nz / 2;
     if (written > 0 && !has_due) {
@@ -1314,6 +1424,9 @@ __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisModuleCtx *ct
     (void)argc;
     if (RedisModule_Init(ctx, "echomq", 1, REDISMODULE_APIVER_1) == REDISMODULE_ERR)
         return REDISMODULE_ERR;
+    for (int i = 0; i < F_COUNT; i++)
+        FIELD[i] = RedisModule_CreateString(NULL, FIELD_NAMES[i], strlen(FIELD_NAMES[i]));
+    IN_CLUSTER = (RedisModule_GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_CLUSTER) != 0;
     for (size_t i = 0; i < sizeof(VERBS) / sizeof(VERBS[0]); i++) {
         const Verb *v = &VERBS[i];
         if (RedisModule_CreateCommand(ctx, v->name, v->fn, v->flags, 0, 0, 0) == REDISMODULE_ERR)

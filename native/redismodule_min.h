@@ -31,9 +31,15 @@
 
 /* RedisModule_OpenKey modes, RedisModule_HashGet flags, RedisModule_KeyType answers */
 #define REDISMODULE_READ (1 << 0)
+#define REDISMODULE_WRITE (1 << 1)
+#define REDISMODULE_HASH_NONE 0
 #define REDISMODULE_HASH_CFIELDS (1 << 2)
+#define REDISMODULE_KEYTYPE_EMPTY 0
 #define REDISMODULE_KEYTYPE_HASH 3
 #define REDISMODULE_KEYTYPE_ZSET 5
+
+/* RedisModule_GetContextFlags: the server runs in cluster mode */
+#define REDISMODULE_CTX_FLAGS_CLUSTER (1 << 5)
 
 typedef struct RedisModuleCtx RedisModuleCtx;
 typedef struct RedisModuleKey RedisModuleKey;
@@ -154,6 +160,15 @@ RM_API(void, CloseKey, (RedisModuleKey *));
 RM_API(int, KeyType, (RedisModuleKey *));
 RM_API(size_t, ValueLength, (RedisModuleKey *));
 RM_API(int, HashGet, (RedisModuleKey *, int, ...));
+RM_API(int, HashSet, (RedisModuleKey *, int, ...));
+RM_API(int, Replicate, (RedisModuleCtx *, const char *, const char *, ...));
+RM_API(int, PublishMessage, (RedisModuleCtx *, RedisModuleString *, RedisModuleString *));
+RM_API(int, GetContextFlags, (RedisModuleCtx *));
+RM_API(int, ZsetFirstInScoreRange, (RedisModuleKey *, double, double, int, int));
+RM_API(int, ZsetRangeEndReached, (RedisModuleKey *));
+RM_API(RedisModuleString *, ZsetRangeCurrentElement, (RedisModuleKey *, double *));
+RM_API(int, ZsetRangeNext, (RedisModuleKey *));
+RM_API(void, ZsetRangeStop, (RedisModuleKey *));
 #undef RM_API
 
 #define RM_GET(name)                                                                     \
@@ -194,6 +209,15 @@ static int RedisModule_Init(RedisModuleCtx *ctx, const char *name, int ver, int 
     RM_GET(KeyType);
     RM_GET(ValueLength);
     RM_GET(HashGet);
+    RM_GET(HashSet);
+    RM_GET(Replicate);
+    RM_GET(PublishMessage);
+    RM_GET(GetContextFlags);
+    RM_GET(ZsetFirstInScoreRange);
+    RM_GET(ZsetRangeEndReached);
+    RM_GET(ZsetRangeCurrentElement);
+    RM_GET(ZsetRangeNext);
+    RM_GET(ZsetRangeStop);
     if (RedisModule_GetApi("RedisModule_IsModuleNameBusy", (void *)&RedisModule_IsModuleNameBusy) ==
             0 &&
         RedisModule_IsModuleNameBusy(name))

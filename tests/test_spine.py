@@ -531,6 +531,18 @@ def test_complete_many(q: Queue, r: redis.Redis) -> None:
     assert q.complete_many([]) == []
 
 
+def test_complete_many_settles_a_job_named_twice_once(q: Queue, r: redis.Redis) -> None:
+    a, b = q.enqueue_many(["a", "b"])
+    ca, cb = q.claim_many(2)
+    # a stale triple takes nothing, the first good one settles a, the next is gone: the
+    # answer names a (not done, each time it came), and a is settled once
+    pairs = [(a, 99), (a, ca.token), (a, ca.token), (b, cb.token)]
+    assert q.complete_many(pairs) == [a, a, a]
+    assert r.exists(q.keys.job(a), q.keys.job(b), q.keys.active) == 0
+    assert r.hget(q.keys.metrics_completed, "count") == "2"
+    assert sorted(r.zrange(q.keys.settled, 0, -1)) == sorted([a, b])
+
+
 # ---------------------------------------------------------------- retry
 
 

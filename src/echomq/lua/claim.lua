@@ -145,9 +145,7 @@ while #out < count * 5 do
   emit('{"event":"active","job":"' .. id .. '","attempt":' .. tok .. '}')
   side = (side == 'f') and 'g' or 'f'
 end
-for i = 1, #act, 1000 do
-  redis.call('ZADD', B .. ACTIVE, unpack(act, i, math.min(i + 999, #act)))
-end
+if #act > 0 then zadd_desc(B .. ACTIVE, act) end
 if rid ~= '' and #out > 0 then
   local got = {}
   for i = 1, #out, 5 do got[#got + 1] = out[i] end

@@ -152,22 +152,13 @@ for i = 0, n - 1 do
   end
 end
 
--- one ZADD for the lot, in slices that stay under Lua's unpack limit
+-- one ZADD for the lot (zadd_desc: last first, in slices)
 local nz = #zs
 -- a lane's depth before: an empty lane joins the ring without searching it
 local lane_before = (g and not due and nz > 0) and redis.call('ZCARD', dest) or nil
-local function zadd_all(key)
-  if nz <= 1000 then
-    if nz > 0 then redis.call('ZADD', key, unpack(zs)) end
-  else
-    for i = 1, nz, 1000 do
-      redis.call('ZADD', key, unpack(zs, i, math.min(i + 999, nz)))
-    end
-  end
-end
-zadd_all(dest)
+if nz > 0 then zadd_desc(dest, zs) end
 -- a lane's jobs are also in gindex, the index of every lane's jobs (same score)
-if lane_before then zadd_all(B .. GINDEX) end
+if lane_before then zadd_desc(B .. GINDEX, zs) end
 local written = nz / 2
 if written > 0 and not due then
   if g then
