@@ -188,12 +188,16 @@ enum {
     F_MAX_ATTEMPTS,
     F_STARTED_AT,
     F_LAST_STARTED_AT,
-    F_ACTIVE, /* a value: state active */
+    F_FINISHED_AT,
+    F_RESULT,
+    F_ACTIVE,    /* values of state */
+    F_COMPLETED,
     F_COUNT
 };
 static const char *const FIELD_NAMES[F_COUNT] = {
-    "state", "attempts", "payload",    "name",           "group",  "dedup",
-    "keep",  "max_attempts", "started_at", "last_started_at", "active"};
+    "state",         "attempts", "payload", "name",     "group",     "dedup",
+    "keep",          "max_attempts", "started_at", "last_started_at", "finished_at",
+    "result",        "active",   "completed"};
 static RedisModuleString *FIELD[F_COUNT];
 
 static int hmget_open(RedisModuleKey *k, int n, const int *fields, Str *out) {
@@ -205,6 +209,36 @@ static int hmget_open(RedisModuleKey *k, int n, const int *fields, Str *out) {
         if (v) out[i] = arg(v);
     }
     return 1;
+}
+
+/* HSET key f v ... through the key API (n strings, field and value alternating),
+ * replicated as the HSET it is; nothing when key holds another type (HSET's error) */
+static void hset_kv(Q *q, RedisModuleString *key, RedisModuleString **fv, size_t n) {
+    RedisModuleKey *k = RedisModule_OpenKey(q->ctx, key, REDISMODULE_READ | REDISMODULE_WRITE);
+    if (!k) return;
+    int t = RedisModule_KeyType(k);
+    if (t == REDISMODULE_KEYTYPE_HASH || t == REDISMODULE_KEYTYPE_EMPTY) {
+        for (size_t i = 0; i + 1 < n; i += 2)
+            RedisModule_HashSet(k, REDISMODULE_HASH_NONE, fv[i], fv[i + 1], NULL);
+        RedisModule_Replicate(q->ctx, "HSET", "sv", key, fv, n);
+    }
+    RedisModule_CloseKey(k);
+}
+
+/* ZADD key score member through the key API, replicated as the ZADD it is; nothing
+ * when key holds another type */
+static void zadd_one(Q *q, Str key, long long score, Str score_text, Str member) {
+    RedisModuleCtx *c = q->ctx;
+    RedisModuleString *ks = mkstr(c, key);
+    RedisModuleKey *k = RedisModule_OpenKey(c, ks, REDISMODULE_READ | REDISMODULE_WRITE);
+    if (!k) return;
+    int t = RedisModule_KeyType(k);
+    if (t == REDISMODULE_KEYTYPE_ZSET || t == REDISMODULE_KEYTYPE_EMPTY) {
+        RedisModuleString *m = mkstr(c, member);
+        RedisModule_ZsetAdd(k, (double)score, m, NULL);
+        RedisModule_Replicate(c, "ZADD", "sbs", ks, score_text.p, score_text.n, m);
+    }
+    RedisModule_CloseKey(k);
 }
 
 static void hmget(Q *q, Str key, int n, const int *fields, Str *out) {
@@ -1096,14 +1130,13 @@ static int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         if (own > 0 || rr.has_count || rr.has_age) {
             /* kept: the row stays as history */
             Str lock = cat3(&q, d->jk, S(":lock"), NONE), ns = num(&q, (double)now);
-            if (d->result.p)
-                RedisModule_Call(ctx, "HSET", "!bcccbcb", d->jk.p, d->jk.n, "state", "completed",
-                                 "finished_at", ns.p, ns.n, "result", d->result.p, d->result.n);
-            else
-                RedisModule_Call(ctx, "HSET", "!bcccb", d->jk.p, d->jk.n, "state", "completed",
-                                 "finished_at", ns.p, ns.n);
+            RedisModuleString *fv[6] = {FIELD[F_STATE],       FIELD[F_COMPLETED],
+                                        FIELD[F_FINISHED_AT], mkstr(ctx, ns),
+                                        FIELD[F_RESULT],      NULL};
+            if (d->result.p) fv[5] = mkstr(ctx, d->result);
+            hset_kv(&q, mkstr(ctx, d->jk), fv, d->result.p ? 6 : 4);
             Str done = K(&q, "completed");
-            RedisModule_Call(ctx, "ZADD", "!bbb", done.p, done.n, ns.p, ns.n, d->id.p, d->id.n);
+            zadd_one(&q, done, now, ns, d->id);
             if (own > 0) {
                 Str ku = K(&q, "keepuntil"), until = num(&q, (double)now + own);
                 RedisModule_Call(ctx, "ZADD", "!bbb", ku.p, ku.n, until.p, until.n, d->id.p,
