@@ -374,11 +374,12 @@ def test_enqueue_wire_arguments_refused_alike(
 
 
 def test_every_module_call_passes_what_its_format_names() -> None:
-    """RedisModule_Call's format is not checked by the compiler: count its arguments
-    (b: pointer and length, c: C string, v: array and count, s/l: one each)."""
+    """The format of RedisModule_Call and RedisModule_Replicate is not checked by the
+    compiler: count its arguments (b: pointer and length, c: C string, v: array and
+    count, s/l: one each; the modifiers ! and A take none)."""
     src = (Path(__file__).resolve().parents[1] / "native" / "echomq.c").read_text()
-    calls = 0
-    for m in re.finditer(r'RedisModule_Call\(\s*[^,]+,\s*"[^"]+",\s*"([^"]*)"', src):
+    calls = replicated = 0
+    for m in re.finditer(r'RedisModule_(?:Call|Replicate)\(\s*[^,]+,\s*"[^"]+",\s*"([^"]*)"', src):
         depth, end = 0, m.start()
         for end in range(src.index("(", m.start()), len(src)):
             depth += {"(": 1, ")": -1}.get(src[end], 0)
@@ -393,10 +394,11 @@ def test_every_module_call_passes_what_its_format_names() -> None:
             else:
                 cur += ch
         parts.append(cur)
-        need = sum({"b": 2, "c": 1, "v": 2, "s": 1, "l": 1}[c] for c in m.group(1).lstrip("!"))
+        need = sum({"b": 2, "c": 1, "v": 2, "s": 1, "l": 1, "!": 0, "A": 0}[c] for c in m.group(1))
         assert need == len(parts) - 3, src[m.start() : end + 1]
         calls += 1
-    assert calls > 50
+        replicated += src.startswith("RedisModule_Replicate", m.start())
+    assert calls > 50 and replicated >= 4
 
 
 @pytest.mark.cluster
