@@ -4,13 +4,20 @@
   set, otherwise a private :class:`echomq.embedded.EmbeddedServer` started for the run.
 - :func:`median` of repeated measurements.
 - :func:`report` prints rows as an aligned table.
+- :class:`Callgrind` runs a private server under valgrind's callgrind and reads its
+  instruction count between steps (what no neighbour on a shared machine disturbs).
 """
 
 from __future__ import annotations
 
+import glob
 import os
+import shutil
+import stat
 import statistics
+import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,7 +28,57 @@ _SRC = Path(__file__).resolve().parent.parent / "src"
 if _SRC.is_dir() and str(_SRC) not in sys.path:
     sys.path.insert(0, str(_SRC))
 
-from echomq.embedded import EmbeddedServer  # noqa: E402
+from echomq.embedded import EmbeddedServer, find_server_binary  # noqa: E402
+
+
+class Callgrind:
+    """A private server (the module loaded when ``module``) under valgrind's callgrind
+    (``hz 1``: the timer adds little). Use as a context manager; :meth:`take` answers the
+    instructions the server ran since the last :meth:`take` (or its start)."""
+
+    def __init__(self, *, module: bool) -> None:
+        if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
+            raise SystemExit("--callgrind needs valgrind (apt-get install valgrind)")
+        binary = find_server_binary()
+        if binary is None:
+            raise SystemExit("no redis-server or valkey-server")
+        self.dir = tempfile.mkdtemp(prefix="echomq-cg-")
+        wrapper = os.path.join(self.dir, "server")
+        with open(wrapper, "w") as fh:
+            fh.write(
+                "#!/bin/sh\nexec valgrind --tool=callgrind --quiet "
+                f'--callgrind-out-file={self.dir}/cg.out {binary} "$@"\n'
+            )
+        os.chmod(wrapper, os.stat(wrapper).st_mode | stat.S_IXUSR)
+        self.server = EmbeddedServer(binary=wrapper, module=module, extra_args=("--hz", "1"))
+        self._seen: set[str] = set()
+
+    def __enter__(self) -> Callgrind:
+        self.server.start(timeout=120)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def take(self) -> int:
+        """Dump callgrind's counters (which zeroes them); the instructions in the dump."""
+        assert self.server.proc is not None
+        pid = str(self.server.proc.pid)
+        subprocess.run(["callgrind_control", "-d", pid], check=True, capture_output=True)
+        for path in sorted(glob.glob(os.path.join(self.dir, "cg.out*"))):
+            if path in self._seen:
+                continue
+            self._seen.add(path)
+            with open(path) as fh:
+                for line in fh:
+                    if line.startswith(("summary:", "totals:")):
+                        return int(line.split()[1])
+        raise RuntimeError("callgrind wrote no dump")
 
 
 @contextmanager

@@ -42,20 +42,15 @@ if __name__ == "__main__" and sys.path and sys.path[0].rstrip("/").endswith("ben
     sys.path.append(sys.path.pop(0))
 
 import argparse
-import glob
 import itertools
 import os
-import shutil
-import stat
-import subprocess
-import tempfile
 from typing import Any
 
 import redis
 
-from _common import report
+from _common import Callgrind, report
 from echomq import Queue, native
-from echomq.embedded import EmbeddedServer, find_server_binary
+from echomq.embedded import EmbeddedServer
 
 _names = itertools.count()
 TOP = {
@@ -120,35 +115,7 @@ def measure(
 # ---- --callgrind: instructions per job and phase, on a server run under valgrind ----
 
 
-def dump_total(cg_dir: str, pid: int, seen: set[str]) -> int:
-    """Dump callgrind's counters (which zeroes them) and return the instructions in the
-    new dump."""
-    subprocess.run(["callgrind_control", "-d", str(pid)], check=True, capture_output=True)
-    for path in sorted(glob.glob(os.path.join(cg_dir, "cg.out*"))):
-        if path in seen:
-            continue
-        seen.add(path)
-        with open(path) as fh:
-            for line in fh:
-                if line.startswith(("summary:", "totals:")):
-                    return int(line.split()[1])
-    raise RuntimeError("callgrind wrote no dump")
-
-
 def callgrind(n: int) -> None:
-    if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
-        raise SystemExit("--callgrind needs valgrind (apt-get install valgrind)")
-    binary = find_server_binary()
-    if binary is None:
-        raise SystemExit("no redis-server or valkey-server")
-    cg_dir = tempfile.mkdtemp(prefix="echomq-cg-")
-    wrapper = os.path.join(cg_dir, "server")
-    with open(wrapper, "w") as fh:
-        fh.write(
-            "#!/bin/sh\nexec valgrind --tool=callgrind --quiet "
-            f'--callgrind-out-file={cg_dir}/cg.out {binary} "$@"\n'
-        )
-    os.chmod(wrapper, os.stat(wrapper).st_mode | stat.S_IXUSR)
     built = native.build(quiet=True) is not None
     rows: list[list[Any]] = [
         [
@@ -164,38 +131,30 @@ def callgrind(n: int) -> None:
     for executor in ["scripts", "native"] if built else ["scripts"]:
         base = 0
         for mode in MODES:
-            srv = EmbeddedServer(
-                binary=wrapper, module=executor == "native", extra_args=("--hz", "1")
-            ).start(timeout=120)
-            assert srv.proc is not None
-            pid, seen = srv.proc.pid, set()
-            try:
+            with Callgrind(module=executor == "native") as cg:
                 name = "bench-history-cg-" + mode.replace("+", "-")
-                with Queue(name, url=srv.url, executor=executor) as q:
+                with Queue(name, url=cg.url, executor=executor) as q:
                     result = {"ok": 1} if mode == "kept+result" else None
                     q.counts()
                     if mode != "none":
                         q.set_retention(completed=1000)
                     lifecycle(q, 1200, result)  # the steady state: the completions trim
-                    dump_total(cg_dir, pid, seen)
+                    cg.take()
                     ir = [0, 0, 0]
                     ids = [q.enqueue({"n": 1}) for _ in range(n)]
-                    ir[0] = dump_total(cg_dir, pid, seen)
+                    ir[0] = cg.take()
                     got = [q.claim_many(1, lock_ms=LOCK_MS)[0] for _ in range(n)]
-                    ir[1] = dump_total(cg_dir, pid, seen)
+                    ir[1] = cg.take()
                     for job in got:
                         assert job is not None
                         q.complete(job.id, job.token, result=result)
-                    ir[2] = dump_total(cg_dir, pid, seen)
+                    ir[2] = cg.take()
                     assert sorted(j.id for j in got if j) == sorted(ids)
-            finally:
-                srv.stop()
             per = [x / n for x in ir]
             total = sum(per)
             if mode == "none":
                 base = int(total)
             rows.append([executor, mode, *per, total, f"{total / base:.3f}"])
-    shutil.rmtree(cg_dir, ignore_errors=True)
     report(rows)
 
 

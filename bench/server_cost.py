@@ -31,8 +31,12 @@ processes only ever add to a run's time, so the lowest is the closest to the cos
 ``--detail`` also prints, per kind, the calls and usec per job of each command the
 server ran (what a script spends its time on).
 
+``--callgrind`` counts the server's instructions per job instead (valgrind's callgrind,
+one private server per kind, the same workloads after a warm-up): what no neighbour on
+a shared machine can disturb, and the figure to quote for native/scripts.
+
 Run: ``.venv/bin/python bench/server_cost.py`` (about a minute; ``--jobs``,
-``--batch``, ``--repeat``).
+``--batch``, ``--repeat``), or ``... --callgrind`` (about two minutes).
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ from typing import Any
 
 import redis
 
-from _common import median, report
+from _common import Callgrind, median, report
 from echomq import Queue, native
 from echomq.embedded import EmbeddedServer
 from echomq.worker.plans import complete_and_claim
@@ -129,6 +133,36 @@ def measure(r: redis.Redis, kind: str, run: Callable[[], None], n: int, detail: 
     return usec / n, (cpu1 - cpu0) * 1e6 / n, sent / n, calls / n
 
 
+def instructions(jobs: int, batched_jobs: int, batch: int) -> None:
+    """Ir per job of each workload and kind, each kind on its own server under callgrind."""
+    rows: list[list[Any]] = [["workload", "kind", "Ir/job", "native/scripts", "native/raw"]]
+    for label, n, b in (("one by one", jobs, 1), (f"batches of {batch}", batched_jobs, batch)):
+        ir: dict[str, float] = {}
+        for kind in KINDS:
+            with Callgrind(module=kind == "native") as cg:
+                r = redis.Redis.from_url(cg.url)
+                if kind == "raw":
+                    raw(r, n, b)  # the warm-up
+                    cg.take()
+                    raw(r, n, b)
+                else:
+                    with Queue(f"bench-cost-cg-{kind}", url=cg.url, executor=kind) as q:
+                        q.counts()
+                        assert q.ctx.executor.native is (kind == "native")
+                        for _ in range(2):  # a warm-up, then the run counted
+                            cg.take()
+                            if b == 1:
+                                one_by_one(q, n)
+                            else:
+                                batched(q, n, b)
+                ir[kind] = cg.take() / n
+                r.close()
+        for kind in KINDS:
+            rows.append([label, kind, ir[kind], "", ""])
+        rows.append([label, "ratio", "", ir["native"] / ir["scripts"], ir["native"] / ir["raw"]])
+    report(rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=1000, help="jobs per one-by-one run")
@@ -137,7 +171,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7, help="runs per figure (the lowest)")
     ap.add_argument("--median", action="store_true", help="the median of the runs instead")
     ap.add_argument("--detail", action="store_true", help="per-command calls and usec per job")
+    ap.add_argument("--callgrind", action="store_true", help="count instructions (valgrind)")
     args = ap.parse_args()
+    if args.callgrind:
+        if native.build(quiet=True) is None:
+            sys.exit("bench/server_cost.py: the native module did not build (make -C native)")
+        instructions(min(args.jobs, 400), min(args.batched_jobs, 3000), args.batch)
+        return
     pick = median if args.median else min
     url = os.environ.get("EMQ_URL")
     srv: EmbeddedServer | None = None

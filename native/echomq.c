@@ -405,7 +405,8 @@ static void zrem_all(Q *q, Str key, RedisModuleString **ids, size_t n) {
                          n - i < SLICE ? n - i : SLICE);
 }
 
-static void tombstones(Q *q, Str *ids, size_t n, long long now) {
+/* made: the ids as strings already (NULL: made here) */
+static void tombstones(Q *q, Str *ids, RedisModuleString **made, size_t n, long long now) {
     RedisModuleCtx *c = q->ctx;
     Str sk = K(q, "settled");
     RedisModuleString *score = mkstr(c, num(q, (double)now));
@@ -413,7 +414,7 @@ static void tombstones(Q *q, Str *ids, size_t n, long long now) {
     size_t hits = 0;
     for (size_t i = 0; i < n; i++) {
         zs[2 * i] = score;
-        zs[2 * i + 1] = mkstr(c, ids[i]);
+        zs[2 * i + 1] = made ? made[i] : mkstr(c, ids[i]);
         char last = ids[i].n ? ids[i].p[ids[i].n - 1] : 0;
         if (last >= '0' && last <= '7') hits++;
     }
@@ -616,7 +617,7 @@ static long long trim_settled(Q *q, Str setkey, Retain r, int own, long long now
         }
     }
     trim_flush(&t);
-    if (t.nfresh > 0) tombstones(q, t.fresh, t.nfresh, now);
+    if (t.nfresh > 0) tombstones(q, t.fresh, NULL, t.nfresh, now);
     return t.gone;
 }
 
@@ -1023,6 +1024,7 @@ static Str row_of(Q *q, Line *l, Str id) {
 
 typedef struct {
     Str id, jk, g, dedup, keep, result;
+    RedisModuleString *ids; /* the id, as the argument it came in */
 } Done;
 
 /* the ids a batch has taken so far: an open-addressing set (a batch may name a job
@@ -1063,7 +1065,7 @@ static int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         Str f[5];
         if (!fenced(&q, jk, token, F_GROUP, F_DEDUP, F_KEEP, f)) return REDISMODULE_OK;
         jobs = RedisModule_PoolAlloc(ctx, sizeof(*jobs));
-        Done d = {id, jk, f[2], f[3], f[4], A(&l, 2)};
+        Done d = {id, jk, f[2], f[3], f[4], A(&l, 2), l.args[0]};
         jobs[nd++] = d;
     } else { /* triples, each fenced on its own; (id, reason) of those not done */
         jobs = RedisModule_PoolAlloc(ctx, sizeof(*jobs) * (size_t)(l.nargs / 3 + 1));
@@ -1090,7 +1092,7 @@ static int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
             Str res = A(&l, i + 2);
             if (res.n == 0) res = NONE;
             *taken = id;
-            Done d = {id, jk, f[2], f[3], f[4], res};
+            Done d = {id, jk, f[2], f[3], f[4], res, l.args[i]};
             jobs[nd++] = d;
         }
         if (nd == 0) {
@@ -1104,7 +1106,7 @@ static int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     Str *idv = RedisModule_PoolAlloc(ctx, sizeof(*idv) * nd);
     for (size_t i = 0; i < nd; i++) {
         idv[i] = jobs[i].id;
-        ids[i] = mkstr(ctx, jobs[i].id);
+        ids[i] = jobs[i].ids;
     }
     zrem_all(&q, active, ids, nd);
     for (size_t i = 0; i < nd; i++)
@@ -1150,12 +1152,14 @@ static int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
             rows[nr++] = mkstr(ctx, cat3(&q, d->jk, S(":lock"), NONE));
             rows[nr++] = mkstr(ctx, cat3(&q, d->jk, S(":errors"), NONE));
             rows[nr++] = mkstr(ctx, cat3(&q, d->jk, S(":logtimes"), NONE));
-            idv[ngone++] = d->id; /* a deleted row leaves its tombstone; a kept one stays */
+            /* a deleted row leaves its tombstone; a kept one stays */
+            ids[ngone] = d->ids;
+            idv[ngone++] = d->id;
         }
     }
     for (size_t i = 0; i < nr; i += 1000)
         RedisModule_Call(ctx, "DEL", "!v", rows + i, nr - i < 1000 ? nr - i : 1000);
-    if (ngone > 0) tombstones(&q, idv, ngone, now);
+    if (ngone > 0) tombstones(&q, idv, ids, ngone, now);
     count_metric(&q, "completed", (long long)nd, now);
     for (size_t i = 0; i < nd; i++) emit(&q, ev(&q, "completed", jobs[i].id));
     if (batch) {
