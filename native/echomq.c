@@ -190,6 +190,11 @@ enum {
     F_LAST_STARTED_AT,
     F_FINISHED_AT,
     F_RESULT,
+    F_ENQUEUED_AT,
+    F_KEEP_COMPLETED, /* meta's retention */
+    F_KEEP_COMPLETED_MS,
+    F_KEEP_DEAD,
+    F_KEEP_DEAD_MS,
     F_ACTIVE,    /* values of state */
     F_COMPLETED,
     F_COUNT
@@ -197,7 +202,8 @@ enum {
 static const char *const FIELD_NAMES[F_COUNT] = {
     "state",         "attempts", "payload", "name",     "group",     "dedup",
     "keep",          "max_attempts", "started_at", "last_started_at", "finished_at",
-    "result",        "active",   "completed"};
+    "result",        "enqueued_at", "keep_completed", "keep_completed_ms", "keep_dead",
+    "keep_dead_ms",  "active",   "completed"};
 static RedisModuleString *FIELD[F_COUNT];
 
 static int hmget_open(RedisModuleKey *k, int n, const int *fields, Str *out) {
@@ -459,10 +465,10 @@ static Retain retention(Q *q, const char *which) {
     if (!k) return out;
     if (RedisModule_KeyType(k) == REDISMODULE_KEYTYPE_HASH) {
         int done = strcmp(which, "completed") == 0;
-        const char *f1 = done ? "keep_completed" : "keep_dead";
-        const char *f2 = done ? "keep_completed_ms" : "keep_dead_ms";
+        RedisModuleString *f1 = FIELD[done ? F_KEEP_COMPLETED : F_KEEP_DEAD];
+        RedisModuleString *f2 = FIELD[done ? F_KEEP_COMPLETED_MS : F_KEEP_DEAD_MS];
         RedisModuleString *v1 = NULL, *v2 = NULL;
-        RedisModule_HashGet(k, REDISMODULE_HASH_CFIELDS, f1, &v1, f2, &v2, NULL);
+        RedisModule_HashGet(k, REDISMODULE_HASH_NONE, f1, &v1, f2, &v2, NULL);
         if (v1) out.has_count = tonum(arg(v1), &out.count);
         if (v2) out.has_age = tonum(arg(v2), &out.age);
     }
@@ -517,7 +523,17 @@ static void trim_fresh(Trim *t, Str id) {
 }
 
 static void trim_flush(Trim *t) {
-    if (t->nkeys > 0) RedisModule_Call(t->q->ctx, "DEL", "!v", t->keys, t->nkeys);
+    if (t->nkeys == 1) { /* a kept completion's lock alone: no command to dispatch */
+        RedisModuleKey *k = RedisModule_OpenKey(t->q->ctx, t->keys[0], REDISMODULE_WRITE);
+        if (k && RedisModule_KeyType(k) != REDISMODULE_KEYTYPE_EMPTY) {
+            RedisModule_DeleteKey(k);
+            /* replicated as the DEL it stands for; DEL of no key propagates nothing */
+            RedisModule_Replicate(t->q->ctx, "DEL", "s", t->keys[0]);
+        }
+        if (k) RedisModule_CloseKey(k);
+    } else if (t->nkeys > 1) {
+        RedisModule_Call(t->q->ctx, "DEL", "!v", t->keys, t->nkeys);
+    }
     t->nkeys = 0;
 }
 
@@ -1345,9 +1361,9 @@ static int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
     if (backoff.p) { f[nf++] = mk(ctx, S("backoff")); f[nf++] = mk(ctx, backoff); }
     if (trace.p) { f[nf++] = mk(ctx, S("trace")); f[nf++] = mk(ctx, trace); }
     if (keep.p) {
-        f[nf++] = mk(ctx, S("keep"));
+        f[nf++] = FIELD[F_KEEP];
         f[nf++] = mk(ctx, keep);
-        f[nf++] = mk(ctx, S("enqueued_at"));
+        f[nf++] = FIELD[F_ENQUEUED_AT];
         f[nf++] = mk(ctx, num(&q, (double)now));
     }
     RedisModuleString *dedup_field = mk(ctx, S("dedup"));

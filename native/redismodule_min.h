@@ -164,6 +164,7 @@ RM_API(int, HashSet, (RedisModuleKey *, int, ...));
 RM_API(int, Replicate, (RedisModuleCtx *, const char *, const char *, ...));
 RM_API(int, PublishMessage, (RedisModuleCtx *, RedisModuleString *, RedisModuleString *));
 RM_API(int, GetContextFlags, (RedisModuleCtx *));
+RM_API(int, DeleteKey, (RedisModuleKey *));
 RM_API(int, ZsetAdd, (RedisModuleKey *, double, RedisModuleString *, int *));
 RM_API(int, ZsetFirstInScoreRange, (RedisModuleKey *, double, double, int, int));
 RM_API(int, ZsetRangeEndReached, (RedisModuleKey *));
@@ -214,6 +215,7 @@ static int RedisModule_Init(RedisModuleCtx *ctx, const char *name, int ver, int 
     RM_GET(Replicate);
     RM_GET(PublishMessage);
     RM_GET(GetContextFlags);
+    RM_GET(DeleteKey);
     RM_GET(ZsetAdd);
     RM_GET(ZsetFirstInScoreRange);
     RM_GET(ZsetRangeEndReached);
