@@ -161,15 +161,22 @@ static Rep *elem(Rep *r, size_t i) {
 
 static long long now_ms(void) { return RedisModule_Milliseconds(); }
 
-/* PUBLISH as the command does it, through the key-less API (no command dispatch): the
- * message to this node's subscribers (and, in a cluster, over the bus), and outside a
- * cluster to the replicas (never to the AOF), as PUBLISH propagates itself */
+/* an event, as the script publishes it. Outside a cluster a PUBLISH, done as the
+ * command does it through the key-less API (no command dispatch): the message to this
+ * node's subscribers, then to the replicas (never to the AOF), as PUBLISH propagates
+ * itself. In a cluster the scripts run in their sharded form (SPUBLISH: the queue's
+ * shard alone hears it, where a PUBLISH would go to every node), and so does this: the
+ * command, which propagates itself to the shard. */
 static void emit(Q *q, Str json) {
     RedisModuleCtx *c = q->ctx;
     if (!q->events) q->events = mkstr(c, K(q, "events"));
     RedisModuleString *msg = mkstr(c, json);
+    if (IN_CLUSTER) {
+        RedisModule_Call(c, "SPUBLISH", "!ss", q->events, msg);
+        return;
+    }
     RedisModule_PublishMessage(c, q->events, msg);
-    if (!IN_CLUSTER) RedisModule_Replicate(c, "PUBLISH", "ssA", q->events, msg);
+    RedisModule_Replicate(c, "PUBLISH", "ssA", q->events, msg);
 }
 
 /* HMGET through the key API, as retention() reads: n fields of the hash at key into

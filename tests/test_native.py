@@ -402,6 +402,34 @@ def test_every_module_call_passes_what_its_format_names() -> None:
 
 
 @pytest.mark.cluster
+def test_native_events_on_a_cluster_are_sharded(native_cluster: LocalCluster) -> None:
+    """On a cluster the scripts publish with SPUBLISH, and so do the native twins: a
+    sharded subscriber hears every transition's event, in order."""
+    cluster = native_cluster.nodes
+    rc = RedisCluster(host="127.0.0.1", port=cluster[0].port, decode_responses=True)
+    q = Queue("nevents", client=rc, executor="native")
+    with q.events() as stream:
+        a = q.enqueue({"a": 1})
+        got = q.claim()
+        assert got is not None and got.id == a
+        q.complete(a, got.token)
+        heard = [stream.get(timeout=5) for _ in range(3)]
+    assert q.ctx.executor.native is True
+    assert [(e.name, e.job) for e in heard if e] == [
+        ("enqueued", a),
+        ("active", a),
+        ("completed", a),
+    ]
+    nodes = [redis.Redis(port=n.port, decode_responses=True) for n in cluster]
+    assert sum(calls(r, "spublish") for r in nodes) >= 3
+    assert sum(calls(r, "publish") for r in nodes) == 0
+    for r in nodes:
+        r.close()
+    q.close()
+    rc.close()
+
+
+@pytest.mark.cluster
 def test_a_worker_serves_a_cluster_with_native_commands(native_cluster: LocalCluster) -> None:
     """An asyncio cluster client cannot route a keyless MODULE LIST: ``native`` is then
     taken at its word (the nodes have the module) and the worker runs on EMQ.* commands."""
