@@ -179,9 +179,6 @@ static void emit(Q *q, Str json) {
     RedisModule_Replicate(c, "PUBLISH", "ssA", q->events, msg);
 }
 
-/* HMGET through the key API, as retention() reads: n fields of the hash at key into
- * out, NONE for a missing field (or no hash: HMGET's nils, its error counted alike).
- * A read: nothing to replicate. The strings live until the command returns. */
 /* a row's field names, made once at load (with no context: never freed), so that a
  * key-API read or write makes no string for a name */
 enum {
@@ -207,12 +204,17 @@ enum {
     F_COUNT
 };
 static const char *const FIELD_NAMES[F_COUNT] = {
-    "state",         "attempts", "payload", "name",     "group",     "dedup",
-    "keep",          "max_attempts", "started_at", "last_started_at", "finished_at",
-    "result",        "enqueued_at", "keep_completed", "keep_completed_ms", "keep_dead",
-    "keep_dead_ms",  "active",   "completed"};
+    "state",          "attempts",          "payload",   "name",
+    "group",          "dedup",             "keep",      "max_attempts",
+    "started_at",     "last_started_at",   "finished_at", "result",
+    "enqueued_at",    "keep_completed",    "keep_completed_ms", "keep_dead",
+    "keep_dead_ms",   "active",            "completed"};
 static RedisModuleString *FIELD[F_COUNT];
 
+/* HMGET through the key API, as retention() reads: n fields (FIELD indexes) of the
+ * hash open at k into out, NONE for a missing field (or no hash: HMGET's nils, its
+ * error counted alike); 1 when k holds a hash. A read: nothing to replicate. The
+ * strings live until the command returns. */
 static int hmget_open(RedisModuleKey *k, int n, const int *fields, Str *out) {
     for (int i = 0; i < n; i++) out[i] = NONE;
     if (!k || RedisModule_KeyType(k) != REDISMODULE_KEYTYPE_HASH) return 0;
@@ -254,6 +256,7 @@ static void zadd_one(Q *q, Str key, long long score, Str score_text, Str member)
     RedisModule_CloseKey(k);
 }
 
+/* hmget_open on the key named key, opened for the read and closed */
 static void hmget(Q *q, Str key, int n, const int *fields, Str *out) {
     RedisModuleKey *k = RedisModule_OpenKey(q->ctx, mkstr(q->ctx, key), REDISMODULE_READ);
     hmget_open(k, n, fields, out);
