@@ -211,18 +211,21 @@ static const char *const FIELD_NAMES[F_COUNT] = {
     "keep_dead_ms",   "active",            "completed"};
 static RedisModuleString *FIELD[F_COUNT];
 
-/* HMGET through the key API, as retention() reads: n fields (FIELD indexes) of the
+/* HMGET through the key API, as retention() reads: n <= 5 fields (FIELD indexes) of the
  * hash open at k into out, NONE for a missing field (or no hash: HMGET's nils, its
  * error counted alike); 1 when k holds a hash. A read: nothing to replicate. The
  * strings live until the command returns. */
 static int hmget_open(RedisModuleKey *k, int n, const int *fields, Str *out) {
     for (int i = 0; i < n; i++) out[i] = NONE;
     if (!k || RedisModule_KeyType(k) != REDISMODULE_KEYTYPE_HASH) return 0;
-    for (int i = 0; i < n; i++) {
-        RedisModuleString *v = NULL;
-        RedisModule_HashGet(k, REDISMODULE_HASH_NONE, FIELD[fields[i]], &v, NULL);
-        if (v) out[i] = arg(v);
-    }
+    /* one call for them all (each call checks the key again): HashGet stops at the
+     * first NULL name, so the names past n are NULL */
+    RedisModuleString *name[5] = {NULL, NULL, NULL, NULL, NULL}, *v[5] = {NULL};
+    for (int i = 0; i < n && i < 5; i++) name[i] = FIELD[fields[i]];
+    RedisModule_HashGet(k, REDISMODULE_HASH_NONE, name[0], &v[0], name[1], &v[1], name[2], &v[2],
+                        name[3], &v[3], name[4], &v[4], NULL);
+    for (int i = 0; i < n && i < 5; i++)
+        if (v[i]) out[i] = arg(v[i]);
     return 1;
 }
 
@@ -780,7 +783,9 @@ typedef struct {
     Str ring;
     int flat_dry, ring_dry;
     Str *buf; /* ids popped ahead from pending */
+    RedisModuleString **made; /* the same, as the strings the range read made */
     size_t bi, bn;
+    RedisModuleString *last; /* the string of the id pop_flat answered last, else NULL */
 } Claim;
 
 /* claim.lua's ahead(): 1 while the ring may serve the next, else what the batch still
@@ -796,7 +801,11 @@ static long long ahead(Claim *c, double count, long out) {
  * ZREMRANGEBYRANK 0 n-1 (which replicates as itself): the same ids leave pending, and
  * no score is formatted into a reply and parsed back */
 static Str pop_flat(Claim *c, long long want) {
-    if (c->bi < c->bn) return c->buf[c->bi++];
+    c->last = NULL;
+    if (c->bi < c->bn) {
+        c->last = c->made[c->bi];
+        return c->buf[c->bi++];
+    }
     if (c->flat_dry) return NONE;
     RedisModuleCtx *ctx = c->q->ctx;
     Str pk = K(c->q, "pending");
@@ -806,9 +815,12 @@ static Str pop_flat(Claim *c, long long want) {
         size_t len = RedisModule_ValueLength(k);
         size_t cap = (size_t)want < len ? (size_t)want : len;
         c->buf = RedisModule_PoolAlloc(ctx, sizeof(*c->buf) * (cap ? cap : 1));
+        c->made = RedisModule_PoolAlloc(ctx, sizeof(*c->made) * (cap ? cap : 1));
         RedisModule_ZsetFirstInScoreRange(k, -HUGE_VAL, HUGE_VAL, 0, 0);
         while (n < cap && !RedisModule_ZsetRangeEndReached(k)) {
-            c->buf[n++] = arg(RedisModule_ZsetRangeCurrentElement(k, NULL));
+            c->made[n] = RedisModule_ZsetRangeCurrentElement(k, NULL);
+            c->buf[n] = arg(c->made[n]);
+            n++;
             RedisModule_ZsetRangeNext(k);
         }
         RedisModule_ZsetRangeStop(k);
@@ -823,6 +835,7 @@ static Str pop_flat(Claim *c, long long want) {
     if ((long long)n < want) c->flat_dry = 1;
     c->bn = n;
     c->bi = 1;
+    c->last = c->made[0];
     return c->buf[0];
 }
 
@@ -921,7 +934,7 @@ static int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     long long now = now_ms();
     Str deadline = num(&q, (double)now + lease);
     Str active = K(&q, "active");
-    Claim c = {&q, K(&q, "ring"), 0, 0, NULL, 0, 0};
+    Claim c = {&q, K(&q, "ring"), 0, 0, NULL, NULL, 0, 0, NULL};
     /* deadline, id, ...: one ZADD active for the batch, after the loop */
     size_t nact = 0, cap = 64;
     RedisModuleString **act = RedisModule_PoolAlloc(ctx, sizeof(*act) * cap);
@@ -931,6 +944,7 @@ static int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     RedisModule_ReplyWithArray(ctx, REDISMODULE_POSTPONED_LEN);
     while ((double)out < count * 5) {
         Str id, g = NONE;
+        c.last = NULL; /* set by pop_flat when the id is its */
         if (flat) {
             id = pop_flat(&c, ahead(&c, count, out));
             if (!id.p) id = pop_lane(&c, &g);
@@ -975,7 +989,7 @@ static int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
             cap *= 2;
         }
         act[nact++] = dl;
-        act[nact++] = mkstr(ctx, id);
+        act[nact++] = c.last ? c.last : mkstr(ctx, id);
         if (lockttl > 0) {
             Str lk = cat3(&q, jk, S(":lock"), NONE), ttl = num(&q, lockttl);
             RedisModule_Call(ctx, "SET", "!bbcb", lk.p, lk.n, toks.p, toks.n, "PX", ttl.p, ttl.n);
