@@ -236,8 +236,17 @@ static void hset_kv(Q *q, RedisModuleString *key, RedisModuleString **fv, size_t
     if (!k) return;
     int t = RedisModule_KeyType(k);
     if (t == REDISMODULE_KEYTYPE_HASH || t == REDISMODULE_KEYTYPE_EMPTY) {
-        for (size_t i = 0; i + 1 < n; i += 2)
-            RedisModule_HashSet(k, REDISMODULE_HASH_NONE, fv[i], fv[i + 1], NULL);
+        /* up to three pairs in one call (the list ends at the first NULL name) */
+        RedisModuleString *p[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+        for (size_t i = 0; i < n; i++) {
+            if (i % 6 == 0 && i) {
+                RedisModule_HashSet(k, REDISMODULE_HASH_NONE, p[0], p[1], p[2], p[3], p[4], p[5],
+                                    NULL);
+                for (int j = 0; j < 6; j++) p[j] = NULL;
+            }
+            p[i % 6] = fv[i];
+        }
+        RedisModule_HashSet(k, REDISMODULE_HASH_NONE, p[0], p[1], p[2], p[3], p[4], p[5], NULL);
         RedisModule_Replicate(q->ctx, "HSET", "sv", key, fv, n);
     }
     RedisModule_CloseKey(k);
@@ -245,25 +254,27 @@ static void hset_kv(Q *q, RedisModuleString *key, RedisModuleString **fv, size_t
 
 /* ZADD key score member through the key API, replicated as the ZADD it is; nothing
  * when key holds another type */
-static void zadd_one(Q *q, Str key, long long score, Str score_text, Str member) {
+static void zadd_one(Q *q, Str key, long long score, Str score_text, RedisModuleString *m) {
     RedisModuleCtx *c = q->ctx;
     RedisModuleString *ks = mkstr(c, key);
     RedisModuleKey *k = RedisModule_OpenKey(c, ks, REDISMODULE_READ | REDISMODULE_WRITE);
     if (!k) return;
     int t = RedisModule_KeyType(k);
     if (t == REDISMODULE_KEYTYPE_ZSET || t == REDISMODULE_KEYTYPE_EMPTY) {
-        RedisModuleString *m = mkstr(c, member);
         RedisModule_ZsetAdd(k, (double)score, m, NULL);
         RedisModule_Replicate(c, "ZADD", "sbs", ks, score_text.p, score_text.n, m);
     }
     RedisModule_CloseKey(k);
 }
 
-/* hmget_open on the key named key, opened for the read and closed */
-static void hmget(Q *q, Str key, int n, const int *fields, Str *out) {
-    RedisModuleKey *k = RedisModule_OpenKey(q->ctx, mkstr(q->ctx, key), REDISMODULE_READ);
+/* hmget_open on the key named key, opened for the read and closed; the key's name as
+ * a string, for a write that follows */
+static RedisModuleString *hmget(Q *q, Str key, int n, const int *fields, Str *out) {
+    RedisModuleString *ks = mkstr(q->ctx, key);
+    RedisModuleKey *k = RedisModule_OpenKey(q->ctx, ks, REDISMODULE_READ);
     hmget_open(k, n, fields, out);
     if (k) RedisModule_CloseKey(k);
+    return ks;
 }
 
 static Str ev(Q *q, const char *name, Str id) {
@@ -1037,10 +1048,13 @@ static int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
 
 /* ---- the token fence: HMGET state attempts <extra...> ---- */
 
-/* 1 and the reply when fenced; 0 when a refusal has been sent */
-static int fenced(Q *q, Str jk, Str token, int x1, int x2, int x3, Str *f) {
+/* 1 and the reply when fenced; 0 when a refusal has been sent. *jks (when not NULL):
+ * the row's name as a string */
+static int fenced(Q *q, Str jk, Str token, int x1, int x2, int x3, Str *f,
+                  RedisModuleString **jks) {
     const int fields[] = {F_STATE, F_ATTEMPTS, x1, x2, x3};
-    hmget(q, jk, 5, fields, f);
+    RedisModuleString *made = hmget(q, jk, 5, fields, f);
+    if (jks) *jks = made;
     Str state = f[0], attempts = f[1];
     /* a kept completed row is no job to settle: gone, as a deleted row */
     if (!state.p || eqc(state, "completed")) {
@@ -1065,6 +1079,7 @@ static Str row_of(Q *q, Line *l, Str id) {
 typedef struct {
     Str id, jk, g, dedup, keep, result;
     RedisModuleString *ids; /* the id, as the argument it came in */
+    RedisModuleString *jks; /* the row's name as a string */
 } Done;
 
 /* the ids a batch has taken so far: an open-addressing set (a batch may name a job
@@ -1103,9 +1118,10 @@ static int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         if (l.nargs < 2) return bad_args(ctx);
         Str id = A(&l, 0), token = A(&l, 1), jk = arg(l.keys[1]);
         Str f[5];
-        if (!fenced(&q, jk, token, F_GROUP, F_DEDUP, F_KEEP, f)) return REDISMODULE_OK;
+        RedisModuleString *jks = NULL;
+        if (!fenced(&q, jk, token, F_GROUP, F_DEDUP, F_KEEP, f, &jks)) return REDISMODULE_OK;
         jobs = RedisModule_PoolAlloc(ctx, sizeof(*jobs));
-        Done d = {id, jk, f[2], f[3], f[4], A(&l, 2), l.args[0]};
+        Done d = {id, jk, f[2], f[3], f[4], A(&l, 2), l.args[0], jks};
         jobs[nd++] = d;
     } else { /* triples, each fenced on its own; (id, reason) of those not done */
         jobs = RedisModule_PoolAlloc(ctx, sizeof(*jobs) * (size_t)(l.nargs / 3 + 1));
@@ -1115,7 +1131,7 @@ static int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
             Str id = A(&l, i), token = A(&l, i + 1), jk = job_key(&q, id);
             static const int FIELDS[] = {F_STATE, F_ATTEMPTS, F_GROUP, F_DEDUP, F_KEEP};
             Str f[5];
-            hmget(&q, jk, 5, FIELDS, f);
+            RedisModuleString *jks = hmget(&q, jk, 5, FIELDS, f);
             Str state = f[0], attempts = f[1];
             const char *why = NULL;
             Str *taken = seen_slot(&seen, id);
@@ -1132,7 +1148,7 @@ static int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
             Str res = A(&l, i + 2);
             if (res.n == 0) res = NONE;
             *taken = id;
-            Done d = {id, jk, f[2], f[3], f[4], res, l.args[i]};
+            Done d = {id, jk, f[2], f[3], f[4], res, l.args[i], jks};
             jobs[nd++] = d;
         }
         if (nd == 0) {
@@ -1176,9 +1192,9 @@ static int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
                                         FIELD[F_FINISHED_AT], mkstr(ctx, ns),
                                         FIELD[F_RESULT],      NULL};
             if (d->result.p) fv[5] = mkstr(ctx, d->result);
-            hset_kv(&q, mkstr(ctx, d->jk), fv, d->result.p ? 6 : 4);
+            hset_kv(&q, d->jks, fv, d->result.p ? 6 : 4);
             Str done = K(&q, "completed");
-            zadd_one(&q, done, now, ns, d->id);
+            zadd_one(&q, done, now, ns, d->ids);
             if (own > 0) {
                 Str ku = K(&q, "keepuntil"), until = num(&q, (double)now + own);
                 RedisModule_Call(ctx, "ZADD", "!bbb", ku.p, ku.n, until.p, until.n, d->id.p,
@@ -1219,7 +1235,7 @@ static int cmd_retry(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     Q q = {ctx, arg(l.keys[0]), NULL};
     Str id = A(&l, 0), token = A(&l, 1), err = A(&l, 2), jk = row_of(&q, &l, id);
     Str f[5];
-    if (!fenced(&q, jk, token, F_GROUP, F_MAX_ATTEMPTS, F_KEEP, f)) return REDISMODULE_OK;
+    if (!fenced(&q, jk, token, F_GROUP, F_MAX_ATTEMPTS, F_KEEP, f, NULL)) return REDISMODULE_OK;
     double maxa;
     if (!tonum(A(&l, 4), &maxa) && !tonum(f[3], &maxa) && !tonum(A(&l, 5), &maxa))
         return bad_args(ctx);
