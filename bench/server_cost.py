@@ -36,7 +36,7 @@ one private server per kind, the same workloads after a warm-up): what no neighb
 a shared machine can disturb, and the figure to quote for native/scripts.
 
 Run: ``.venv/bin/python bench/server_cost.py`` (about a minute; ``--jobs``,
-``--batch``, ``--repeat``), or ``... --callgrind`` (about two minutes).
+``--batch``, ``--repeat``), or ``... --callgrind`` (about 20 s; needs valgrind).
 """
 
 from __future__ import annotations

@@ -236,17 +236,13 @@ static void hset_kv(Q *q, RedisModuleString *key, RedisModuleString **fv, size_t
     if (!k) return;
     int t = RedisModule_KeyType(k);
     if (t == REDISMODULE_KEYTYPE_HASH || t == REDISMODULE_KEYTYPE_EMPTY) {
-        /* up to three pairs in one call (the list ends at the first NULL name) */
+        /* the first three pairs in one call (the list ends at the first NULL name),
+         * any more a call each */
         RedisModuleString *p[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
-        for (size_t i = 0; i < n; i++) {
-            if (i % 6 == 0 && i) {
-                RedisModule_HashSet(k, REDISMODULE_HASH_NONE, p[0], p[1], p[2], p[3], p[4], p[5],
-                                    NULL);
-                for (int j = 0; j < 6; j++) p[j] = NULL;
-            }
-            p[i % 6] = fv[i];
-        }
+        for (size_t i = 0; i < n && i < 6; i++) p[i] = fv[i];
         RedisModule_HashSet(k, REDISMODULE_HASH_NONE, p[0], p[1], p[2], p[3], p[4], p[5], NULL);
+        for (size_t i = 6; i + 1 < n; i += 2)
+            RedisModule_HashSet(k, REDISMODULE_HASH_NONE, fv[i], fv[i + 1], NULL);
         RedisModule_Replicate(q->ctx, "HSET", "sv", key, fv, n);
     }
     RedisModule_CloseKey(k);
@@ -796,7 +792,8 @@ typedef struct {
     Str *buf; /* ids popped ahead from pending */
     RedisModuleString **made; /* the same, as the strings the range read made */
     size_t bi, bn;
-    RedisModuleString *last; /* the string of the id pop_flat answered last, else NULL */
+    RedisModuleString *last; /* the id's string when pop_flat answered it (the claim loop
+                              * clears it before each pop) */
 } Claim;
 
 /* claim.lua's ahead(): 1 while the ring may serve the next, else what the batch still
@@ -812,7 +809,6 @@ static long long ahead(Claim *c, double count, long out) {
  * ZREMRANGEBYRANK 0 n-1 (which replicates as itself): the same ids leave pending, and
  * no score is formatted into a reply and parsed back */
 static Str pop_flat(Claim *c, long long want) {
-    c->last = NULL;
     if (c->bi < c->bn) {
         c->last = c->made[c->bi];
         return c->buf[c->bi++];
