@@ -189,7 +189,7 @@ def scrape_figures(args: argparse.Namespace) -> None:
 
 def worker_role(args: argparse.Namespace) -> None:
     """A Worker with a no-op handler in the given mode; prints ``ready``."""
-    from echomq.observability import hooks
+    import echomq.worker as worker_module
 
     async def noop(job: JobContext) -> None:
         return None
@@ -204,7 +204,7 @@ def worker_role(args: argparse.Namespace) -> None:
             def claimed(self, jobs: int, seconds: float) -> None:
                 return None
 
-        hooks.worker_observer = lambda queue, metrics=None: Bare()  # type: ignore[assignment,misc]
+        worker_module.worker_observer = lambda queue, metrics=None: Bare()  # type: ignore[assignment,misc]
     elif args.mode == "metrics":
         from prometheus_client import CollectorRegistry
 
@@ -350,7 +350,7 @@ def hook_figures(args: argparse.Namespace) -> None:
     (timeit), beside one enqueue's round trip on the same server."""
     import timeit
 
-    from echomq.observability import hooks
+    from echomq import hooks
 
     assert hooks.state.tracer is None
     n = 1_000_000

@@ -74,8 +74,8 @@ def test_without_instrument_no_trace_field_and_no_wrapper(
     jid = q.enqueue({"a": 1})
     assert r.hget(q.keys.job(jid), "trace") is None
     # the hot verbs are the plain bound calls: no observation layer at all
-    assert q.enqueue.__code__.co_filename.endswith("queue.py")
-    assert q.claim.__code__.co_filename.endswith("queue.py")
+    assert q.enqueue.__code__.co_filename.endswith("verbs.py")
+    assert q.claim.__code__.co_filename.endswith("verbs.py")
 
 
 def test_the_worker_span_is_a_consumer_linked_to_the_producer(

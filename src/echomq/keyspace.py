@@ -1,4 +1,4 @@
-"""Every key echomq touches is built here, and every name and id is gated here.
+"""Every key echomq touches is built here, from the schema, and every name and id is gated here.
 
 A queue ``q`` lives under the base ``emq:{q}:``; the hash tag ``{q}`` keeps all of a
 queue's keys on one cluster slot. Names are checked before any I/O: a malformed one
@@ -12,6 +12,15 @@ import re
 from . import ids
 from .checks import show
 from .errors import InvalidName
+from .schema import KEY, KEYS
+
+#: The queue-wide keys (``B + suffix``), each an attribute of :class:`Keyspace`.
+QUEUE_KEYS = tuple(k for k in KEYS if k.shape == "queue")
+_JOB, _LOGS, _LOGTIMES = KEY["JOB"].suffix, KEY["LOGS"].suffix, KEY["LOGTIMES"].suffix
+_LOCK, _ERRORS, _DEDUP = KEY["LOCK"].suffix, KEY["ERRORS"].suffix, KEY["DEDUP"].suffix
+_CLAIMREQ, _WORKER = KEY["CLAIMREQ"].suffix, KEY["WORKER"].suffix
+_LANE, _LANE_END = KEY["LANE"].suffix, KEY["LANE_END"].suffix
+_REPEAT_RECORD = KEY["REPEAT_RECORD"].suffix
 
 NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,128}")
 VERSION_KEY = "{emq}:version"
@@ -72,112 +81,83 @@ class Keyspace:
         InvalidName: the queue name is malformed.
     """
 
-    __slots__ = (
-        "active",
-        "audit",
-        "base",
-        "claimreqs",
-        "completed",
-        "dead",
-        "events",
-        "gactive",
-        "gindex",
-        "glimit",
-        "gpaused",
-        "groups",
-        "gturn",
-        "gweight",
-        "keeps",
-        "keepuntil",
-        "meta",
-        "metrics_completed",
-        "metrics_failed",
-        "name",
-        "pending",
-        "repeat",
-        "ring",
-        "schedule",
-        "settled",
-        "wake",
-        "workers",
-    )
+    __slots__ = ("base", "name", *(k.attr for k in QUEUE_KEYS))
+
+    # one attribute per queue-wide key of the schema (``pending``, ``meta`` ...),
+    # declared for the type checker; :meth:`__init__` sets them all from the schema
+    active: str
+    audit: str
+    claimreqs: str
+    completed: str
+    dead: str
+    events: str
+    gactive: str
+    gindex: str
+    glimit: str
+    gpaused: str
+    groups: str
+    gturn: str
+    gweight: str
+    keeps: str
+    keepuntil: str
+    meta: str
+    metrics_completed: str
+    metrics_failed: str
+    pending: str
+    repeat: str
+    ring: str
+    schedule: str
+    settled: str
+    wake: str
+    workers: str
 
     def __init__(self, queue: str) -> None:
         self.name = check_name(queue)
         b = f"emq:{{{queue}}}:"
         self.base = b
-        self.pending = b + "pending"
-        self.active = b + "active"
-        self.schedule = b + "schedule"
-        self.dead = b + "dead"
-        self.meta = b + "meta"
-        self.events = b + "events"
-        self.wake = b + "wake"
-        self.ring = b + "ring"
-        self.groups = b + "groups"
-        self.gactive = b + "gactive"
-        self.gindex = b + "gindex"
-        self.glimit = b + "glimit"
-        self.gweight = b + "gweight"
-        self.gpaused = b + "gpaused"
-        self.gturn = b + "gturn"
-        self.repeat = b + "repeat"
-        self.metrics_completed = b + "metrics:completed"
-        self.metrics_failed = b + "metrics:failed"
-        self.audit = b + "audit"
-        self.settled = b + "settled"  # tombstones of settled ids (issue 12)
-        self.workers = b + "workers"  # the worker registry obliterate clears
-        # the claim records' index (rid -> expiry ms), so obliterate finds them
-        self.claimreqs = b + "claimreqs"
-        # opt-in history: completed jobs kept (score = finish time), and the jobs
-        # kept by their own keep_ms (score = when that runs out)
-        self.completed = b + "completed"
-        self.keepuntil = b + "keepuntil"
-        # "1" while the queue has a retention (the limits are in meta): the enqueue
-        # reads it in the one EXISTS it makes anyway, so a queue without history pays
-        # no extra read
-        self.keeps = b + "keeps"
+        for key in QUEUE_KEYS:
+            setattr(self, key.attr, b + key.suffix)
 
     def job(self, job_id: str) -> str:
         """The row of ``job_id`` (gated)."""
-        return self.base + "job:" + ids.validate(job_id)
+        return self.base + _JOB + ids.validate(job_id)
 
     def logs(self, job_id: str) -> str:
         """The log list of ``job_id`` (gated)."""
-        return self.job(job_id) + ":logs"
+        return self.job(job_id) + _LOGS
 
     def logtimes(self, job_id: str) -> str:
         """The server times (ms) of ``job_id``'s log lines (gated): aligned with
         :meth:`logs` at the newest end (lines written before times were kept have none)."""
-        return self.job(job_id) + ":logtimes"
+        return self.job(job_id) + _LOGTIMES
 
     def lock(self, job_id: str) -> str:
         """The worker lock of ``job_id`` (gated)."""
-        return self.job(job_id) + ":lock"
+        return self.job(job_id) + _LOCK
 
     def errors(self, job_id: str) -> str:
         """The error history of a kept ``job_id`` (gated): a capped list, oldest first."""
-        return self.job(job_id) + ":errors"
+        return self.job(job_id) + _ERRORS
 
     def dedup(self, dedup_id: str) -> str:
         """The dedup key for ``dedup_id`` (gated)."""
-        return self.base + "de:" + check_dedup(dedup_id)
+        return self.base + _DEDUP + check_dedup(dedup_id)
 
     def claim_request(self, rid: str) -> str:
         """The record of one claim request: the ids it claimed, for a repeat to answer."""
-        return self.base + "claimreq:" + rid
+        return self.base + _CLAIMREQ + rid
 
     def worker(self, wid: str) -> str:
         """The registry record of worker ``wid`` (gated: ``[0-9a-f]{8,32}``)."""
-        return self.base + "worker:" + check_worker_id(wid)
+        return self.base + _WORKER + check_worker_id(wid)
 
     def lane(self, group: str) -> str:
         """The pending lane of ``group`` (gated)."""
-        return self.base + "g:" + check_name(group, "group") + ":pending"
+        return self.base + _LANE + check_name(group, "group") + _LANE_END
 
     def repeat_record(self, name: str) -> str:
         """The record of the repeatable ``name`` (gated)."""
-        return self.base + "repeat:" + check_name(name, "repeat")
+        return self.base + _REPEAT_RECORD + check_name(name, "repeat")
 
     def state_set(self, state: str) -> str:
         """The sorted set holding jobs in ``state`` (pending, active, scheduled, dead,

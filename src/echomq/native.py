@@ -22,24 +22,15 @@ from typing import Any
 
 from .errors import EchoMQError, InvalidArgument
 
+# the twins and the gated ones, declared in echomq.transitions (re-exported)
+from .transitions import GATED as GATED
+from .transitions import NATIVE as TWINS
+
 log = logging.getLogger("echomq.native")
 
 EXECUTORS = ("auto", "scripts", "native")
 #: The module's name in ``MODULE LIST``.
 MODULE_NAME = "echomq"
-#: Scripts that have a native twin, and the twin's command.
-TWINS: dict[str, str] = {
-    "reprocess_job": "EMQ.REPROCESS",
-    "claim": "EMQ.CLAIM",
-    "complete": "EMQ.COMPLETE",
-    "retry": "EMQ.RETRY",
-    "extend_lock": "EMQ.EXTEND",
-    "enqueue": "EMQ.ENQUEUE",
-}
-#: The commands a twin reads the pause itself for (the claim plan skips its gate read).
-GATED = frozenset({"EMQ.CLAIM"})
-
-
 #: What the runner resolves with when it could not ask the server (an asyncio cluster
 #: client routes no keyless ``MODULE LIST``): ``auto`` then takes the scripts, and
 #: ``native`` is taken at its word.

@@ -1,95 +1,35 @@
 """``Queue`` and ``AsyncQueue``: thin shells that run the verbs' plans.
 
-Every verb is defined once, as a plan function in :mod:`spine`, :mod:`reads`,
-:mod:`jobs`, :mod:`admin`, :mod:`lanes` or :mod:`views`, and listed once, on ``_Verbs``. A verb
-attribute binds its plan to the queue's context and runner: on ``Queue`` it returns
-the result, on ``AsyncQueue`` an awaitable of it.
+Every verb is declared once, on :class:`echomq.verbs.VerbTable` (its plan, kind and
+transitions), which both facades inherit. A verb attribute binds its plan to the
+queue's context and runner: on ``Queue`` it returns the result, on ``AsyncQueue`` an
+awaitable of it.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import Awaitable, Callable
-from typing import Any, Concatenate, Generic, TypeVar, overload
+from typing import Any, ClassVar
 
-from typing_extensions import ParamSpec, Self
+from typing_extensions import Self
 
-from . import admin, bulk, history, jobs, journal, lanes, reads, registry, spine, views
-from . import repeat as repeating
+from . import history, journal
 from .connect import DEFAULT_URL as DEFAULT_URL
 from .connect import async_client, sync_client
 from .context import DEFAULT_MAX_ATTEMPTS, Context, JsonSerializer, Serializer
 from .events import AsyncEventStream, EventStream
 from .keyspace import Keyspace
 from .native import Executor
-from .observability import hooks
-from .scripts import Plan
 from .transport import AsyncRunner, SyncRunner
-
-P = ParamSpec("P")
-T = TypeVar("T")
+from .verbs import Verb, VerbTable
 
 
-def _bound_signature(plan: Callable[..., Any]) -> inspect.Signature:
-    sig = inspect.signature(plan)
-    params = list(sig.parameters.values())[1:]  # drop the context
-    return sig.replace(parameters=params)
-
-
-class _Verb(Generic[P, T]):
-    """One verb, bound to a facade on attribute access.
-
-    On a :class:`Queue` calling it runs the plan and returns the result; on an
-    :class:`AsyncQueue` it returns an awaitable of the result. The verb list is
-    written once, on :class:`_Verbs`, for both facades.
-    """
-
-    def __init__(self, plan: Callable[Concatenate[Context, P], Plan[T]]) -> None:
-        self.plan = plan
-        self.__doc__ = plan.__doc__
-        self.name = plan.__name__
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    @overload
-    def __get__(self, obj: None, owner: type) -> Self: ...
-    @overload
-    def __get__(self, obj: Queue, owner: type) -> Callable[P, T]: ...
-    @overload
-    def __get__(self, obj: AsyncQueue, owner: type) -> Callable[P, Awaitable[T]]: ...
-    def __get__(self, obj: _Verbs | None, owner: type) -> Any:
-        if obj is None:
-            return self
-        plan, ctx, runner = self.plan, obj.ctx, obj.runner
-        call: Callable[..., Any]
-        if isinstance(runner, AsyncRunner):
-            arunner = runner
-
-            async def acall(*args: P.args, **kwargs: P.kwargs) -> T:
-                return await arunner.drive(plan(ctx, *args, **kwargs))
-
-            call = acall
-        else:
-            srunner = runner
-
-            def scall(*args: P.args, **kwargs: P.kwargs) -> T:
-                return srunner.drive(plan(ctx, *args, **kwargs))
-
-            call = scall
-        functools.update_wrapper(call, plan)
-        call.__signature__ = _bound_signature(plan)  # type: ignore[union-attr]
-        call = hooks.wrap_verb(self.name, obj.name, call, isinstance(runner, AsyncRunner))
-        obj.__dict__[self.name] = call  # later lookups skip the descriptor
-        return call
-
-
-class _Verbs:
-    """The verbs both facades expose, each bound to its plan once."""
+class _Verbs(VerbTable):
+    """What both facades share: the verbs of :class:`~echomq.verbs.VerbTable`, a context."""
 
     ctx: Context
     runner: SyncRunner | AsyncRunner
+    #: Whether a verb's call returns an awaitable (the runner is async).
+    is_async: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -113,86 +53,6 @@ class _Verbs:
     def keys(self) -> Keyspace:
         """The queue's keyspace."""
         return self.ctx.keys
-
-    # the spine
-    enqueue = _Verb(spine.enqueue)
-    enqueue_many = _Verb(spine.enqueue_many)
-    claim = _Verb(spine.claim)
-    claim_many = _Verb(spine.claim_many)
-    complete = _Verb(spine.complete)
-    complete_many = _Verb(spine.complete_many)
-    retry = _Verb(spine.retry)
-    delay = _Verb(spine.delay)
-    extend_lock = _Verb(spine.extend_lock)
-    extend_locks = _Verb(spine.extend_locks)
-    promote = _Verb(spine.promote)
-    reap = _Verb(spine.reap)
-    check_stalled = _Verb(spine.check_stalled)
-    release = _Verb(spine.release)
-    # reads
-    counts = _Verb(reads.counts)
-    get_job = _Verb(reads.get_job)
-    job_state = _Verb(reads.job_state)
-    browse = _Verb(reads.browse)
-    is_paused = _Verb(reads.is_paused)
-    metrics = _Verb(reads.metrics)
-    # the operator plane: queue scope
-    pause = _Verb(admin.pause)
-    resume = _Verb(admin.resume)
-    drain = _Verb(admin.drain)
-    drain_step = _Verb(admin.drain_step)
-    obliterate = _Verb(admin.obliterate)
-    # the operator plane: job scope
-    update_data = _Verb(jobs.update_data)
-    update_progress = _Verb(jobs.update_progress)
-    add_log = _Verb(jobs.add_log)
-    get_job_logs = _Verb(jobs.get_job_logs)
-    get_job_log_entries = _Verb(jobs.get_job_log_entries)
-    remove_job = _Verb(jobs.remove_job)
-    reprocess_job = _Verb(jobs.reprocess_job)
-    lock_job = _Verb(jobs.lock_job)
-    unlock_job = _Verb(jobs.unlock_job)
-    cancel_job = _Verb(jobs.cancel_job)
-    # the worker registry
-    workers = _Verb(registry.workers)
-    # the audit journal
-    audit = _Verb(journal.audit)
-    # opt-in history
-    set_retention = _Verb(history.set_retention)
-    retention = _Verb(history.retention)
-    # bulk verbs by filter
-    reprocess_jobs = _Verb(bulk.reprocess_jobs)
-    remove_jobs = _Verb(bulk.remove_jobs)
-    promote_jobs = _Verb(bulk.promote_jobs)
-    promote_job = _Verb(bulk.promote_job)
-    clean = _Verb(bulk.clean)
-    # lanes
-    pause_group = _Verb(lanes.pause_group)
-    resume_group = _Verb(lanes.resume_group)
-    set_group_limit = _Verb(lanes.set_group_limit)
-    clear_group_limit = _Verb(lanes.clear_group_limit)
-    set_group_weight = _Verb(lanes.set_group_weight)
-    group_depth = _Verb(lanes.group_depth)
-    groups = _Verb(lanes.groups)
-    drain_group = _Verb(lanes.drain_group)
-    reassign = _Verb(lanes.reassign)
-    reindex = _Verb(lanes.reindex)
-    # repeatables
-    repeat = _Verb(repeating.repeat)
-    cancel_repeat = _Verb(repeating.cancel_repeat)
-    pause_repeat = _Verb(repeating.pause_repeat)
-    resume_repeat = _Verb(repeating.resume_repeat)
-    run_repeat = _Verb(repeating.run_repeat)
-    repeats = _Verb(repeating.repeats)
-    # views for the operator's tools (bounded pages, search, one job)
-    server_time = _Verb(views.server_time)
-    latency = _Verb(views.latency)
-    queue_exists = _Verb(views.queue_exists)
-    job_page = _Verb(views.job_page)
-    find_jobs = _Verb(views.find_jobs)
-    job_view = _Verb(views.job_view)
-    groups_page = _Verb(views.groups_page)
-    throughput = _Verb(views.throughput)
 
 
 class Queue(_Verbs):
@@ -312,6 +172,7 @@ class AsyncQueue(_Verbs):
     """
 
     runner: AsyncRunner
+    is_async: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -380,4 +241,4 @@ class AsyncQueue(_Verbs):
 
 def verb_names(cls: type) -> list[str]:
     """The verbs a facade class exposes (its own and inherited), sorted."""
-    return sorted(n for n in dir(cls) if isinstance(getattr(cls, n, None), _Verb))
+    return sorted(n for n in dir(cls) if isinstance(getattr(cls, n, None), Verb))

@@ -12,12 +12,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import checks, ids
+from . import checks, hooks, ids
 from .backoff import Backoff
 from .context import Context
 from .errors import BY_REASON, EnqueuePartial, JobGone, StaleToken
 from .keyspace import check_name
-from .observability import hooks
 from .results import RetryOutcome
 from .scripts import Batch, Cmd, Eval, Plan, script
 

@@ -27,85 +27,17 @@ is not seen. The producer's clock stamps the id; skew between hosts shows up as 
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .. import ids
 from ..context import Context, as_str
-from ..scripts import Batch, Eval, Plan, Script
+from ..scripts import Batch, Eval, Plan, script
 
-_OLDEST = """
--- the oldest id among the head of the first and of the last priority band of zset z
-local function oldest(z)
-  local first = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
-  if #first == 0 then return '' end
-  local best = first[1]
-  local last = redis.call('ZRANGE', z, -1, -1, 'WITHSCORES')
-  if last[2] ~= first[2] then
-    local head = redis.call('ZRANGEBYSCORE', z, last[2], last[2], 'LIMIT', 0, 1)
-    if head[1] and head[1] < best then best = head[1] end
-  end
-  return best
-end
-"""
-
-_QUEUE = (
-    """-- obs_queue: one queue's sizes for a scrape (read-only, O(log n)).
--- KEYS[1]  the queue base emq:{q}:
--- Reply:   {pending (flat), active, scheduled, dead, completed, failed, paused (0|1),
---           live groups, oldest flat pending id ('' = none), server time ms}
-local B = KEYS[1]
-"""
-    + _OLDEST
-    + """
-local t = redis.call('TIME')
-return {
-  redis.call('ZCARD', B .. 'pending'),
-  redis.call('ZCARD', B .. 'active'),
-  redis.call('ZCARD', B .. 'schedule'),
-  redis.call('ZCARD', B .. 'dead'),
-  redis.call('HGET', B .. 'metrics:completed', 'count') or '0',
-  redis.call('HGET', B .. 'metrics:failed', 'count') or '0',
-  redis.call('HEXISTS', B .. 'meta', 'paused'),
-  redis.call('SCARD', B .. 'groups'),
-  oldest(B .. 'pending'),
-  tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000),
-}
-"""
-)
-
-_GROUPS = (
-    """-- obs_groups: one SSCAN page of a queue's groups for a scrape (read-only).
--- KEYS[1]  the queue base emq:{q}:
--- ARGV[1]  the cursor ('0' to start);  ARGV[2] the COUNT hint
--- Reply:   {next cursor ('0' when done), then per group: name, lane depth,
---           in flight, oldest lane id ('' = none)}
-local B = KEYS[1]
-"""
-    + _OLDEST
-    + """
-local page = redis.call('SSCAN', B .. 'groups', ARGV[1], 'COUNT', tonumber(ARGV[2]))
-local out = {page[1]}
-for _, g in ipairs(page[2]) do
-  local lane = B .. 'g:' .. g .. ':pending'
-  out[#out + 1] = g
-  out[#out + 1] = redis.call('ZCARD', lane)
-  out[#out + 1] = tonumber(redis.call('HGET', B .. 'gactive', g) or '0')
-  out[#out + 1] = oldest(lane)
-end
-return out
-"""
-)
-
-
-def _script(name: str, body: str) -> Script:
-    return Script(name, body, hashlib.sha1(body.encode()).hexdigest())
-
-
-QUEUE_SCRIPT = _script("obs_queue", _QUEUE)
-GROUPS_SCRIPT = _script("obs_groups", _GROUPS)
+# the two read-only scripts (lua/obs_queue.lua, lua/obs_groups.lua)
+QUEUE_SCRIPT = script("obs_queue")
+GROUPS_SCRIPT = script("obs_groups")
 
 #: Groups asked per ``obs_groups`` call (an ``SSCAN`` COUNT hint).
 GROUP_PAGE = 100

@@ -32,7 +32,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from . import hooks
+from .. import hooks
 
 SYSTEM = "echomq"
 _W3C = TraceContextTextMapPropagator()
@@ -81,7 +81,7 @@ def parse_trace(text: str | None) -> trace.SpanContext | None:
 
 
 class OtelTracer:
-    """The hooks' tracer (see :class:`echomq.observability.hooks.Tracer`)."""
+    """The hooks' tracer (see :class:`echomq.hooks.Tracer`)."""
 
     def __init__(self, tracer: trace.Tracer) -> None:
         self.tracer = tracer
@@ -93,15 +93,17 @@ class OtelTracer:
         ts = carrier.get("tracestate")
         return f"{tp}\n{ts}" if tp and ts else tp
 
-    def _attrs(self, verb: str, queue: str, args: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    def _attrs(
+        self, verb: str, kind: hooks.Kind, queue: str, args: Any, kwargs: dict[str, Any]
+    ) -> dict[str, Any]:
         attrs: dict[str, Any] = {
             "messaging.system": SYSTEM,
             "messaging.destination.name": queue,
             "messaging.operation.name": verb,
         }
-        if verb in hooks.PRODUCER_VERBS:
+        if kind == "producer":
             attrs["messaging.operation.type"] = "send"
-        job = hooks._job_of(verb, args, kwargs)
+        job = hooks.job_of(kind, args, kwargs)
         if job is not None:
             attrs["messaging.message.id"] = job
         return attrs
@@ -113,17 +115,17 @@ class OtelTracer:
             span.set_attribute("messaging.batch.message_count", len(result))
 
     def verb_call(
-        self, verb: str, queue: str, call: Callable[..., Any], is_async: bool
+        self, verb: str, kind: hooks.Kind, queue: str, call: Callable[..., Any], is_async: bool
     ) -> Callable[..., Any]:
-        kind = SpanKind.PRODUCER if verb in hooks.PRODUCER_VERBS else SpanKind.CLIENT
+        span_kind = SpanKind.PRODUCER if kind == "producer" else SpanKind.CLIENT
         name = f"{verb} {queue}"
         tracer = self.tracer
 
         def start(args: Any, kwargs: dict[str, Any]) -> Any:
             return tracer.start_as_current_span(
                 name,
-                kind=kind,
-                attributes=self._attrs(verb, queue, args, kwargs),
+                kind=span_kind,
+                attributes=self._attrs(verb, kind, queue, args, kwargs),
                 record_exception=False,
                 set_status_on_exception=False,
             )

@@ -13,9 +13,9 @@ import inspect
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
-from . import hooks
+from .. import hooks
 
 log = logging.getLogger("echomq.worker")
 
@@ -67,7 +67,7 @@ def _is_async(fn: Any) -> bool:
 
 
 class JobObserver:
-    """Observes one queue's jobs (see :func:`echomq.observability.hooks.worker_observer`)."""
+    """Observes one queue's jobs (see :func:`worker_observer`)."""
 
     def __init__(self, queue: str, metrics: Any = None) -> None:
         self.queue = queue
@@ -211,3 +211,27 @@ class JobObserver:
                 self._end(job, t0, exc, span)
 
         return run
+
+
+class WorkerObserver(Protocol):
+    """What a worker reports to (see :func:`worker_observer`)."""
+
+    def wrap_handler(self, handler: Any) -> Any:
+        """A worker's handler (or mapping of them), each timed, logged and (tracing
+        on) run in a consumer span."""
+        ...
+
+    def claimed(self, jobs: int, seconds: float) -> None:
+        """One claim round trip took ``seconds`` and leased ``jobs`` jobs."""
+        ...
+
+
+def worker_observer(queue: str, metrics: Any = None) -> WorkerObserver:
+    """The observer a worker of ``queue`` reports to.
+
+    Args:
+        metrics: ``None`` (no Prometheus metrics), a
+            :class:`prometheus_client.CollectorRegistry` to register the worker's
+            metrics in, or a :class:`echomq.observability.prometheus.WorkerMetrics`.
+    """
+    return JobObserver(queue, metrics)

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..keyspace import check_name
 from ..native import choose
-from ..observability import hooks
+from ..observability.worker import worker_observer
 from ..queue import AsyncQueue, Queue
 from .config import WorkerConfig
 from .connections import async_queue_for, blocking_client
@@ -83,7 +83,7 @@ class Worker:
             self.queue_name = queue_or_name.name
         self._source, self._url = queue_or_name, url
         self._executor = None if executor is None else choose(executor)
-        observer = hooks.worker_observer(self.queue_name, metrics)
+        observer = worker_observer(self.queue_name, metrics)
         routes = Routes(observer.wrap_handler(handler))
         self._engine = Engine(self.config, routes, self.queue_name, observer)
         #: Set once the worker is connected and serving (for hosts and tests).

@@ -39,7 +39,7 @@ import redis
 
 from .. import checks, registry, repeat, spine
 from ..errors import EchoMQError, InvalidArgument, JobGone, StaleToken
-from ..observability.hooks import WorkerObserver
+from ..observability.worker import WorkerObserver
 from ..queue import AsyncQueue
 from ..spine import Claimed
 from . import plans

@@ -1,56 +1,77 @@
--- lib/keys: the one key schema of the scripts. Every key of a queue is its base B
--- (emq:{q}:, KEYS[1]) followed by one of these suffixes; echomq/keyspace.py builds
--- the same keys and a test holds the two to the same suffixes. Include it before
--- lib/common, whose helpers read these names. Only constant strings live here: the
--- loader puts each in place of its name (in the script and its spliced helpers), so a
--- name costs nothing per call (as a local it would be an upvalue of each helper).
+-- lib/keys: the scripts' key names, generated from src/echomq/schema.py by scripts/gen_schema.py; do not edit.
+-- Every key of a queue is its base B (emq:{q}:, KEYS[1]) followed by one of these
+-- suffixes. Include it before lib/common, whose helpers read these names. The
+-- loader puts each constant in place of its name (in the script and its spliced
+-- helpers), so a name costs nothing per call.
+-- ready jobs; score = priority (lower first)
 local PENDING = 'pending'
+-- leased jobs; score = lease deadline (server ms)
 local ACTIVE = 'active'
+-- delayed jobs; score = due time (ms)
 local SCHEDULE = 'schedule'
+-- dead-lettered jobs; score = time of death (ms)
 local DEAD = 'dead'
+-- queue settings (META_FIELDS)
 local META = 'meta'
+-- lifecycle events, JSON, one channel per queue
 local EVENTS = 'events'
+-- wake tokens (capped) idle workers block on
 local WAKE = 'wake'
+-- the groups that can be served now
 local RING = 'ring'
+-- every group that has a lane
 local GROUPS = 'groups'
+-- per-group in-flight count
 local GACTIVE = 'gactive'
+-- the lanes' jobs by id (browsing across lanes)
 local GINDEX = 'gindex'
+-- per-group concurrency limit
 local GLIMIT = 'glimit'
+-- per-group weight
 local GWEIGHT = 'gweight'
+-- paused groups (the per-group gate)
 local GPAUSED = 'gpaused'
+-- per-group turns left in the ring's current round (weights)
 local GTURN = 'gturn'
+-- repeat registry; score = next run (ms); member = name
 local REPEAT = 'repeat'
+-- `count` and per-minute buckets
 local METRICS_COMPLETED = 'metrics:completed'
+-- `count` and per-minute buckets
 local METRICS_FAILED = 'metrics:failed'
+-- the operator verbs' journal (capped)
 local AUDIT = 'audit'
+-- tombstones of settled ids; score = expiry (ms)
 local SETTLED = 'settled'
+-- the worker registry; score = last beat (ms)
 local WORKERS = 'workers'
 -- the claim records' index (rid -> expiry ms)
 local CLAIMREQS = 'claimreqs'
--- opt-in history: kept completed jobs (score = finish ms), and the jobs kept by their
--- own keep_ms (score = the ms their keep runs out)
+-- kept completed jobs (history); score = finish (ms)
 local COMPLETED = 'completed'
+-- jobs kept by their own keep_ms; score = keep's end
 local KEEPUNTIL = 'keepuntil'
--- '1' while the queue has a retention (its limits live in meta)
+-- '1' while the queue has a retention (limits in meta)
 local KEEPS = 'keeps'
--- a job's row: B .. JOB .. id
+-- a job's row: B .. JOB .. id (ROW_FIELDS)
 local JOB = 'job:'
--- the row's log list: row .. LOGS
+-- the row's log lines, oldest first: row .. LOGS
 local LOGS = ':logs'
--- the server time (ms) of each log line, aligned with LOGS at its newest end: row .. LOGTIMES
+-- the server time (ms) of each log line, aligned with LOGS at its newest end
 local LOGTIMES = ':logtimes'
--- the row's worker lock: row .. LOCK
+-- the row's worker lock (PX ttl): row .. LOCK
 local LOCK = ':lock'
--- a kept row's error history (a capped list): row .. ERRORS
+-- a kept row's error history (capped): row .. ERRORS
 local ERRORS = ':errors'
--- a dedup key: B .. DEDUP .. dedup_id
+-- a dedup key, holding its job's id: B .. DEDUP .. id
 local DEDUP = 'de:'
--- a claim request's record: B .. CLAIMREQ .. rid
+-- a claim's record: B .. CLAIMREQ .. rid
 local CLAIMREQ = 'claimreq:'
 -- a worker's registry record: B .. WORKER .. wid
 local WORKER = 'worker:'
--- a repeatable's record: B .. REPEAT_RECORD .. name
+-- a repeatable: B .. REPEAT_RECORD .. name
 local REPEAT_RECORD = 'repeat:'
 -- a group's lane: B .. LANE .. group .. LANE_END
 local LANE = 'g:'
+-- the end of a lane's key (see LANE)
 local LANE_END = ':pending'

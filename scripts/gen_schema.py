@@ -1,0 +1,140 @@
+"""Write (or, with --check, verify) the files generated from src/echomq/schema.py.
+
+- src/echomq/lua/lib/keys.lua: the scripts' key names (constants the loader inlines);
+- native/schema.h: the C module's key suffixes and field names;
+- docs/architecture.md: the key and field tables between their markers.
+
+Usage: python scripts/gen_schema.py [--check]
+--check writes nothing and exits 1 naming each stale file (scripts/test runs it).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from echomq import schema  # noqa: E402
+
+GENERATED = "generated from src/echomq/schema.py by scripts/gen_schema.py; do not edit"
+
+
+def lua_keys() -> str:
+    lines = [
+        f"-- lib/keys: the scripts' key names, {GENERATED}.",
+        "-- Every key of a queue is its base B (emq:{q}:, KEYS[1]) followed by one of these",
+        "-- suffixes. Include it before lib/common, whose helpers read these names. The",
+        "-- loader puts each constant in place of its name (in the script and its spliced",
+        "-- helpers), so a name costs nothing per call.",
+    ]
+    for key in schema.KEYS:
+        lines.append(f"-- {key.doc}")
+        lines.append(f"local {key.name} = '{key.suffix}'")
+    return "\n".join(lines) + "\n"
+
+
+def c_header() -> str:
+    lines = [
+        f"/* native/schema.h: {GENERATED}. */",
+        "#ifndef ECHOMQ_SCHEMA_H",
+        "#define ECHOMQ_SCHEMA_H",
+        "",
+        "/* key suffixes: a queue's key is its base emq:{q}: followed by one of these */",
+    ]
+    lines += [f'#define EMQ_K_{k.name} "{k.suffix}"' for k in schema.KEYS]
+    lines += ["", "/* the fields of a job's row */"]
+    lines += [f'#define EMQ_F_{f.const} "{f.name}"' for f in schema.ROW_FIELDS]
+    lines += ["", "/* the fields of a queue's meta hash */"]
+    lines += [f'#define EMQ_F_{f.const} "{f.name}"' for f in schema.META_FIELDS]
+    lines += ["", "#endif", ""]
+    return "\n".join(lines)
+
+
+def _table(head: str, rows: list[tuple[str, ...]]) -> str:
+    cols = head.count("|") - 1
+    out = [head, "|" + "---|" * cols]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def docs_tables() -> str:
+    def spelled(k: schema.Key) -> str:
+        if k.shape == "queue":
+            return f'`B+"{k.suffix}"`'
+        if k.shape == "per_id":
+            return f'`B+"{k.suffix}"+id`'
+        if k.shape == "row":
+            return f'row`+"{k.suffix}"`'
+        return f'lane end `"{k.suffix}"`'
+
+    keys = _table(
+        "| key | name | type | meaning |",
+        [(spelled(k), f"`{k.name}`", k.type, k.doc) for k in schema.KEYS],
+    )
+    rows = _table(
+        "| field | kind | meaning |",
+        [(f"`{f.name}`", f.kind, f.doc) for f in schema.ROW_FIELDS],
+    )
+    meta = _table(
+        "| field | kind | meaning |",
+        [(f"`{f.name}`", f.kind, f.doc) for f in schema.META_FIELDS],
+    )
+    codes = _table(
+        "| error reply | reason |",
+        [(f"`{c}`", f"`{r}`") for c, r in schema.REFUSAL_CODES.items()]
+        + [(f"`{schema.GONE}` (integer reply)", "`gone`")],
+    )
+    opts = ", ".join(f"`{o}`" for o in schema.ENQUEUE_OPTIONS)
+    return (
+        f"<!-- schema: {GENERATED} -->\n\n"
+        f"**Keys** (`B` = `emq:{{q}}:`):\n\n{keys}\n\n"
+        f'**A job\'s row** (`B+"job:"+id`):\n\n{rows}\n\n'
+        f'**A queue\'s meta** (`B+"meta"`):\n\n{meta}\n\n'
+        f"**Refusal codes**:\n\n{codes}\n\n"
+        f"**Enqueue options**, in ARGV order after the jobs: {opts}.\n"
+    )
+
+
+BEGIN, END = "<!-- schema:begin -->", "<!-- schema:end -->"
+
+
+def with_docs(text: str) -> str:
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"docs/architecture.md lacks the markers {BEGIN} ... {END}")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{BEGIN}\n{docs_tables()}{END}{tail}"
+
+
+def targets() -> dict[Path, str]:
+    arch = ROOT / "docs" / "architecture.md"
+    return {
+        ROOT / "src" / "echomq" / "lua" / "lib" / "keys.lua": lua_keys(),
+        ROOT / "native" / "schema.h": c_header(),
+        arch: with_docs(arch.read_text(encoding="utf-8")),
+    }
+
+
+def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    stale = []
+    for path, text in targets().items():
+        old = path.read_text(encoding="utf-8") if path.exists() else None
+        if old == text:
+            continue
+        if check:
+            stale.append(path.relative_to(ROOT))
+        else:
+            path.write_text(text, encoding="utf-8")
+            print(f"gen_schema: wrote {path.relative_to(ROOT)}")
+    if stale:
+        names = ", ".join(str(p) for p in stale)
+        print(f"gen_schema: stale: {names} (run python scripts/gen_schema.py)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
