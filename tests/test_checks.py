@@ -24,6 +24,7 @@ from echomq import (
     checks,
     errors,
 )
+from echomq.backoff import spec_text
 from echomq.cli import app as cli_app
 from echomq.cli import exits
 from echomq.embedded import EmbeddedServer
@@ -246,9 +247,9 @@ def test_emq_with_a_malformed_url_is_a_usage_error(url: str) -> None:
 def test_checks_pass_good_values_through() -> None:
     assert checks.priority(-5) == -5
     assert checks.ms(0, "delay_ms", zero=True) == 0
-    assert checks.backoff(Backoff.fixed(5)) == '{"type":"fixed","delay":5}'
-    assert checks.backoff("250") == "250"
-    assert checks.backoff(None) is None
+    assert spec_text(Backoff.fixed(5)) == '{"type":"fixed","delay":5}'
+    assert spec_text("250") == "250"
+    assert spec_text(None) is None
     assert checks.error_text(ValueError("x")) == "x"
     assert checks.url("redis://127.0.0.1:1/0") == "redis://127.0.0.1:1/0"
 

@@ -35,11 +35,10 @@ from .queue import AsyncQueue, Queue
 from .repeat import Repeatable
 from .results import Counts, ErrorRecord, JobRow, JobState, LogEntry, Retention, RetryOutcome
 from .spine import Claimed
+from .version import __version__ as __version__
 from .worker import Worker, WorkerStats
 from .worker.config import WorkerConfig
 from .worker.job import JobCancelled, JobContext
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AsyncEventStream",

@@ -22,6 +22,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from . import checks
 from .checks import HORIZON_MS, show
 from .errors import InvalidArgument
 
@@ -170,4 +171,21 @@ def _whole(value: Any, what: str) -> int:
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or _bad_int(value):
         raise InvalidArgument(f"backoff {what} must be an integer within 0..{HORIZON_MS}")
+    return value
+
+
+def spec_text(value: Any) -> str | None:
+    """The row text of a backoff policy given as a :class:`Backoff` or as spec text.
+
+    Raises:
+        InvalidArgument: spec text that :meth:`Backoff.parse` refuses, or another type.
+    """
+    if value is None:
+        return None
+    if isinstance(value, Backoff):
+        return value.spec()
+    if not isinstance(value, str):
+        raise InvalidArgument(f"backoff must be a Backoff or its spec text, got {show(value, 80)}")
+    checks.text(value, "backoff")
+    Backoff.parse(value)  # raises InvalidArgument when unreadable or out of range
     return value

@@ -21,6 +21,7 @@ subclass, and nothing has been sent yet. The limits are the documented ones
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
@@ -45,6 +46,49 @@ MAX_NAME_LEN = 256
 STATES = ("pending", "active", "scheduled", "dead")
 #: The states a read can page: the four sets, and the completed jobs kept as history.
 PAGE_STATES = (*STATES, "completed")
+
+
+# ---- names and ids of the keyspace: checked before any key is built
+
+NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,128}")
+MAX_DEDUP_LEN = 256
+
+
+def check_name(name: str, what: str = "queue") -> str:
+    """Return ``name`` if it matches ``[A-Za-z0-9._-]{1,128}`` and is not ``.`` or ``..``
+    (a path segment a browser or a proxy would resolve away).
+
+    Raises:
+        InvalidName: it does not.
+    """
+    if not isinstance(name, str) or NAME_RE.fullmatch(name) is None or name in (".", ".."):
+        raise InvalidName(f"invalid {what} name: {show(name)} (want [A-Za-z0-9._-]{{1,128}})")
+    return name
+
+
+WORKER_ID_RE = re.compile(r"[0-9a-f]{8,32}")
+
+
+def check_worker_id(wid: str) -> str:
+    """Return ``wid`` if it is a worker id (8 to 32 lowercase hex digits).
+
+    Raises:
+        InvalidName: it is not.
+    """
+    if not isinstance(wid, str) or WORKER_ID_RE.fullmatch(wid) is None:
+        raise InvalidName(f"invalid worker id: {show(wid)} (want [0-9a-f]{{8,32}})")
+    return wid
+
+
+def check_dedup(dedup_id: str) -> str:
+    """Return ``dedup_id`` if it is a non-empty string of at most 256 characters.
+
+    Raises:
+        InvalidName: it is not.
+    """
+    if not isinstance(dedup_id, str) or not 0 < len(dedup_id) <= MAX_DEDUP_LEN:
+        raise InvalidName(f"invalid dedup id: {show(dedup_id)}")
+    return dedup_id
 
 
 # redis-py's own URL reader (typed in some versions, not in others)
@@ -159,8 +203,6 @@ def dedup(value: Any) -> str:
     Raises:
         InvalidName: it is not.
     """
-    from .keyspace import check_dedup  # keyspace builds on this module's show()
-
     check_dedup(value)
     if not _utf8(value):
         raise InvalidName(f"invalid dedup id: {show(value, 80)} (not valid UTF-8 text)")
@@ -231,25 +273,6 @@ def payloads(serializer: Dumps, values: Any) -> list[str]:
     if isinstance(values, (str, bytes, bytearray, dict)) or not isinstance(values, Iterable):
         raise InvalidArgument(f"payloads must be an iterable of payloads, got {type(values)}")
     return [payload(serializer, v) for v in values]
-
-
-def backoff(value: Any) -> str | None:
-    """The row text of a backoff policy given as a :class:`Backoff` or as spec text.
-
-    Raises:
-        InvalidArgument: spec text that :meth:`Backoff.parse` refuses, or another type.
-    """
-    if value is None:
-        return None
-    from .backoff import Backoff  # backoff builds on this module's limits
-
-    if isinstance(value, Backoff):
-        return value.spec()
-    if not isinstance(value, str):
-        raise InvalidArgument(f"backoff must be a Backoff or its spec text, got {show(value, 80)}")
-    text(value, "backoff")
-    Backoff.parse(value)  # raises InvalidArgument when unreadable or out of range
-    return value
 
 
 def pairs(value: Any, what: str = "pairs", *, limit: int | None = None) -> list[tuple[str, int]]:

@@ -10,6 +10,12 @@ from __future__ import annotations
 import re
 
 from . import ids
+from .checks import MAX_DEDUP_LEN as MAX_DEDUP_LEN
+from .checks import NAME_RE as NAME_RE
+from .checks import WORKER_ID_RE as WORKER_ID_RE
+from .checks import check_dedup as check_dedup
+from .checks import check_name as check_name
+from .checks import check_worker_id as check_worker_id
 from .checks import show
 from .errors import InvalidName
 from .schema import KEY, KEYS
@@ -22,7 +28,6 @@ _CLAIMREQ, _WORKER = KEY["CLAIMREQ"].suffix, KEY["WORKER"].suffix
 _LANE, _LANE_END = KEY["LANE"].suffix, KEY["LANE_END"].suffix
 _REPEAT_RECORD = KEY["REPEAT_RECORD"].suffix
 
-NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,128}")
 VERSION_KEY = "{emq}:version"
 KEYSPACE_VERSION = "1"
 #: The pattern matching every queue's meta hash, for discovering queues.
@@ -31,44 +36,6 @@ META_PATTERN = "emq:{*}:meta"
 ANY_QUEUE_PATTERN = "emq:{*}:*"
 #: A PSUBSCRIBE pattern matching every queue's events channel.
 EVENTS_PATTERN = "emq:{*}:events"
-MAX_DEDUP_LEN = 256
-
-
-def check_name(name: str, what: str = "queue") -> str:
-    """Return ``name`` if it matches ``[A-Za-z0-9._-]{1,128}`` and is not ``.`` or ``..``
-    (a path segment a browser or a proxy would resolve away).
-
-    Raises:
-        InvalidName: it does not.
-    """
-    if not isinstance(name, str) or NAME_RE.fullmatch(name) is None or name in (".", ".."):
-        raise InvalidName(f"invalid {what} name: {show(name)} (want [A-Za-z0-9._-]{{1,128}})")
-    return name
-
-
-WORKER_ID_RE = re.compile(r"[0-9a-f]{8,32}")
-
-
-def check_worker_id(wid: str) -> str:
-    """Return ``wid`` if it is a worker id (8 to 32 lowercase hex digits).
-
-    Raises:
-        InvalidName: it is not.
-    """
-    if not isinstance(wid, str) or WORKER_ID_RE.fullmatch(wid) is None:
-        raise InvalidName(f"invalid worker id: {show(wid)} (want [0-9a-f]{{8,32}})")
-    return wid
-
-
-def check_dedup(dedup_id: str) -> str:
-    """Return ``dedup_id`` if it is a non-empty string of at most 256 characters.
-
-    Raises:
-        InvalidName: it is not.
-    """
-    if not isinstance(dedup_id, str) or not 0 < len(dedup_id) <= MAX_DEDUP_LEN:
-        raise InvalidName(f"invalid dedup id: {show(dedup_id)}")
-    return dedup_id
 
 
 class Keyspace:

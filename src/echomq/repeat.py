@@ -22,7 +22,7 @@ from typing import Any
 from croniter import croniter
 
 from . import checks, ids, journal
-from .backoff import Backoff
+from .backoff import Backoff, spec_text
 from .context import Context, as_str
 from .errors import InvalidArgument
 from .keyspace import check_name
@@ -139,7 +139,7 @@ def repeat(
     priority = checks.priority(priority)
     if max_attempts is not None:
         max_attempts = checks.count(max_attempts, "max_attempts")
-    spec_text = checks.backoff(backoff)
+    backoff_text = spec_text(backoff)
     text = checks.payload(ctx.serializer, payload)
     if cron is not None:
         now = _server_ms((yield Cmd(("TIME",))))
@@ -156,7 +156,7 @@ def repeat(
         group or "",
         "" if priority == 0 else str(priority),
         "" if max_attempts is None else str(max_attempts),
-        spec_text or "",
+        backoff_text or "",
         ctx.actor,
         journal.request_id(),
     )

@@ -11,8 +11,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from dataclasses import fields as dataclass_fields
 from enum import Enum
 from typing import Any, Literal, get_args
+
+from .schema import ROW_FIELDS, TIME_ROW_FIELDS
 
 #: The state a job's row records; a job in a lane is ``pending``; ``completed`` only
 #: for a job kept as history (see ``Queue.set_retention`` and ``keep_ms``).
@@ -55,32 +58,6 @@ class Counts:
     def as_dict(self) -> dict[str, Any]:
         """The counts as a plain dict (for JSON output)."""
         return asdict(self)
-
-
-#: Row fields a JobRow carries as attributes; any other field lands in ``extra``.
-_ROW_FIELDS = (
-    "name",
-    "group",
-    "priority",
-    "max_attempts",
-    "backoff",
-    "dedup",
-    "progress",
-    "last_error",
-    "failures",
-    "stalled",
-    "lock",
-    "repeat",
-    "keep",
-    "enqueued_at",
-    "started_at",
-    "last_started_at",
-    "finished_at",
-    "died_at",
-    "result",
-)
-#: The history fields that hold a server time in ms.
-_TIME_FIELDS = ("enqueued_at", "started_at", "last_started_at", "finished_at", "died_at")
 
 
 def _int(value: str | None, default: int | None = 0) -> int | None:
@@ -202,6 +179,14 @@ class JobRow:
 
 
 _CORE_FIELDS = ("state", "attempts", "payload")
+#: Row fields (of the schema) a JobRow carries as attributes; any other lands in ``extra``.
+_ROW_FIELDS = tuple(
+    f.name
+    for f in ROW_FIELDS
+    if f.name in {a.name for a in dataclass_fields(JobRow)} and f.name not in _CORE_FIELDS
+)
+#: The row fields that hold a server time in ms.
+_TIME_FIELDS = TIME_ROW_FIELDS
 _ZERO_ABSENT = ("priority", "failures", "stalled")
 
 

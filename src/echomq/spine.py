@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import checks, hooks, ids
-from .backoff import Backoff
+from .backoff import Backoff, spec_text
 from .context import Context
 from .errors import BY_REASON, EnqueuePartial, JobGone, StaleToken
 from .keyspace import check_name
 from .results import RetryOutcome
+from .schema import ENQUEUE_OPTIONS
 from .scripts import Batch, Cmd, Eval, Plan, script
 
 #: Jobs per enqueue script call; enqueue_many pipelines the chunks in one round trip.
@@ -77,6 +78,7 @@ def _options(
         checks.run_at(run_at_ms)
     if max_attempts is not None:
         max_attempts = checks.count(max_attempts, "max_attempts")
+    # the schema's ENQUEUE_OPTIONS before `trace`, in its order (tests/test_schema.py)
     opts = [
         str(int(priority)) if priority else "",
         name or "",
@@ -84,7 +86,7 @@ def _options(
         "" if max_attempts is None else str(int(max_attempts)),
         "" if delay_ms is None else str(int(delay_ms)),
         "" if run_at_ms is None else str(int(run_at_ms)),
-        checks.backoff(backoff) or "",
+        spec_text(backoff) or "",
     ]
     while opts and not opts[-1]:
         opts.pop()
@@ -161,8 +163,8 @@ def enqueue(
     return held
 
 
-#: Where keep_ms goes among the enqueue script's shared options (after the trace).
-KEEP_OPTION_INDEX = 8
+#: Where keep_ms goes among the enqueue script's shared options (the schema's order).
+KEEP_OPTION_INDEX = ENQUEUE_OPTIONS.index("keep_ms")
 
 
 def _keep(keep_ms: int | None) -> str:
@@ -181,7 +183,7 @@ def _with_keep(opts: list[str], keep: str) -> list[str]:
 
 
 #: Where the enqueue script reads its ``resent`` option, counted from the first option.
-RESENT_OPTION = 9
+RESENT_OPTION = ENQUEUE_OPTIONS.index("resent")
 
 
 def _enqueue_op(ctx: Context, head: list[str], opts: list[str]) -> Eval:

@@ -189,7 +189,7 @@ def instrument(tracer_provider: trace.TracerProvider | None = None) -> None:
     Args:
         tracer_provider: the provider to use (default: the global one).
     """
-    from .. import __version__
+    from ..version import __version__
 
     tracer = trace.get_tracer("echomq", __version__, tracer_provider=tracer_provider)
     hooks.state.tracer = OtelTracer(tracer)

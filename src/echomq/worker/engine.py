@@ -400,7 +400,7 @@ class Engine:
                 self._outage.ok("the beat")
 
     def _record_fields(self, held: list[tuple[str, int]]) -> dict[str, str]:
-        from .. import __version__  # the package imports this module as it loads
+        from ..version import __version__
 
         s, cfg = self.stats, self.config
         return registry.record_fields(
