@@ -36,11 +36,11 @@ def test_enqueue_options_are_in_the_scripts_order() -> None:
     words = re.findall(r"(?:^|\n--\s+|,\s*)([a-z_]+)(?=[,\s(])", listed)
     assert tuple(w for w in words if w in schema.ENQUEUE_OPTIONS) == schema.ENQUEUE_OPTIONS
     o = schema.ENQUEUE_OPTIONS
-    assert (TRACE_OPTION_INDEX, KEEP_OPTION_INDEX, RESENT_OPTION) == (
+    assert (
         o.index("trace"),
         o.index("keep_ms"),
         o.index("resent"),
-    )
+    ) == (TRACE_OPTION_INDEX, KEEP_OPTION_INDEX, RESENT_OPTION)
 
 
 def test_job_row_attributes_are_schema_fields() -> None:
