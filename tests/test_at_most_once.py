@@ -83,12 +83,13 @@ def ending_in(digits: str) -> str:
     return jid
 
 
-@pytest.mark.parametrize("trims", [True, False])
+@pytest.mark.parametrize("last", ["0", "7", "8", "9", "a", "Z"])
 def test_an_expired_tombstone_lets_the_id_back_and_is_trimmed(
-    q: Queue, r: redis.Redis, trims: bool
+    q: Queue, r: redis.Redis, last: str
 ) -> None:
-    # a tombstone whose id ends in 0-7 (one in about eight) trims up to 32 expired ones
-    back = ending_in("01234567" if trims else "89")
+    # every settled call trims the expired tombstones from the oldest end, 2n + 8 of
+    # them, whatever its ids look like (they once trimmed only by ids ending in 0-7)
+    back = ending_in(last)
     old = [back] + [new_id() for _ in range(40)]
     long_ago = server_ms(r) - SETTLED_MS - 1000
     r.zadd(q.keys.settled, {j: long_ago for j in old})
@@ -97,9 +98,25 @@ def test_an_expired_tombstone_lets_the_id_back_and_is_trimmed(
     c = q.claim()
     assert c is not None and c.id == back
     q.complete(c.id, c.token)
-    # the completion renewed its tombstone; it trimmed 32 of the 40 expired ones, or none
+    # the completion renewed its tombstone and trimmed the 10 oldest expired ones
+    left = r.zrange(q.keys.settled, 0, -1, withscores=True)
+    assert len(left) == 31 and left[-1][0] == back
+    assert [s for _, s in left[:-1]] == [long_ago] * 30
+
+
+def test_tombstones_of_chosen_ids_stay_within_their_window(q: Queue, r: redis.Redis) -> None:
+    """Caller-chosen ids ending in letters (once never trimmed): the index holds only
+    the tombstones of its last minute, plus one trim step."""
+    long_ago = server_ms(r) - SETTLED_MS - 1000
+    r.zadd(q.keys.settled, {f"JOB000000{i:04d}z": long_ago for i in range(200)})
+    for i in range(30):
+        jid = q.enqueue(i, job_id=f"JOB0000000{i:03d}Z")
+        c = q.claim()
+        assert c is not None and c.id == jid
+        q.complete(c.id, c.token)
+    # 30 completions trimmed 30 x 10 = 300 >= 200 expired; the 30 fresh ones stay
     left = r.zrange(q.keys.settled, 0, -1)
-    assert back in left and len(left) == (9 if trims else 41)
+    assert sorted(left) == sorted(f"JOB0000000{i:03d}Z" for i in range(30))
 
 
 def test_drain_and_obliterate_delete_the_tombstones(q: Queue, r: redis.Redis) -> None:
@@ -230,14 +247,15 @@ def test_a_claim_script_whose_reply_is_lost_is_resent_marked(
     assert r.zrange(pq.keys.pending, 0, -1) == ids[2:]
 
 
-@pytest.mark.parametrize("rid", ["0trims", "9keeps"])
-def test_a_claim_record_trims_the_index_one_time_in_eight(
+@pytest.mark.parametrize("rid", ["0abc", "9abc", "zz"])
+def test_a_claim_record_trims_the_index_from_its_oldest_end(
     q: Queue, r: redis.Redis, rid: str
 ) -> None:
-    # a rid starting with 0 or 1 (rids are random hex) trims up to 32 expired entries
-    r.zadd(q.keys.claimreqs, {f"old{i}": server_ms(r) - 1000 for i in range(40)})
+    # every claim that records trims up to 8 expired index entries, whatever its rid
+    old = server_ms(r) - 1000
+    r.zadd(q.keys.claimreqs, {f"old{i:02d}": old for i in range(40)})
     q.enqueue("a")
     q.runner.execute(claim_call(q, rid, 1))
-    left = r.zcard(q.keys.claimreqs)
     assert r.zscore(q.keys.claimreqs, rid) is not None
-    assert left == (9 if rid == "0trims" else 41)
+    left = r.zrange(q.keys.claimreqs, 0, -1)
+    assert len(left) == 33 and left[:-1] == [f"old{i:02d}" for i in range(8, 40)]

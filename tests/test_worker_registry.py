@@ -23,7 +23,7 @@ import pytest
 import redis
 
 from conftest import dump
-from echomq import JobContext, JobGone, JobNotActive, Queue, Worker, new_id
+from echomq import JobContext, JobGone, JobNotActive, Queue, Worker, new_id, registry
 from echomq.embedded import EmbeddedServer
 from echomq.errors import InvalidArgument, InvalidName
 from echomq.registry import TRIM_PER_READ
@@ -71,6 +71,39 @@ def test_a_dead_worker_disappears_and_its_index_entry_is_trimmed(q: Queue, r: re
     assert left == {"ab" * 8, *ghosts[TRIM_PER_READ:]}
     q.workers()
     assert set(r.zrange(q.keys.workers, 0, -1)) == {"ab" * 8}
+
+
+def test_a_beat_trims_dead_workers_and_an_idle_queues_expired_indexes(
+    q: Queue, r: redis.Redis
+) -> None:
+    now = int(r.time()[0]) * 1000
+    # dead workers (last beat long ago), expired tombstones and claim-record entries
+    r.zadd(q.keys.workers, {f"{n:016x}": now - 60_000 - n for n in range(70)})
+    r.zadd(q.keys.settled, {f"JOB000000{n:04d}z": now - 120_000 for n in range(70)})
+    r.zadd(q.keys.claimreqs, {f"rid{n}": now - 1000 for n in range(70)})
+    r.zadd(q.keys.settled, {"JOB00000009999": now})  # a fresh one stays
+    beat = registry.beat_op(q.ctx, "cd" * 8, 3000, {"host": "h"}, [])
+    assert q.runner.execute(beat) == []
+    # 64 of each, the oldest first; the live worker and the fresh tombstone stay
+    assert r.zcard(q.keys.workers) == 70 - 64 + 1
+    assert r.zscore(q.keys.workers, "cd" * 8) is not None
+    assert r.zcard(q.keys.settled) == 70 - 64 + 1
+    assert r.zscore(q.keys.settled, "JOB00000009999") is not None
+    assert r.zcard(q.keys.claimreqs) == 70 - 64
+    # the index lives as long as the longest ttl a beat gave it
+    assert 0 < r.pttl(q.keys.workers) <= 3000
+    q.runner.execute(registry.beat_op(q.ctx, "cd" * 8, 9000, {"host": "h"}, []))
+    assert 3000 < r.pttl(q.keys.workers) <= 9000
+    q.runner.execute(registry.beat_op(q.ctx, "ef" * 8, 2000, {"host": "h"}, []))
+    assert 3000 < r.pttl(q.keys.workers) <= 9000  # a shorter ttl never shortens it
+    assert set(r.zrange(q.keys.workers, 0, -1)) == {"cd" * 8, "ef" * 8}  # ghosts gone
+
+
+def test_the_index_of_workers_that_all_died_expires_on_its_own(q: Queue, r: redis.Redis) -> None:
+    beat = registry.beat_op(q.ctx, "cd" * 8, 300, {"host": "h"}, [])
+    q.runner.execute(beat)
+    assert r.exists(q.keys.workers, q.keys.worker("cd" * 8)) == 2
+    wait_until(lambda: r.exists(q.keys.workers, q.keys.worker("cd" * 8)) == 0)
 
 
 def test_workers_reads_are_gated_before_io(q: Queue) -> None:

@@ -8,9 +8,8 @@
 -- ARGV[5]  rid, the claim request id (text; '' or omitted = none). A call with a rid
 --          that claimed any job records their ids (space-separated) in claimreq:<rid>
 --          with PX 60000 and indexes the rid in the zset `claimreqs` (score = its expiry
---          in ms), so that obliterate finds the records without scanning the keyspace. A
---          rid starting with 0 or 1 (one in eight: rids are random hex) also trims at
---          most 32 expired entries: bounded, about 4 per record on average.
+--          in ms), so that obliterate finds the records without scanning the keyspace; up
+--          to 8 expired entries are trimmed from the index's oldest end (by time).
 -- ARGV[6]  '1' when this call is a re-send after a lost reply (the transport sets it;
 --          '' or omitted = a first send, whose fresh rid has no record to read). Only a
 --          re-send reads claimreq:<rid>: when the record exists (the first run ran),
@@ -152,10 +151,7 @@ if rid ~= '' and #out > 0 then
   redis.call('SET', B .. CLAIMREQ .. rid, table.concat(got, ' '), 'PX', 60000)
   local ix = B .. CLAIMREQS
   redis.call('ZADD', ix, now + 60000, rid)
-  local first = string.sub(rid, 1, 1)
-  if first == '0' or first == '1' then
-    local old = redis.call('ZRANGE', ix, '-inf', '(' .. now, 'BYSCORE', 'LIMIT', 0, 32)
-    if #old > 0 then redis.call('ZREM', ix, unpack(old)) end
-  end
+  -- the index entries whose record expired, a few from the oldest end (lib/common)
+  trim_before(ix, now, 8)
 end
 return out

@@ -16,7 +16,7 @@
 -- Writes:  per job completed: ZREM active (one for the call), lane slot back (+ ring),
 --          row/logs/lock/error history deleted (one DEL for the call), dedup key
 --          released, its tombstone in `settled` (one ZADD for the call; expired ones
---          trimmed by one id in about eight, lib/common; a kept row leaves none: it
+--          trimmed from the oldest end, by time, lib/common; a kept row leaves none: it
 --          stays, and its trim leaves one later); metrics:completed counted
 --          once by the number completed; event 'completed' per job, in order. A repeat
 --          answers -1 / 'gone'.

@@ -12,7 +12,7 @@
 --          row, logs, lock, error history deleted; the row's dedup key and ARGV[2]'s
 --          released when
 --          they name this job; the id's tombstone in `settled` (expired ones trimmed
---          by one call in about eight, lib/common). Event 'removed'; one audit entry.
+--          from the oldest end, by time, lib/common). Event 'removed'; one audit entry.
 local B = KEYS[1]
 --! include keys
 --! include common

@@ -11,6 +11,12 @@
 -- Refusals: none.
 -- Writes:  HSET worker:<wid> fields + beat (server ms), `started` on the first beat,
 --          PEXPIRE the record; ZADD workers beat wid (the index, score = last beat).
+--          Upkeep a beat does for the queue, so nothing grows while it is idle (each
+--          bounded, by time alone): index entries whose last beat is older than the
+--          ttl (dead workers: their record expired) and the expired `settled`
+--          tombstones and `claimreqs` entries, up to 64 each from the oldest end; the
+--          index itself gets the longest ttl any beat gave it, so the entries of
+--          workers that all died leave with it.
 local B = KEYS[1]
 --! include keys
 --! include common
@@ -22,7 +28,12 @@ for i = 4, 3 + 2 * n do set[#set + 1] = ARGV[i] end
 redis.call('HSET', wk, unpack(set))
 redis.call('HSETNX', wk, 'started', now)
 redis.call('PEXPIRE', wk, ttl)
-redis.call('ZADD', B .. WORKERS, now, wid)
+local idx = B .. WORKERS
+redis.call('ZADD', idx, now, wid)
+if redis.call('PTTL', idx) < ttl then redis.call('PEXPIRE', idx, ttl) end
+trim_before(idx, now - ttl, 64)
+trim_before(B .. SETTLED, now - SETTLED_MS, 64)
+trim_before(B .. CLAIMREQS, now, 64)
 local out = {}
 for i = 4 + 2 * n, #ARGV, 2 do
   local id = ARGV[i]

@@ -232,6 +232,14 @@ local function zadd_desc(key, zs)
   end
 end
 
+-- Trim at most k members of zset `key` scored before `cut` (an index whose score is a
+-- time), from its oldest end: one ZCOUNT, and one ZREMRANGEBYRANK when any are due (no
+-- member crosses the wire). Bounded by k, and by time alone, never by the members.
+local function trim_before(key, cut, k)
+  local due = redis.call('ZCOUNT', key, '-inf', '(' .. cut)
+  if due > 0 then redis.call('ZREMRANGEBYRANK', key, 0, math.min(due, k) - 1) end
+end
+
 -- settled tombstones: complete and remove_job leave the ids they delete in `settled`
 -- (score = server ms) for SETTLED_MS, and enqueue treats such an id as a duplicate, so
 -- an enqueue re-sent after a lost reply cannot bring back a job that already ran. A
@@ -239,29 +247,22 @@ end
 -- delete kept rows leave one for each row that settled less than SETTLED_MS before,
 -- stamped at the deletion as remove_job's is (lib/history).
 -- One ZADD for a call's ids (500 a slice), stamped `nows` (now as text, when the caller
--- has it) or `now`. Expired ones are trimmed by the ids that end
--- in 0-7 (the last base62 digit is the snowflake mod 62, spread evenly: about one in
--- eight), at most 32 for each such id: bounded, about 4 per tombstone on average, so
--- it keeps up with the rate without a range read on every call.
+-- has it) or `now`; then the expired ones are trimmed from the oldest end, a few more
+-- than the call added (trim_before), so the index keeps up with any rate, whatever the
+-- ids look like. An idle queue's are trimmed by the workers' beat (worker_beat).
 local SETTLED_MS = 60000
 local function tombstones(ids, now, nows)
   local sk = B .. SETTLED
-  local zs, hits, n = {}, 0, #ids
+  local zs, n = {}, #ids
   for i, id in ipairs(ids) do
     -- the last id first: see zadd_desc
     zs[2 * (n - i) + 1] = nows or now
     zs[2 * (n - i) + 2] = id
-    local last = string.byte(id, -1)
-    if last and last >= 48 and last <= 55 then hits = hits + 1 end
   end
   for i = 1, #zs, 1000 do
     redis.call('ZADD', sk, unpack(zs, i, math.min(i + 999, #zs)))
   end
-  if hits > 0 then
-    local old = redis.call('ZRANGE', sk, '-inf', '(' .. (now - SETTLED_MS), 'BYSCORE',
-      'LIMIT', 0, 32 * hits)
-    if #old > 0 then zrem_all(sk, old) end
-  end
+  trim_before(sk, now - SETTLED_MS, 2 * n + 8)
 end
 local function tombstone(id, now, nows)
   tombstones({id}, now, nows)
