@@ -4,6 +4,7 @@ attempt and token as extra fields; the JSON formatter; ``emq worker --log-format
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import logging
@@ -19,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from echomq import JobContext, JobNotDead, Queue, Worker
+from echomq import JobContext, JobNotDead, Queue, Worker, WorkerConfig
 from echomq.embedded import EmbeddedServer, free_port
+from echomq.errors import InvalidArgument
 from echomq.observability import logs
 from worker_support import FAST, running, wait_until
 
@@ -49,7 +51,16 @@ def test_worker_records_carry_queue_job_attempt_and_token(
     assert done.outcome == "completed" and done.duration_ms >= 0
     failed = by[(bad, "failed")]
     assert failed.levelno == logging.WARNING and failed.outcome == "failed"
-    assert failed.exc_info is not None and "nope" in str(failed.exc_info[1])
+    assert (failed.error, failed.error_type, failed.attempt) == (
+        "RuntimeError: nope",
+        "RuntimeError",
+        1,
+    )
+    assert failed.getMessage() == f"job {bad} failed (attempt 1): RuntimeError: nope"
+    # one line by default; with DEBUG on, the traceback comes as a record of its own
+    assert failed.exc_info is None
+    tb = by[(bad, "traceback")]
+    assert tb.levelno == logging.DEBUG and tb.exc_info is not None and "nope" in str(tb.exc_info[1])
 
 
 def test_operator_verbs_log_their_outcome(q: Queue, caplog: pytest.LogCaptureFixture) -> None:
@@ -169,7 +180,8 @@ def test_emq_worker_logs_json_and_serves_its_metrics(
     records = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
     failed = [r for r in records if r.get("outcome") == "failed"]
     assert len(failed) == 1 and failed[0]["queue"] == q.name and failed[0]["attempt"] == 1
-    assert failed[0]["job_id"].startswith("JOB") and "planned" in failed[0]["exc"]
+    assert failed[0]["job_id"].startswith("JOB") and "planned" in failed[0]["error"]
+    assert "exc" not in failed[0]  # one line: the traceback only at DEBUG
 
 
 def test_the_console_serves_metrics(server: EmbeddedServer, q: Queue) -> None:
@@ -235,4 +247,33 @@ def test_without_debug_or_metrics_a_failure_is_still_logged_with_its_job(
         wait_until(lambda: q.counts().dead == 1 and q.counts().completed == 1)
     recs = [r for r in caplog.records if getattr(r, "queue", None) == q.name]
     assert [(r.job_id, r.attempt, r.token, r.outcome) for r in recs] == [(bad, 1, 1, "failed")]  # type: ignore[attr-defined]
-    assert recs[0].levelno == logging.WARNING and recs[0].exc_info is not None
+    assert recs[0].levelno == logging.WARNING and recs[0].exc_info is None
+    assert recs[0].error == "KeyError: 'k'"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("tracebacks", [False, True])
+def test_failures_log_at_the_chosen_level_with_the_traceback_when_asked(
+    q: Queue, caplog: pytest.LogCaptureFixture, tracebacks: bool
+) -> None:
+    bad = q.enqueue({"ok": False}, max_attempts=1)
+
+    def handle(job: JobContext) -> None:
+        raise ValueError("by design")
+
+    config = dataclasses.replace(FAST, failure_log_level=logging.INFO, log_tracebacks=tracebacks)
+    caplog.set_level(logging.INFO, logger="echomq.worker")
+    with running(Worker(q, handle, config=config)):
+        wait_until(lambda: q.counts().dead == 1)
+    recs = [r for r in caplog.records if getattr(r, "queue", None) == q.name]
+    assert [(r.levelno, r.job_id, r.error) for r in recs] == [  # type: ignore[attr-defined]
+        (logging.INFO, bad, "ValueError: by design")
+    ]
+    assert (recs[0].exc_info is not None) is tracebacks
+    assert q.job_state(bad) == "dead"
+
+
+def test_failure_log_settings_are_checked() -> None:
+    with pytest.raises(InvalidArgument):
+        WorkerConfig(failure_log_level=12345)
+    with pytest.raises(InvalidArgument):
+        WorkerConfig(log_tracebacks="yes")  # type: ignore[arg-type]

@@ -69,8 +69,16 @@ def _is_async(fn: Any) -> bool:
 class JobObserver:
     """Observes one queue's jobs (see :func:`worker_observer`)."""
 
-    def __init__(self, queue: str, metrics: Any = None) -> None:
+    def __init__(
+        self,
+        queue: str,
+        metrics: Any = None,
+        failure_level: int = logging.WARNING,
+        tracebacks: bool = False,
+    ) -> None:
         self.queue = queue
+        self.failure_level = failure_level
+        self.tracebacks = tracebacks
         self.metrics = None
         if metrics is not None and metrics is not False:
             from .prometheus import worker_metrics
@@ -102,15 +110,42 @@ class JobObserver:
             m.duration[outcome].observe(took)
         if span is not None:
             span.end(outcome, exc)
-        level = logging.DEBUG if outcome != "failed" else logging.WARNING
-        if log.isEnabledFor(level):
+        if outcome == "failed":
+            assert exc is not None
+            self._log_failure(job, exc, round(took * 1000, 3))
+        elif log.isEnabledFor(logging.DEBUG):
             extra = job_extra(self.queue, job)
             extra["outcome"] = outcome
             extra["duration_ms"] = round(took * 1000, 3)
-            if outcome == "failed":
-                log.warning("job %s failed: %r", job.id, exc, extra=extra, exc_info=exc)
-            else:
-                log.debug("job %s %s", job.id, outcome, extra=extra)
+            log.debug("job %s %s", job.id, outcome, extra=extra)
+
+    def _log_failure(self, job: Any, exc: BaseException, duration_ms: float | None) -> None:
+        """One line at the chosen level (the traceback on it with ``tracebacks``, else
+        a second record at DEBUG): a handler's failure is the application's, not the
+        runtime's, so it never floods the log with tracebacks by default."""
+        level = self.failure_level
+        loud = log.isEnabledFor(level)
+        if not loud and not log.isEnabledFor(logging.DEBUG):
+            return
+        extra = job_extra(self.queue, job)
+        extra["outcome"] = "failed"
+        extra["error"] = f"{type(exc).__name__}: {exc}"
+        extra["error_type"] = type(exc).__name__
+        if duration_ms is not None:
+            extra["duration_ms"] = duration_ms
+        with_tb = exc if self.tracebacks else None
+        if loud:
+            log.log(
+                level,
+                "job %s failed (attempt %s): %s",
+                job.id,
+                job.attempt,
+                extra["error"],
+                extra=extra,
+                exc_info=with_tb,
+            )
+        if with_tb is None and log.isEnabledFor(logging.DEBUG):
+            log.debug("job %s failed: traceback", job.id, extra=extra, exc_info=exc)
 
     def wrap_handler(self, handler: Any) -> Any:
         """A worker's ``handler`` (one callable, or a mapping of job name to one) with
@@ -124,10 +159,8 @@ class JobObserver:
         return self.wrap(fn, _is_async(fn)) if callable(fn) else fn
 
     def _failed(self, job: Any, exc: BaseException) -> None:
-        if _outcome(job, exc) == "failed" and log.isEnabledFor(logging.WARNING):
-            extra = job_extra(self.queue, job)
-            extra["outcome"] = "failed"
-            log.warning("job %s failed: %r", job.id, exc, extra=extra, exc_info=exc)
+        if _outcome(job, exc) == "failed":
+            self._log_failure(job, exc, None)
 
     def _light(self, fn: Handler, is_async: bool) -> Handler:
         """Nothing timed, nothing counted: only a failure is logged (with the job's
@@ -226,12 +259,19 @@ class WorkerObserver(Protocol):
         ...
 
 
-def worker_observer(queue: str, metrics: Any = None) -> WorkerObserver:
+def worker_observer(
+    queue: str,
+    metrics: Any = None,
+    failure_level: int = logging.WARNING,
+    tracebacks: bool = False,
+) -> WorkerObserver:
     """The observer a worker of ``queue`` reports to.
 
     Args:
         metrics: ``None`` (no Prometheus metrics), a
             :class:`prometheus_client.CollectorRegistry` to register the worker's
             metrics in, or a :class:`echomq.observability.prometheus.WorkerMetrics`.
+        failure_level: the level of a handler failure's one line.
+        tracebacks: attach the traceback to that line (else at DEBUG).
     """
-    return JobObserver(queue, metrics)
+    return JobObserver(queue, metrics, failure_level, tracebacks)

@@ -83,7 +83,9 @@ class Worker:
             self.queue_name = queue_or_name.name
         self._source, self._url = queue_or_name, url
         self._executor = None if executor is None else choose(executor)
-        observer = worker_observer(self.queue_name, metrics)
+        observer = worker_observer(
+            self.queue_name, metrics, self.config.failure_log_level, self.config.log_tracebacks
+        )
         routes = Routes(observer.wrap_handler(handler))
         self._engine = Engine(self.config, routes, self.queue_name, observer)
         #: Set once the worker is connected and serving (for hosts and tests).

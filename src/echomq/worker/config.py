@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 from .. import checks
@@ -40,6 +41,13 @@ class WorkerConfig:
         maintenance_budget: the most jobs the stalled check and promote move per beat.
         repeat_budget: the most repeatables fired per beat.
         error_max_chars: ``last_error`` (error text and traceback) is cut to this.
+        failure_log_level: the level of the one line a handler's failure logs on
+            ``echomq.worker`` (``logging.WARNING`` by default; ``logging.INFO`` or
+            ``logging.DEBUG`` for a queue whose handlers fail by design). Its structured
+            fields: ``queue``, ``job_id``, ``attempt``, ``token``, ``outcome``, ``error``
+            (the exception's type and text) and ``error_type``.
+        log_tracebacks: ``True`` attaches the traceback to that line; by default the
+            traceback is a second record at DEBUG (shown only when DEBUG is on).
     """
 
     concurrency: int = 10
@@ -55,6 +63,8 @@ class WorkerConfig:
     maintenance_budget: int = 100
     repeat_budget: int = 50
     error_max_chars: int = 8000
+    failure_log_level: int = logging.WARNING
+    log_tracebacks: bool = False
 
     def __post_init__(self) -> None:
         # the limits of the verbs each setting feeds (echomq.checks), checked here so
@@ -80,6 +90,13 @@ class WorkerConfig:
         ):
             if getattr(self, name) is not None:
                 _check(name, getattr(self, name), 1, high)
+        level = self.failure_log_level
+        if type(level) is not int or logging.getLevelName(level) == f"Level {level}":
+            raise InvalidArgument(
+                f"failure_log_level must be a logging level (e.g. logging.INFO), got {level!r}"
+            )
+        if not isinstance(self.log_tracebacks, bool):
+            raise InvalidArgument(f"log_tracebacks must be a bool, got {self.log_tracebacks!r}")
         if not isinstance(self.backoff, Backoff):
             raise InvalidArgument(f"backoff must be a Backoff, got {self.backoff!r}")
         if self.beat_ms is not None and self.beat_ms * 2 > self.lease_ms:
