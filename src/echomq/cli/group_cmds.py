@@ -1,12 +1,15 @@
-"""Lane commands: ``emq group list|pause|resume|limit|weight|drain|reassign``."""
+"""Lane commands: ``emq group list|pause|resume|limit|weight|drain|reassign`` and
+``emq reindex`` (the rebuild of the lanes' index)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict
 
 import click
+from rich.progress import Progress, TextColumn
 
 from ..keyspace import check_name
+from ..lanes import MAX_REINDEX_SCAN, REINDEX_SCAN, ReindexResult
 from .app import Env, cli, confirm, pass_env
 from .queue_cmds import print_groups
 
@@ -118,3 +121,44 @@ def reassign(env: Env, queue: str, job_id: str, name: str | None, flat: bool) ->
     env.queue(queue).reassign(job_id, name)
     where = "the flat pending set" if name is None else f"group {name}"
     env.emit({"queue": queue, "id": job_id, "group": name}, f"reassigned {job_id} to {where}")
+
+
+@cli.command()
+@click.argument("queue")
+@click.option("--dry-run", is_flag=True, help="Count what a run would fix; change nothing.")
+@click.option(
+    "--scan",
+    type=click.IntRange(1, MAX_REINDEX_SCAN),
+    default=REINDEX_SCAN,
+    show_default=True,
+    help="Members examined per server call.",
+)
+@click.option("--cursor", help="Resume a run from the cursor it printed.")
+@pass_env
+def reindex(env: Env, queue: str, dry_run: bool, scan: int, cursor: str | None) -> None:
+    """Rebuild the lanes' index of QUEUE (a queue written before echomq kept it):
+    counts and pages of pending then see every lane's jobs. Bounded server calls,
+    idempotent, safe on a live queue."""
+    q = env.queue(queue)
+    progress = Progress(
+        TextColumn(f"reindex {queue}"),
+        TextColumn("{task.fields[examined]} examined"),
+        console=env.err,
+        disable=env.json or dry_run,
+    )
+    with progress:
+        task = progress.add_task(queue, examined=0)
+
+        def report(r: ReindexResult) -> None:
+            progress.update(task, examined=r.examined)
+
+        res = q.reindex(dry_run=dry_run, scan=scan, cursor=cursor, progress=report)
+    doc = {"queue": queue, **asdict(res), "done": res.done}
+    verb = "would add" if dry_run else "added"
+    gone = "would remove" if dry_run else "removed"
+    text = (
+        f"{'dry run: ' if dry_run else ''}{queue} {env.on_server()}: "
+        f"{verb} {res.added} lane jobs to the index, {gone} {res.removed} stale members "
+        f"({res.examined} examined, {res.calls} calls)"
+    )
+    env.emit(doc, text)

@@ -1,4 +1,4 @@
-"""Job-scope commands: ``emq job show|data|progress|log|logs|remove|reprocess``."""
+"""Job-scope commands: ``emq job show|data|progress|log|logs|remove|reprocess|promote|cancel``."""
 
 from __future__ import annotations
 
@@ -178,3 +178,32 @@ def reprocess(env: Env, queue: str, job_id: str) -> None:
     """Move dead job ID back to the backlog (its lane when grouped), error cleared."""
     env.queue(queue).reprocess_job(job_id)
     env.emit({"id": job_id, "reprocessed": True}, f"reprocessed {job_id}")
+
+
+@job.command("promote")
+@click.argument("queue")
+@click.argument("job_id", metavar="ID")
+@pass_env
+def job_promote(env: Env, queue: str, job_id: str) -> None:
+    """Run scheduled job ID of QUEUE now (refused unless it is scheduled)."""
+    env.queue(queue).promote_job(job_id)
+    env.emit({"id": job_id, "promoted": True}, f"promoted {job_id}")
+
+
+@job.command("cancel")
+@click.argument("queue")
+@click.argument("job_id", metavar="ID")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@pass_env
+def job_cancel(env: Env, queue: str, job_id: str, yes: bool) -> None:
+    """Ask the worker running job ID of QUEUE to stop it (refused unless it is active).
+
+    The worker sees the request on its next beat; a handler that stops sends the job
+    dead ("JobCancelled: cancelled by an operator"), one that finishes anyway completes.
+    """
+    q = env.queue(queue)
+    ids.validate(job_id)
+    confirm(env, yes, lambda: f"cancel running job {job_id} of {queue} {env.on_server()}?")
+    asked = q.cancel_job(job_id)
+    text = f"asked the worker to cancel {job_id}" if asked else f"{job_id}: cancel already asked"
+    env.emit({"id": job_id, "requested": asked}, text)

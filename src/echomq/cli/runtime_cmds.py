@@ -1,4 +1,5 @@
-"""Long-running commands: events, worker, server, demo, console."""
+"""The running system: ``emq worker``, ``server``, ``console`` and ``demo``, and what
+runs as it runs: ``emq events`` (the live events) and ``emq workers`` (the registry)."""
 
 from __future__ import annotations
 
@@ -13,15 +14,18 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from types import FrameType
 from typing import Any
 
 import click
+from rich.table import Table
 
 from ..embedded import EmbeddedServer, server_answers
 from ..errors import ServerUnavailable
 from ..events import Event
 from ..observability import cli as obs_cmds
+from ..registry import DEFAULT_WORKERS, MAX_WORKERS
 from . import exits
 from .app import CommandFailed, Env, cli, pass_env
 from .text import clean
@@ -259,3 +263,52 @@ def console(
         read_only=read_only,
         token_file=token_file,
     )
+
+
+def _ago(ms: int) -> str:
+    s = ms / 1000
+    if s < 120:
+        return f"{s:.1f}s"
+    if s < 7200:
+        return f"{s / 60:.0f}m"
+    return f"{s / 3600:.1f}h"
+
+
+@cli.command()
+@click.argument("queue")
+@click.option(
+    "-n",
+    "count",
+    type=click.IntRange(1, MAX_WORKERS),
+    default=DEFAULT_WORKERS,
+    show_default=True,
+    help="How many workers, newest beat first.",
+)
+@pass_env
+def workers(env: Env, queue: str, count: int) -> None:
+    """The live workers of QUEUE: host, pid, jobs in hand, last beat (the registry)."""
+    found = env.queue(queue).workers(count)
+
+    def show() -> None:
+        if not found:
+            env.out.print(f"no live workers for {queue} {env.on_server()}", markup=False)
+            return
+        env.heading(f"workers of {queue} {env.on_server()}")
+        table = Table(
+            "worker", "host", "pid", "jobs", "concurrency", "done", "failed", "up", "last beat"
+        )
+        for w in found:
+            table.add_row(
+                clean(w.id),
+                clean(w.host),
+                str(w.pid),
+                str(w.jobs),
+                str(w.concurrency),
+                str(w.completed),
+                str(w.failed),
+                _ago(max(0, w.beat_ms - w.started_ms)),
+                _ago(w.age_ms) + " ago",
+            )
+        env.out.print(table)
+
+    env.emit({"queue": queue, "workers": [asdict(w) for w in found]}, show)

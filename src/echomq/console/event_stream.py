@@ -1,0 +1,108 @@
+"""The console's event streams: ``GET /api/events`` and ``/api/queues/{q}/events`` as
+server-sent events, capped per client address and in all (a refused stream answers
+429 or 503 and the page polls instead)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from ..errors import EchoMQError
+from ..views import to_json
+from .handlers import MAX_STREAMS, Console
+from .safety import Denied, Safety
+from .web import error_reply
+
+#: Seconds between two beats on an event stream (the page's live dot reads them).
+BEAT_S = 1.0
+
+
+class EventStreams:
+    """The event-stream endpoint of one console and the streams it holds open.
+
+    Args:
+        per_client: event streams one client address may hold at once.
+    """
+
+    def __init__(self, console: Console, safety: Safety, per_client: int) -> None:
+        self.console, self.safety, self.per_client = console, safety, per_client
+        #: Streams open now, by client address.
+        self.streams: Counter[str] = Counter()
+
+    async def events(self, request: Request) -> Response:
+        """Open a stream of the queue's events (every queue's without one), or refuse."""
+        name = request.path_params.get("queue")
+        peer = request.client.host if request.client is not None else "?"
+        try:
+            self.safety.check_read(request)
+            if name is not None:
+                self.console.queue(name)  # gate the name before the stream starts
+            if self.streams[peer] >= self.per_client:
+                raise Denied(
+                    429,
+                    "unavailable",
+                    "streams",
+                    f"this client has {self.per_client} event streams open; poll instead",
+                )
+            if sum(self.streams.values()) >= MAX_STREAMS:
+                raise Denied(503, "unavailable", "streams", "too many event streams; poll instead")
+        except (EchoMQError, Denied) as exc:
+            return error_reply(exc)
+        return StreamingResponse(
+            _sse(self.console, name, self.streams, peer),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+        )
+
+
+def _release(streams: Counter[str], peer: str) -> None:
+    streams[peer] -= 1
+    if streams[peer] <= 0:
+        del streams[peer]
+
+
+async def _sse(
+    console: Console, queue: str | None, streams: Counter[str], peer: str
+) -> AsyncIterator[str]:
+    """Server-sent events: one ``data:`` line per event, ``: ping`` once subscribed,
+    and an ``event: beat`` every ``BEAT_S`` with the server's health, so the page's
+    live dot tells the truth within two beats. A relay that fails (the server went
+    away) ends the stream after a last beat; the browser reconnects on its own."""
+    # counted from the generator's first step, so a stream never started never leaks
+    streams[peer] += 1
+    relay = console.events(queue)
+    box: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(maxsize=1024)
+
+    async def pump() -> None:
+        async for item in relay:
+            await box.put(item)
+
+    task = asyncio.create_task(pump())
+    try:
+        yield "retry: 2000\n\n"
+        while True:
+            try:
+                item = await asyncio.wait_for(box.get(), BEAT_S)
+            except asyncio.TimeoutError:
+                beat = await console.health()
+                yield "event: beat\ndata: " + to_json(beat) + "\n\n"
+                if task.done():
+                    return
+                continue
+            if item is None:
+                yield ": ping\n\n"
+            else:
+                yield "data: " + to_json(item) + "\n\n"
+    finally:
+        _release(streams, peer)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        with contextlib.suppress(Exception):
+            await relay.aclose()

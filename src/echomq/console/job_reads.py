@@ -1,0 +1,88 @@
+"""The console's reads of jobs: a page of one state, a bounded search step, one job."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from ..errors import JobGone
+from ..views import SEARCH_BUDGET, SEARCH_FIELDS
+from .body import Reply
+from .core import ConsoleCore
+
+
+class JobReads(ConsoleCore):
+    """Reads of jobs (bounded: see :mod:`echomq.views`)."""
+
+    async def list_jobs(
+        self, queue: str, state: str, n: int = 20, offset: int = 0, group: str | None = None
+    ) -> Reply:
+        """A page of jobs in ``state`` in the operator's order (see :mod:`echomq.views`).
+
+        Pending is in run order, scheduled soonest first, active and dead newest
+        first; ``group`` pages that group's lane (pending only).
+
+        Returns:
+            ``{"state", "group", "order", "n", "offset", "total", "now_ms", "jobs"}``.
+
+        Raises:
+            InvalidArgument: unknown state or a bad page; InvalidName: a bad group.
+        """
+        return asdict(await self.queue(queue).job_page(state, n, offset, group))
+
+    async def find_jobs(
+        self,
+        queue: str,
+        state: str,
+        text: str,
+        fields: list[str] | None = None,
+        n: int = 20,
+        cursor: int = 0,
+        budget: int = SEARCH_BUDGET,
+        group: str | None = None,
+        since_ms: int | None = None,
+        until_ms: int | None = None,
+    ) -> Reply:
+        """One bounded search step in ``state`` (at most ``budget`` jobs examined);
+        ``since_ms``/``until_ms`` keep jobs created in that range (``text`` may then be
+        empty).
+
+        Returns:
+            ``{"state", "text", "fields", "scanned", "cursor", "now_ms", "jobs"}``;
+            ``cursor`` is where the next step starts, ``None`` at the end.
+        """
+        found = await self.queue(queue).find_jobs(
+            state,
+            text,
+            fields=fields or SEARCH_FIELDS,
+            n=n,
+            cursor=cursor,
+            budget=budget,
+            group=group,
+            since_ms=since_ms,
+            until_ms=until_ms,
+        )
+        return asdict(found)
+
+    async def job_detail(self, queue: str, job_id: str) -> Reply:
+        """One job: its row (``data`` = the parsed payload), newest logs (with
+        ``log_times``: the server ms each line was written, aligned with ``logs``;
+        ``null`` for a line older than log times), lock and score.
+
+        Raises:
+            InvalidJobId: a malformed id (before any I/O).
+            JobGone: no such job.
+        """
+        view = await self.queue(queue).job_view(job_id)
+        if view is None:
+            raise JobGone(f"job {job_id} is gone", job_id=job_id)
+        return {
+            "job": view.row,
+            "logs": view.logs,
+            "log_times": view.log_times,
+            "log_count": view.log_count,
+            "locked": view.locked,
+            "score": view.score,
+            "now_ms": view.now_ms,
+            "errors": [asdict(e) for e in view.errors],
+            "result": view.result,
+        }

@@ -1,0 +1,46 @@
+"""The console's bounds and defaults: budgets, pages, pools, streams, timeouts.
+
+One place for the numbers the handlers and the HTTP adapter share, so a limit is
+read (and changed) where it is written down.
+"""
+
+from __future__ import annotations
+
+#: Obliterate: the default and the largest budget (jobs per server call) per request.
+OBLITERATE_BUDGET = 1000
+MAX_OBLITERATE_BUDGET = 10000
+#: The throughput chart's default and longest window, in minutes (buckets live a day).
+METRIC_MINUTES = 60
+MAX_METRIC_MINUTES = 1440
+#: Seconds an event relay waits for a message before it yields a heartbeat.
+HEARTBEAT_S = 10.0
+#: Event streams open at once: each holds one server connection for its life.
+MAX_STREAMS = 64
+#: Event streams one client address may hold at once (a page holds one per tab);
+#: past it the stream is refused with 429 and the page polls instead.
+STREAMS_PER_CLIENT = 8
+#: Server connections in all: the streams plus room for requests. A request waits
+#: (up to ``POOL_WAIT_S``) for a free one rather than failing.
+POOL_SIZE = MAX_STREAMS + 64
+POOL_WAIT_S = 10.0
+#: Queues whose counts the queue list reads at once.
+SUMMARY_CONCURRENCY = 16
+#: Queues kept in the facade cache (a queue is cheap to rebuild; the cap bounds memory).
+QUEUE_CACHE = 256
+#: Groups per page of the groups table.
+GROUPS_PAGE = 50
+#: Seconds a health answer (one PING) is reused by every stream and request.
+HEALTH_TTL_S = 0.5
+#: Seconds a health PING may take before the server counts as down.
+HEALTH_TIMEOUT_S = 1.0
+#: Audit entries one read answers at most.
+MAX_AUDIT = 500
+#: Server calls one bulk request makes at most; the page calls again with the cursor,
+#: which is how it draws a progress bar (and no request holds a worker for long).
+BULK_CALLS = 8
+#: The actor journaled when no request set one.
+DEFAULT_ACTOR = "console"
+#: Queues one "which queue holds this job" lookup checks at most.
+MAX_LOOKUP = 1000
+#: Discovery chunks one lookup may advance (until a full pass is done).
+LOOKUP_CHUNKS = 10

@@ -1,0 +1,105 @@
+"""The console's read routes: ``GET`` endpoints over the handlers' reads (queues, one
+queue, jobs and search, one job, groups, repeatables, throughput, workers, audit,
+health, which queue holds a job). Each answers only a request that may read."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+
+from ..views import SEARCH_BUDGET
+from .handlers import GROUPS_PAGE, Console
+from .safety import Safety
+from .web import Endpoint, json_endpoint, param, query_int, query_text
+
+
+def reading(safety: Safety, fn: Callable[[Request], Awaitable[dict[str, Any]]]) -> Endpoint:
+    """A read: refused without the token (when one is set), else ``fn``'s dict as JSON."""
+
+    async def guarded(request: Request) -> dict[str, Any]:
+        safety.check_read(request)
+        return await fn(request)
+
+    return json_endpoint(guarded)
+
+
+class ReadRoutes:
+    """The read endpoints of one console (wrap each with :func:`reading`)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    async def health(self, request: Request) -> dict[str, Any]:
+        """``GET /api/health``: whether the server answers."""
+        return await self.console.health()
+
+    async def queues(self, request: Request) -> dict[str, Any]:
+        """``GET /api/queues``: every queue found so far with its counts."""
+        return await self.console.list_queues()
+
+    async def queue(self, request: Request) -> dict[str, Any]:
+        """``GET /api/queues/{q}``: one queue's summary."""
+        return await self.console.queue_summary(param(request, "queue"))
+
+    async def jobs(self, request: Request) -> dict[str, Any]:
+        """``GET /api/queues/{q}/jobs``: a page of one state, or a search step (``q``,
+        ``since``, ``until``)."""
+        state = request.query_params.get("state", "pending")
+        n = query_int(request, "n", 20)
+        group = query_text(request, "group")
+        text = query_text(request, "q")
+        since = query_text(request, "since")
+        until = query_text(request, "until")
+        if text is None and (since is not None or until is not None):
+            text = ""  # a search by time alone
+        if text is None:
+            offset = query_int(request, "offset", 0)
+            return await self.console.list_jobs(param(request, "queue"), state, n, offset, group)
+        fields = request.query_params.getlist("field") or None
+        return await self.console.find_jobs(
+            param(request, "queue"),
+            state,
+            text,
+            fields,
+            n=n,
+            cursor=query_int(request, "cursor", 0),
+            budget=query_int(request, "budget", SEARCH_BUDGET),
+            group=group,
+            since_ms=None if since is None else query_int(request, "since", 0),
+            until_ms=None if until is None else query_int(request, "until", 0),
+        )
+
+    async def job(self, request: Request) -> dict[str, Any]:
+        """``GET /api/queues/{q}/jobs/{id}``: one job."""
+        return await self.console.job_detail(param(request, "queue"), param(request, "job"))
+
+    async def groups(self, request: Request) -> dict[str, Any]:
+        """``GET /api/queues/{q}/groups``: a page of the queue's groups."""
+        cursor = request.query_params.get("cursor") or "0"
+        n = query_int(request, "n", GROUPS_PAGE)
+        return await self.console.list_groups(param(request, "queue"), cursor, n)
+
+    async def repeats(self, request: Request) -> dict[str, Any]:
+        """``GET /api/queues/{q}/repeats``: the queue's repeatables."""
+        return await self.console.repeats(param(request, "queue"))
+
+    async def metrics(self, request: Request) -> dict[str, Any]:
+        """``GET /api/queues/{q}/metrics``: throughput per minute."""
+        minutes = query_int(request, "minutes", 60)
+        return await self.console.metrics(param(request, "queue"), minutes)
+
+    async def workers(self, request: Request) -> dict[str, Any]:
+        """``GET /api/queues/{q}/workers``: the live workers."""
+        n = query_int(request, "n", 100)
+        return await self.console.workers(param(request, "queue"), n)
+
+    async def audit(self, request: Request) -> dict[str, Any]:
+        """``GET /api/queues/{q}/audit``: the audit journal, newest first."""
+        n = query_int(request, "n", 50)
+        return await self.console.audit(param(request, "queue"), n)
+
+    async def locate(self, request: Request) -> dict[str, Any]:
+        """``GET /api/jobs/{id}``: which queue holds the job."""
+        return await self.console.locate_job(param(request, "job"))

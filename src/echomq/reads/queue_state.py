@@ -1,0 +1,142 @@
+"""Reads of a queue as a whole: its counts and pause, the server's clock, its latency,
+whether it exists, its groups, and its throughput (the whole record, or a window)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .. import checks, ids
+from ..context import Context, as_str
+from ..lanes import GroupInfo
+from ..results import Counts
+from ..scripts import Batch, Cmd, Eval, Plan, script
+from . import decode
+from .limits import MAX_GROUPS_PAGE, MAX_MINUTES, PRESENCE_KEYS
+from .view_types import GroupsPage, Series, Throughput
+
+
+def counts(ctx: Context) -> Plan[Counts]:
+    """Jobs in every state (lanes counted in pending), the settled totals and the pause,
+    in one script call.
+
+    Returns:
+        A :class:`~echomq.results.Counts`.
+    """
+    r = yield Eval(script("counts"), (ctx.keys.base,))
+    pending, active, scheduled, dead, completed, failed, paused, kept = (int(v) for v in r)
+    return Counts(pending, active, scheduled, dead, completed, failed, bool(paused), kept)
+
+
+def is_paused(ctx: Context) -> Plan[bool]:
+    """Whether the queue's claim gate is closed."""
+    return bool(int((yield Cmd(("HEXISTS", ctx.keys.meta, "paused")))))
+
+
+def metrics(ctx: Context) -> Plan[dict[str, dict[str, int]]]:
+    """The throughput record: totals and per-minute buckets.
+
+    Returns:
+        ``{"completed": {...}, "failed": {...}}``, each ``{"count": n, "<minute>": n}``
+        where ``<minute>`` is milliseconds since the epoch // 60000.
+    """
+    done, failed = yield Batch(
+        (
+            Cmd(("HGETALL", ctx.keys.metrics_completed)),
+            Cmd(("HGETALL", ctx.keys.metrics_failed)),
+        )
+    )
+    return {
+        "completed": {k: int(v) for k, v in done.items()},
+        "failed": {k: int(v) for k, v in failed.items()},
+    }
+
+
+def server_time(ctx: Context) -> Plan[int]:
+    """The server's clock in ms since the epoch (``TIME``)."""
+    return decode.time_ms((yield Cmd(("TIME",))))
+
+
+def latency(ctx: Context) -> Plan[int | None]:
+    """The queue's latency: how long the job at the head of the backlog has waited.
+
+    The head of the flat pending set and the head of the lanes' index (the next job
+    each side would serve) are read, and the older one's age is its creation time
+    (read from its id) to the server's clock now: a job that waited in the schedule
+    first counts that wait too. Three commands, each ``O(log N)``.
+
+    Returns:
+        The age in ms, or ``None`` when nothing is pending.
+    """
+    now, flat, laned = yield Batch(
+        (
+            Cmd(("TIME",)),
+            Cmd(("ZRANGE", ctx.keys.pending, 0, 0)),
+            Cmd(("ZRANGE", ctx.keys.gindex, 0, 0)),
+        )
+    )
+    heads = [as_str(x) for x in (*flat, *laned)]
+    if not heads:
+        return None
+    oldest = min(ids.minted_at_ms(h) for h in heads)
+    return max(0, decode.time_ms(now) - oldest)
+
+
+def queue_exists(ctx: Context) -> Plan[bool]:
+    """Whether the queue has any of its sets, registries, metrics or settings.
+
+    One ``EXISTS`` over a fixed list of the queue's keys (one slot): a mistyped name
+    answers ``False``.
+    """
+    keys = tuple(ctx.keys.base + suffix for suffix in PRESENCE_KEYS)
+    return bool(int((yield Cmd(("EXISTS", *keys)))))
+
+
+def groups_page(ctx: Context, cursor: str = "0", n: int = 50) -> Plan[GroupsPage]:
+    """One page of the queue's groups (about ``n``; a server call reads one page).
+
+    Args:
+        cursor: ``"0"`` for the first page, else the cursor a page returned.
+
+    Returns:
+        The groups of this page, sorted by name, and the next cursor (``"0"`` at
+        the end). Groups come in the set's order, not by name across pages.
+    """
+    n = checks.integer(n, "n", 1, MAX_GROUPS_PAGE)
+    cursor = checks.scan_cursor(cursor)
+    r = yield Eval(script("groups"), (ctx.keys.base,), (cursor, str(n)))
+    found: dict[str, GroupInfo] = {}
+    for i in range(1, len(r), 6):
+        lim = as_str(r[i + 3])
+        info = GroupInfo(
+            name=as_str(r[i]),
+            depth=int(r[i + 1]),
+            in_flight=int(r[i + 2]),
+            limit=int(lim) if lim else None,
+            weight=int(r[i + 4]),
+            paused=bool(int(r[i + 5])),
+        )
+        found[info.name] = info
+    return GroupsPage([found[k] for k in sorted(found)], as_str(r[0]))
+
+
+def throughput(ctx: Context, minutes: int = 60) -> Plan[Throughput]:
+    """Completed and failed per minute over the last ``minutes`` (server clock).
+
+    Reads only the totals and the window's buckets (``HMGET``), never the whole record.
+    """
+    minutes = checks.integer(minutes, "minutes", 1, MAX_MINUTES)
+    end = decode.time_ms((yield Cmd(("TIME",)))) // 60000
+    fields = ["count", *(str(m) for m in range(end - minutes + 1, end + 1))]
+    done, failed = yield Batch(
+        (
+            Cmd(("HMGET", ctx.keys.metrics_completed, *fields)),
+            Cmd(("HMGET", ctx.keys.metrics_failed, *fields)),
+        )
+    )
+
+    def series(raw: Sequence[Any]) -> Series:
+        values = [decode.int_or_zero(v) for v in raw]
+        return Series(values[0], values[1:])
+
+    return Throughput(minutes, end, series(done), series(failed))

@@ -1,0 +1,126 @@
+"""What the operator's views answer: a job as a list shows it, a page, a search step,
+one job for a detail page, a page of groups, a throughput record."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from ..lanes import GroupInfo
+from ..results import ErrorRecord
+from .limits import Order
+
+
+@dataclass(frozen=True)
+class JobLine:
+    """One job as a list shows it.
+
+    Attributes:
+        id: the job id.
+        state: ``pending``, ``active``, ``scheduled``, ``dead`` or ``completed``.
+        score: the set's score: priority (pending), lease deadline (active), due
+            time (scheduled), time of death (dead), finish time (completed, a job
+            kept as history), in ms where it is a time.
+    """
+
+    id: str
+    state: str
+    name: str | None
+    group: str | None
+    priority: int
+    attempts: int
+    failures: int
+    progress: str | None
+    last_error: str | None
+    score: int | None
+
+
+@dataclass(frozen=True)
+class JobPage:
+    """A page of one state (or one lane), in the state's order."""
+
+    state: str
+    group: str | None
+    order: Order
+    n: int
+    offset: int
+    total: int
+    now_ms: int
+    jobs: list[JobLine]
+
+
+@dataclass(frozen=True)
+class Found:
+    """One bounded search step.
+
+    Attributes:
+        scanned: jobs examined by this call.
+        cursor: where the next call goes on (a rank in the state's order), or
+            ``None`` when the state was examined to its end.
+    """
+
+    state: str
+    group: str | None
+    text: str
+    fields: list[str]
+    scanned: int
+    cursor: int | None
+    now_ms: int
+    jobs: list[JobLine]
+
+
+@dataclass(frozen=True)
+class JobView:
+    """One job with what a detail page shows.
+
+    Attributes:
+        row: every row field as text, plus ``id`` and ``data`` (the payload decoded).
+        logs: the newest ``LOG_TAIL`` log lines, oldest first.
+        log_count: how many lines the job has in all.
+        locked: a worker holds the job (a lock key or a ``lock`` field).
+        score: the job's score in its state's set (see :class:`JobLine`); for a kept
+            completed job its finish time.
+        now_ms: the server's clock.
+        errors: a kept job's error history, oldest first (``[]`` when none is kept).
+        result: a kept completed job's result, decoded (``None`` when there is none).
+        log_times: the server time (ms) each of ``logs`` was written, aligned with it;
+            ``None`` for a line written before echomq kept log times.
+    """
+
+    row: dict[str, Any]
+    logs: list[str]
+    log_count: int
+    locked: bool
+    score: int | None
+    now_ms: int
+    errors: list[ErrorRecord] = dataclasses.field(default_factory=list)
+    result: Any = None
+    log_times: list[int | None] = dataclasses.field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class GroupsPage:
+    """One page of the queue's groups; ``cursor`` is ``"0"`` after the last page."""
+
+    groups: list[GroupInfo]
+    cursor: str
+
+
+@dataclass(frozen=True)
+class Series:
+    """A throughput record: the total and one count per minute, oldest first."""
+
+    total: int
+    series: list[int]
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Completed and failed per minute over ``minutes`` ending at ``end_minute``
+    (a minute is ms since the epoch // 60000, server clock)."""
+
+    minutes: int
+    end_minute: int
+    completed: Series
+    failed: Series
