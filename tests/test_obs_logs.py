@@ -156,6 +156,7 @@ def test_emq_worker_logs_json_and_serves_its_metrics(
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([*sys.path, str(tmp_path)])}
     cmd = [sys.executable, "-m", "echomq.cli", "--url", server.url, "worker", "obs_handler:handle"]
     cmd += ["--queue", q.name, "--log-format", "json", "--metrics-port", str(port)]
+    cmd += ["--failure-level", "error", "--log-tracebacks"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
     try:
         wait_until(lambda: q.counts().dead == 1 and q.counts().completed == 1, timeout=30)
@@ -181,7 +182,8 @@ def test_emq_worker_logs_json_and_serves_its_metrics(
     failed = [r for r in records if r.get("outcome") == "failed"]
     assert len(failed) == 1 and failed[0]["queue"] == q.name and failed[0]["attempt"] == 1
     assert failed[0]["job_id"].startswith("JOB") and "planned" in failed[0]["error"]
-    assert "exc" not in failed[0]  # one line: the traceback only at DEBUG
+    # --failure-level error --log-tracebacks: the line at ERROR, its traceback on it
+    assert failed[0]["level"] == "error" and "planned" in failed[0]["exc"]
 
 
 def test_the_console_serves_metrics(server: EmbeddedServer, q: Queue) -> None:

@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import importlib
 import json
+import logging
 import os
 import signal
 import sys
@@ -132,24 +133,48 @@ def load_handler(spec: str) -> Callable[..., Any]:
 @click.option("--queue", "queue_name", required=True, help="The queue to work.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=10, show_default=True)
 @click.option("--lease-ms", type=click.IntRange(min=1), default=30000, show_default=True)
+@click.option(
+    "--failure-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="warning",
+    show_default=True,
+    help="The level of the one line a handler's failure logs.",
+)
+@click.option(
+    "--log-tracebacks",
+    is_flag=True,
+    help="Attach the traceback to a failure's line (by default: a DEBUG record).",
+)
 @obs_cmds.worker_options
 @pass_env
 def worker(
-    env: Env, handler_spec: str, queue_name: str, concurrency: int, lease_ms: int, **obs: Any
+    env: Env,
+    handler_spec: str,
+    queue_name: str,
+    concurrency: int,
+    lease_ms: int,
+    failure_level: str,
+    log_tracebacks: bool,
+    **obs: Any,
 ) -> None:
     """Run a worker on QUEUE with the handler MODULE:FUNCTION until SIGINT/SIGTERM."""
-    from ..worker import Worker
+    from ..worker import Worker, WorkerConfig
 
     env.queue(queue_name)  # gate the name before anything else
     handler = load_handler(handler_spec)
     _require_server(env)
     metrics = obs_cmds.worker_observability(**obs)
+    config = WorkerConfig(
+        failure_log_level=logging.getLevelName(failure_level.upper()),
+        log_tracebacks=log_tracebacks,
+    )
     w = Worker(
         queue_name,
         handler,
         url=env.server_url,
         concurrency=concurrency,
         lease_ms=lease_ms,
+        config=config,
         metrics=metrics,
         executor=env.executor,
     )
