@@ -96,24 +96,73 @@ def test_a_killed_kept_connection_is_resent_for_an_idempotent_verb(
     assert r.zcard(q.keys.pending) == 2
 
 
-def test_a_lost_reply_of_remove_is_never_resent(
+def test_a_lost_reply_of_add_log_is_never_resent(
     pq: Queue, proxy: FaultProxy, r: redis.Redis
 ) -> None:
     jid = pq.enqueue({"e": 5})
     with pytest.raises(JobGone):  # a pooled connection made (its handshake is not dropped)
-        pq.remove_job(new_id())
+        pq.add_log(new_id(), "x")
     before = calls(r)
     proxy.drop_replies(1)
     with pytest.raises(OutcomeUnknown) as err:
-        pq.remove_job(jid)
-    assert err.value.job_id == jid and err.value.verb == "remove_job"
+        pq.add_log(jid, "once")
+    assert err.value.job_id == jid and err.value.verb == "add_log"
     assert isinstance(err.value, ServerUnavailable)
     # the one write ran once; nothing was sent again
     assert calls(r) - before == 1 and proxy.replies_dropped == 1
-    assert r.exists(pq.keys.job(jid)) == 0
-    assert r.zcard(pq.keys.pending) == 0
-    with pytest.raises(JobGone):  # the caller looks, then knows
+    assert r.lrange(pq.keys.logs(jid), 0, -1) == ["once"]
+
+
+def test_a_lost_reply_of_remove_is_resent_and_answered_by_its_request_id(
+    pq: Queue, proxy: FaultProxy, r: redis.Redis
+) -> None:
+    jid = pq.enqueue({"e": 5})
+    with pytest.raises(JobGone):  # warm: the connection, the fence, the script loaded
+        pq.remove_job(new_id())
+    before = calls(r)
+    proxy.drop_replies(1)
+    assert pq.remove_job(jid) is None  # the re-send answers the first run's 1
+    assert calls(r) - before == 2 and proxy.replies_dropped == 1
+    assert r.exists(pq.keys.job(jid)) == 0 and r.zcard(pq.keys.pending) == 0
+    assert r.zscore(pq.keys.settled, jid) is not None
+    # one act, one entry: the entry carries the request id the re-send was answered by
+    assert [e.verb for e in pq.audit(10)] == ["remove_job"]
+    (entry,) = r.xrange(pq.keys.audit)
+    assert len(entry[1]["req"]) == 16
+    with pytest.raises(JobGone):  # a second call is a second act: the job is gone
         pq.remove_job(jid)
+
+
+def test_a_lost_reply_of_a_bulk_remove_step_is_resent_and_counts_once(
+    pq: Queue, proxy: FaultProxy, r: redis.Redis
+) -> None:
+    ids = [pq.enqueue({"i": i}, name="x") for i in range(3)]
+    assert pq.remove_jobs("pending", name="nomatch").matched == 0  # warm: script loaded
+    proxy.drop_replies(1)
+    result = pq.remove_jobs("pending", name="x")
+    assert proxy.replies_dropped == 1
+    assert (result.matched, result.cursor) == (3, None)
+    assert r.zcard(pq.keys.pending) == 0 and not any(r.exists(pq.keys.job(j)) for j in ids)
+    assert [(e.verb, e.count) for e in pq.audit(10)] == [("remove_jobs", 3)]
+    (entry,) = r.xrange(pq.keys.audit)
+    assert entry[1]["reply"] == "3 3 0 1 0"  # removed, examined, next offset, done, locked
+
+
+def test_a_lost_reply_of_a_clean_step_is_resent_and_counts_once(
+    pq: Queue, proxy: FaultProxy, r: redis.Redis
+) -> None:
+    for i in range(2):
+        c = pq.enqueue({"i": i}, max_attempts=1)
+        job = pq.claim()
+        assert job is not None and job.id == c
+        pq.retry(c, job.token, "boom")
+    assert r.zcard(pq.keys.dead) == 2
+    assert pq.clean(86_400_000, "dead").matched == 0  # warm: the script loaded
+    proxy.drop_replies(1)
+    result = pq.clean(0, "dead")
+    assert proxy.replies_dropped == 1 and result.matched == 2
+    assert r.zcard(pq.keys.dead) == 0
+    assert [(e.verb, e.count) for e in pq.audit(10)] == [("clean", 2)]
 
 
 def test_a_lost_reply_of_enqueue_is_resent_and_lands_once(
@@ -262,20 +311,20 @@ async def test_async_verbs_travel_on_the_kept_connection(aq: AsyncQueue, r: redi
     assert r.hget(aq.keys.job(jid), "state") == "active"
 
 
-async def test_async_lost_reply_of_remove_is_outcome_unknown(
+async def test_async_lost_reply_of_add_log_is_outcome_unknown(
     proxy: FaultProxy, qname: str, r: redis.Redis
 ) -> None:
     aq = AsyncQueue(qname, url=proxy.url)
     jid = await aq.enqueue({"l": 12})
     with pytest.raises(JobGone):  # a pooled connection made (its handshake is not dropped)
-        await aq.remove_job(new_id())
+        await aq.add_log(new_id(), "x")
     before = calls(r)
     proxy.drop_replies(1)
     with pytest.raises(OutcomeUnknown) as err:
-        await aq.remove_job(jid)
+        await aq.add_log(jid, "once")
     assert err.value.job_id == jid
     assert calls(r) - before == 1
-    assert r.exists(aq.keys.job(jid)) == 0
+    assert r.lrange(aq.keys.logs(jid), 0, -1) == ["once"]
     await aq.aclose()
 
 

@@ -26,6 +26,7 @@ from typing import Any
 from . import checks, ids
 from .context import Context, as_str
 from .errors import InvalidArgument, JobLocked
+from .journal import request_id
 from .keyspace import check_name
 from .scripts import Cmd, Eval, Plan, script
 
@@ -320,8 +321,8 @@ def remove_jobs(
 
     def one(lane: str) -> Callable[[int], Eval]:
         def step(o: int) -> Eval:
-            argv = (state, lane, str(o), str(scan), dry, *f.argv(), ctx.actor)
-            return Eval(script("bulk_remove"), base, argv)
+            argv = (state, lane, str(o), str(scan), dry, *f.argv(), ctx.actor, request_id())
+            return Eval(script("bulk_remove"), base, argv, again=(*argv, "1"))
 
         return step
 
@@ -437,11 +438,8 @@ def clean(
     res = BulkResult("clean", dry_run=dry_run)
     dry = "1" if dry_run else ""
     while True:
-        n, more = yield Eval(
-            script("bulk_clean"),
-            (ctx.keys.base,),
-            (str(older_than_ms), str(budget), dry, ctx.actor, state),
-        )
+        argv = (str(older_than_ms), str(budget), dry, ctx.actor, state, request_id())
+        n, more = yield Eval(script("bulk_clean"), (ctx.keys.base,), argv, again=(*argv, "1"))
         res = replace(res, matched=res.matched + int(n), calls=res.calls + 1, cursor=None)
         _report(progress, res)
         if not int(more):

@@ -171,7 +171,9 @@ def remove_job(ctx: Context, job_id: str, dedup_id: str | None = None) -> Plan[N
     keys = _row(ctx, job_id)
     if dedup_id is not None:
         ctx.keys.dedup(checks.dedup(dedup_id))
-    yield Eval(script("remove_job"), keys, (job_id, dedup_id or "", ctx.actor), job=job_id)
+    # a request id: a re-send after a lost reply answers the first run's 1 (lib/requests)
+    argv = (job_id, dedup_id or "", ctx.actor, journal.request_id())
+    yield Eval(script("remove_job"), keys, argv, job=job_id, again=(*argv, "1"))
 
 
 def reprocess_job(ctx: Context, job_id: str) -> Plan[None]:

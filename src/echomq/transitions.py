@@ -52,6 +52,7 @@ def _t(
 _ONE_MORE_SWEEP = "bounded sweep: a repeat is one more sweep"
 _FLAG = "sets or clears a flag: a repeat finds it so"
 _READ = "a read"
+_REQUEST = "its request id answers a repeat with the first run's reply (lib/requests)"
 _BULK = (
     "a bulk step: a repeat would walk from a cursor the first call moved past and count "
     "(or delete) again"
@@ -130,7 +131,7 @@ TRANSITIONS: dict[str, Transition] = {
             "replaces a value with the same value (its event is published again)",
         ),
         _t("add_log", False, "a repeat would append the line twice"),
-        _t("remove_job", False, "a repeat answers gone for a removal that happened", journals=True),
+        _t("remove_job", True, _REQUEST, journals=True),
         _t(
             "reprocess_job",
             False,
@@ -149,9 +150,9 @@ TRANSITIONS: dict[str, Transition] = {
         _t("promote_job", False, "a repeat answers not_scheduled", journals=True),
         # ---- bulk verbs by filter
         _t("bulk_reprocess", False, _BULK, journals=True),
-        _t("bulk_remove", False, _BULK, journals=True),
+        _t("bulk_remove", True, _REQUEST, journals=True),
         _t("bulk_promote", False, _BULK, journals=True),
-        _t("bulk_clean", False, _BULK, journals=True),
+        _t("bulk_clean", True, _REQUEST, journals=True),
         # ---- lanes
         _t("pause_group", True, _FLAG, journals=True),
         _t("resume_group", True, _FLAG, journals=True),

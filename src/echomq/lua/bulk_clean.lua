@@ -9,6 +9,9 @@
 -- ARGV[4]  actor (optional; '' = none), written to the audit journal
 -- ARGV[5]  the set: 'completed' (the jobs kept as history; score = finish time) or
 --          'dead' ('' or omitted = dead)
+-- ARGV[6]  rid, the step's request id ('' or omitted = none), kept in its audit entry
+--          with the reply; ARGV[7] '1' on a re-send after a lost reply: a re-send whose
+--          first run journaled answers that reply and writes nothing
 -- Reply:   {deleted (or, on a dry run, how many qualify), more (1: call again)}
 -- Refusals: none.
 -- Writes:  (not on a dry run) the oldest qualifying dead jobs: ZREM dead, row, logs and
@@ -22,6 +25,11 @@ local B = KEYS[1]
 --! include common
 --! include audit
 --! include bulk
+local rid = ARGV[6] or ''
+if ARGV[7] == '1' then
+  local first = journaled(rid)
+  if first then return text_ints(first.reply) end
+end
 local which = ARGV[5] == 'completed' and 'completed' or 'dead'
 local dead = which == 'completed' and B .. COMPLETED or B .. DEAD
 local now = now_ms()
@@ -52,6 +60,6 @@ if #fresh > 0 then tombstones(fresh, now) end
 local more = (#found >= scan or #ids < #found) and 1 or 0
 if #ids > 0 then
   audit('clean', cjson.encode({state = which, older_than_ms = tonumber(ARGV[1])}),
-    more == 1 and 'more' or 'done', #ids, ARGV[4])
+    more == 1 and 'more' or 'done', #ids, ARGV[4], rid, ints_text({#ids, more}))
 end
 return {#ids, more}

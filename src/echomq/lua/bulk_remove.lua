@@ -9,6 +9,10 @@
 -- ARGV[5]  '1' for a dry run (count, write nothing), else ''
 -- ARGV[6..10]  the filter: name, group, error substring, lowest id, highest id
 -- ARGV[11] actor (optional; '' = none), written to the audit journal
+-- ARGV[12] rid, the step's request id ('' or omitted = none), kept in its audit entry
+--          with the reply; ARGV[13] '1' on a re-send after a lost reply: a re-send whose
+--          first run journaled answers that reply and writes nothing (a first run that
+--          removed nothing journaled nothing, and its re-send is that step again)
 -- Reply:   {matched (removed, or would be), examined, next offset, done, locked (matching
 --          jobs skipped because a worker holds them: a `lock` field or a :lock key)}
 -- Refusals: EMQLOCK for state active (every active job is held by a worker); EMQARG
@@ -23,6 +27,11 @@ local B = KEYS[1]
 --! include common
 --! include audit
 --! include bulk
+local rid = ARGV[12] or ''
+if ARGV[13] == '1' then
+  local first = journaled(rid)
+  if first then return text_ints(first.reply) end
+end
 local sets = {pending = PENDING, scheduled = SCHEDULE, dead = DEAD, completed = COMPLETED}
 if ARGV[1] == 'active' then
   return redis.error_reply('EMQLOCK active jobs are held by their workers')
@@ -61,8 +70,9 @@ if not dry and n > 0 then
   tombstones(gone, now_ms())
 end
 local done = (seen == #ids and #ids < scan) and 1 or 0
+local reply = {n, seen, dry and off + seen or off + seen - n, done, locked}
 if not dry and n > 0 then
   audit('remove_jobs', filter_json(f, {state = ARGV[1], lane = lane}),
-    done == 1 and 'done' or 'more', n, ARGV[11])
+    done == 1 and 'done' or 'more', n, ARGV[11], rid, ints_text(reply))
 end
-return {n, seen, dry and off + seen or off + seen - n, done, locked}
+return reply

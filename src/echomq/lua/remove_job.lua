@@ -3,6 +3,9 @@
 -- KEYS[1]  the queue base emq:{q}:;  KEYS[2] the row emq:{q}:job:<id>
 -- ARGV[1]  job id;  ARGV[2] a dedup id to release when it names this job ('' = none)
 -- ARGV[3]  actor (optional; '' = none), written to the audit journal
+-- ARGV[4]  rid, the call's request id ('' or omitted = none), kept in its audit entry;
+--          ARGV[5] '1' when the call is a re-send after a lost reply (the transport
+--          sets it): a re-send whose first run journaled answers 1 and writes nothing
 -- Reply:   1
 -- Refusals: -1 no row (gone); EMQLOCK a :lock key or a lock field is present.
 --          Both before any write.
@@ -17,7 +20,8 @@ local B = KEYS[1]
 --! include keys
 --! include common
 --! include audit
-local id, jk = ARGV[1], KEYS[2]
+local id, jk, rid = ARGV[1], KEYS[2], ARGV[4] or ''
+if ARGV[5] == '1' and journaled(rid) then return 1 end
 if redis.call('EXISTS', jk) == 0 then return -1 end
 local f = redis.call('HMGET', jk, 'group', 'lock', 'keep')
 if f[2] or redis.call('EXISTS', jk .. LOCK) == 1 then
@@ -47,5 +51,5 @@ delete_row(id, jk)
 tombstone(id, now_ms())
 if g then ring_sync(g) end
 emit(ev('removed', id))
-audit('remove_job', cjson.encode({job = id}), 'ok', 1, ARGV[3])
+audit('remove_job', cjson.encode({job = id}), 'ok', 1, ARGV[3], rid)
 return 1

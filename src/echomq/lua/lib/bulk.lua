@@ -85,3 +85,11 @@ local function drop_indexed(k, emptied)
   end
   return #popped / 2, n
 end
+
+-- a reply of integers as text (kept in an audit entry), and back
+local function ints_text(t) return table.concat(t, ' ') end
+local function text_ints(s)
+  local out = {}
+  for v in string.gmatch(s, '%S+') do out[#out + 1] = tonumber(v) end
+  return out
+end
