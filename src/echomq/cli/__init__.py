@@ -11,7 +11,6 @@ in the import below.
 
 from __future__ import annotations
 
-from ..observability import cli as obs_cmds
 from . import (
     audit_cmds,  # emq audit
     browse_cmds,  # emq jobs
@@ -19,6 +18,7 @@ from . import (
     group_cmds,  # emq group ..., emq reindex
     history_cmds,  # emq retention
     job_cmds,  # emq job ...
+    obs_cmds,
     ops_cmds,  # the old home of some of the above (re-exports)
     queue_cmds,  # emq queues, stats, pause, resume, drain, obliterate, enqueue
     repeat_cmds,  # emq repeat ...

@@ -20,7 +20,7 @@ import click
 import redis
 from rich.console import Console
 
-from .. import __version__, checks
+from .. import checks
 from ..connect import is_cluster, sync_client
 from ..discovery import server_label
 from ..errors import (
@@ -32,6 +32,7 @@ from ..errors import (
     ServerUnavailable,
 )
 from ..queue import DEFAULT_URL, Queue
+from ..version import __version__
 from ..views import to_json
 from . import exits
 from .text import clean_lines

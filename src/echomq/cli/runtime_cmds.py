@@ -25,9 +25,8 @@ from rich.table import Table
 from ..embedded import EmbeddedServer, server_answers
 from ..errors import ServerUnavailable
 from ..events import Event
-from ..observability import cli as obs_cmds
 from ..registry import DEFAULT_WORKERS, MAX_WORKERS
-from . import exits
+from . import exits, obs_cmds
 from .app import CommandFailed, Env, cli, pass_env
 from .text import clean
 

@@ -10,11 +10,12 @@ from dataclasses import asdict
 
 import redis.asyncio
 
-from .. import __version__, ids
+from .. import ids
 from ..errors import InvalidArgument, JobGone
 from ..journal import DEFAULT_AUDIT_ENTRIES
 from ..queue import AsyncQueue
 from ..registry import DEFAULT_WORKERS, MAX_WORKERS
+from ..version import __version__
 from ..views import MAX_PAGE, PAGE_STATES, SEARCH_FIELDS
 from .body import Reply
 from .core import ConsoleCore

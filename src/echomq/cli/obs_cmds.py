@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from ..cli import exits
-from ..cli.app import CommandFailed, Env, cli, pass_env
+from . import exits
+from .app import CommandFailed, Env, cli, pass_env
 
 log = logging.getLogger("echomq.exporter")
 
@@ -52,7 +52,7 @@ def worker_observability(
 ) -> Any:
     """Set up ``emq worker``'s logs and metrics server; return the worker's ``metrics``
     argument (a registry, or ``None`` without ``--metrics-port``)."""
-    from . import logs
+    from ..observability import logs
 
     logs.configure(log_format or "text", logging.INFO)
     if metrics_port is None:
@@ -60,7 +60,7 @@ def worker_observability(
     try:
         from prometheus_client import REGISTRY
 
-        from .prometheus import serve_registry
+        from ..observability.prometheus import serve_registry
     except ImportError as exc:
         raise _missing_metrics(exc) from None
     serve_registry(metrics_port, REGISTRY, metrics_host)
@@ -122,11 +122,11 @@ def exporter(
     log_format: str,
 ) -> None:
     """Serve every queue's metrics for Prometheus at http://HOST:PORT/metrics."""
-    from . import logs
+    from ..observability import logs
 
     logs.configure(log_format, logging.INFO)
     try:
-        from .prometheus import serve_queues
+        from ..observability.prometheus import serve_queues
     except ImportError as exc:
         raise _missing_metrics(exc) from None
     source = _queue_source(env, queues, rediscover)
