@@ -29,7 +29,7 @@ from echomq.errors import (
     VersionMismatch,
     from_reply,
 )
-from echomq.scripts import map_error
+from echomq.replies import error
 
 REFUSALS = {
     JobGone: "gone",
@@ -123,9 +123,9 @@ def test_unknown_replies_are_not_ours() -> None:
     assert from_reply("ERR unknown command") is None
     assert from_reply("WRONGTYPE Operation against a key") is None
     assert from_reply("emqstale lower case") is None
-    mapped = map_error(redis.ResponseError("ERR something broke"))
+    mapped = error(redis.ResponseError("ERR something broke"))
     assert type(mapped) is ScriptError and "something broke" in str(mapped)
-    assert type(map_error(redis.ResponseError("EMQSTALE token 1"))) is StaleToken
+    assert type(error(redis.ResponseError("EMQSTALE token 1"))) is StaleToken
 
 
 def test_server_refusals_arrive_typed(q: echomq.Queue, r: redis.Redis) -> None:
