@@ -87,9 +87,7 @@ class AsyncTransport(TransportBase):
         self._forks = forks()
 
     async def _checkout(self) -> Any:
-        if self._name:
-            return await self.pool.get_connection("_")
-        return await self.pool.get_connection()
+        return await (self.pool.get_connection("_") if self._name else self.pool.get_connection())
 
     async def _io(self, conn: Any, cmds: list[tuple[Arg, ...]]) -> list[Any]:
         try:
@@ -125,6 +123,9 @@ class AsyncTransport(TransportBase):
             self._kept = make(self.pool)
         return self._kept
 
+    def _release_kept(self) -> None:
+        self._busy = False
+
     async def send(self, req: Request) -> list[Any]:
         """As :meth:`SyncTransport.send`."""
         if self.pool is None:
@@ -138,7 +139,7 @@ class AsyncTransport(TransportBase):
                 try:
                     return await self._io(conn, req.cmds)
                 finally:
-                    self._busy = False
+                    self._release_kept()
         try:
             conn = await self._checkout()
         except DROPPED as exc:

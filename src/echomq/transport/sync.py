@@ -71,6 +71,9 @@ class SyncTransport(TransportBase):
             self._kept = make(self.pool)
         return self._kept
 
+    def _release_kept(self) -> None:
+        self._lock.release()
+
     def send(self, req: Request) -> list[Any]:
         """Write ``req``'s commands and read every reply.
 
@@ -89,7 +92,7 @@ class SyncTransport(TransportBase):
                 try:
                     return self._io(conn, req.cmds)
                 finally:
-                    self._lock.release()
+                    self._release_kept()
         try:
             conn = self._checkout()
         except DROPPED as exc:
