@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from .. import registry, spine
 from ..backoff import Backoff
 from ..context import Context, as_str, opt_str
-from ..replies import script_outcome
+from ..replies import outcome, script_outcome
 from ..scripts import Batch, Cmd, Eval, Plan, is_noscript
 from ..spine import Claimed, retry
 from .waker import Woke
@@ -137,7 +137,9 @@ def claim_after_wait(
         flushed), claimed now plainly: a fresh gate read, then the script.
     """
     if not woke.claim_sent:
-        return (yield from spine.claim_behind_gate(ctx, woke.gate, count, lease_ms, lock_ms))
+        # read as the runner reads the gate read of claim_many (an error reply typed)
+        gate = outcome(spine.claim_gate(ctx), woke.gate)
+        return (yield from spine.claim_behind_gate(ctx, gate, count, lease_ms, lock_ms))
     reply = woke.claim
     if woke.refused is not None or is_noscript(reply):
         gate = yield spine.claim_gate(ctx)
