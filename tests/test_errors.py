@@ -29,7 +29,7 @@ from echomq.errors import (
     VersionMismatch,
     from_reply,
 )
-from echomq.replies import error
+from echomq.replies import error, refusal
 
 REFUSALS = {
     JobGone: "gone",
@@ -181,6 +181,23 @@ def test_unknown_replies_are_not_ours() -> None:
     mapped = error(redis.ResponseError("ERR something broke"))
     assert type(mapped) is ScriptError and "something broke" in str(mapped)
     assert type(error(redis.ResponseError("EMQSTALE token 1"))) is StaleToken
+
+
+def test_one_reader_types_every_error_reply() -> None:
+    # the server's own refusal over maxmemory, whose code redis-py takes off
+    full = error(redis.exceptions.OutOfMemoryError("command not allowed when used memory"))
+    assert type(full) is errors.ServerFull and str(full).startswith("OOM ")
+    # a cluster reply: the command did not run there
+    moved = error(redis.exceptions.MovedError("3999 127.0.0.1:6381"))
+    assert type(moved) is ServerUnavailable and str(moved).startswith("MOVED ")
+    # a refusal carries the job it was about
+    locked = error(redis.ResponseError("EMQLOCK job is locked"), "JOB00000000001")
+    assert type(locked) is JobLocked and locked.job_id == "JOB00000000001"
+    # a reason answered per job by a batch verb reads as the same refusal classes
+    for cls, reason in REFUSALS.items():
+        got = refusal("JOB00000000001", reason)
+        assert type(got) is cls and got.job_id == "JOB00000000001"
+        assert str(got) == f"job JOB00000000001: {reason}"
 
 
 def test_server_refusals_arrive_typed(q: echomq.Queue, r: redis.Redis) -> None:
