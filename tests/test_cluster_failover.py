@@ -77,7 +77,7 @@ def test_a_primary_dies_and_nothing_is_lost(
         wait_until(lambda: all(ran[n] for n in QUEUES))
         victim.kill()
         # the fence's node is down: a fresh client still serves a queue elsewhere
-        monkeypatch.setattr(transport, "_fence_logged", False)
+        monkeypatch.setattr(transport.cluster, "_fence_logged", False)
         caplog.set_level(logging.WARNING, logger="echomq.transport")
         fresh = Queue(queues[min(healthy)].name, url=cluster.url)
         late = set(fresh.enqueue_many(range(JOBS, JOBS + 20)))

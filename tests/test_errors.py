@@ -29,7 +29,7 @@ from echomq.errors import (
     VersionMismatch,
     from_reply,
 )
-from echomq.scripts import map_error
+from echomq.replies import error, refusal
 
 REFUSALS = {
     JobGone: "gone",
@@ -91,6 +91,61 @@ def test_module_docstring_draws_the_tree() -> None:
         assert cls.__name__ in doc and reason in doc
 
 
+def error_classes() -> list[type[BaseException]]:
+    """Every exception class defined in echomq/errors.py."""
+    return [
+        c
+        for c in vars(errors).values()
+        if isinstance(c, type) and issubclass(c, BaseException) and c.__module__ == errors.__name__
+    ]
+
+
+def drawn_tree() -> dict[str, str]:
+    """The docstring's drawing of the tree, as each class's drawn parent."""
+    doc = errors.__doc__ or ""
+    parents: dict[str, str] = {}
+    stack: list[tuple[int, str]] = []  # (column of the name, name) on the path
+    for line in doc.splitlines():
+        if "── " in line:  # a branch: the name follows it
+            col = line.index("── ") + 3
+        elif line.strip() == "EchoMQError":  # the root
+            col = line.index("EchoMQError")
+        else:
+            continue
+        name = line[col:].split()[0]
+        while stack and stack[-1][0] >= col:
+            stack.pop()
+        if stack:
+            parents[name] = stack[-1][1]
+        stack.append((col, name))
+    return parents
+
+
+def test_the_drawing_is_the_tree() -> None:
+    drawn = drawn_tree()
+    defined = {c.__name__ for c in error_classes()} - {"EchoMQError"}
+    # every class of errors.py is drawn (the worker's JobCancelled too), nothing else
+    assert set(drawn) == defined | {"JobCancelled"}
+    for name, parent in drawn.items():
+        cls = getattr(errors, name, None) or getattr(echomq, name)
+        assert getattr(errors, parent) in cls.__bases__, (name, parent)
+
+
+def test_every_error_class_is_exported() -> None:
+    for cls in error_classes():
+        assert cls.__name__ in echomq.__all__, cls
+        assert getattr(echomq, cls.__name__) is cls
+    for name in ("OutcomeUnknown", "ServerFull", "EnqueuePartial", "NativeUnavailable"):
+        assert name in echomq.__all__
+
+
+def test_native_unavailable_keeps_its_old_path() -> None:
+    from echomq.native import NativeUnavailable
+
+    assert NativeUnavailable is errors.NativeUnavailable
+    assert issubclass(NativeUnavailable, EchoMQError)
+
+
 @pytest.mark.parametrize(
     ("message", "cls"),
     [
@@ -123,9 +178,26 @@ def test_unknown_replies_are_not_ours() -> None:
     assert from_reply("ERR unknown command") is None
     assert from_reply("WRONGTYPE Operation against a key") is None
     assert from_reply("emqstale lower case") is None
-    mapped = map_error(redis.ResponseError("ERR something broke"))
+    mapped = error(redis.ResponseError("ERR something broke"))
     assert type(mapped) is ScriptError and "something broke" in str(mapped)
-    assert type(map_error(redis.ResponseError("EMQSTALE token 1"))) is StaleToken
+    assert type(error(redis.ResponseError("EMQSTALE token 1"))) is StaleToken
+
+
+def test_one_reader_types_every_error_reply() -> None:
+    # the server's own refusal over maxmemory, whose code redis-py takes off
+    full = error(redis.exceptions.OutOfMemoryError("command not allowed when used memory"))
+    assert type(full) is errors.ServerFull and str(full).startswith("OOM ")
+    # a cluster reply: the command did not run there
+    moved = error(redis.exceptions.MovedError("3999 127.0.0.1:6381"))
+    assert type(moved) is ServerUnavailable and str(moved).startswith("MOVED ")
+    # a refusal carries the job it was about
+    locked = error(redis.ResponseError("EMQLOCK job is locked"), "JOB00000000001")
+    assert type(locked) is JobLocked and locked.job_id == "JOB00000000001"
+    # a reason answered per job by a batch verb reads as the same refusal classes
+    for cls, reason in REFUSALS.items():
+        got = refusal("JOB00000000001", reason)
+        assert type(got) is cls and got.job_id == "JOB00000000001"
+        assert str(got) == f"job JOB00000000001: {reason}"
 
 
 def test_server_refusals_arrive_typed(q: echomq.Queue, r: redis.Redis) -> None:

@@ -20,6 +20,7 @@ import redis.asyncio
 
 from echomq import AsyncQueue, JobContext, Queue, Worker, WorkerConfig, spine
 from echomq.context import Context
+from echomq.errors import InvalidArgument, ServerFull
 from echomq.scripts import command
 from echomq.worker import plans
 from echomq.worker.waker import TRANSITIONS, WaitState, Waker, Woke
@@ -103,6 +104,16 @@ def test_claim_after_wait_decodes_with_the_shared_decoder(
     # dropped by WATCH (the gate moved): nothing claimed, nothing decoded
     assert q.runner.drive(plans.claim_after_wait(q.ctx, Woke(True), 1, 1000, 0)) == []
     assert decoded == [[a], [b]]
+
+
+def test_claim_after_wait_reads_error_replies_as_the_runner_does(q: Queue) -> None:
+    # the claim's error reply and the gate read's, typed by the one reader
+    bad = Woke(True, claim=redis.ResponseError("EMQARG count must be positive"))
+    with pytest.raises(InvalidArgument):
+        q.runner.drive(plans.claim_after_wait(q.ctx, bad, 1, 1000, 0))
+    full = Woke(False, gate=redis.exceptions.OutOfMemoryError("command not allowed"))
+    with pytest.raises(ServerFull):
+        q.runner.drive(plans.claim_after_wait(q.ctx, full, 1, 1000, 0))
 
 
 def test_claim_after_a_refused_transaction_claims_plainly(q: Queue, r: redis.Redis) -> None:

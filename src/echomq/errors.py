@@ -10,6 +10,8 @@ and carries a stable ``.reason`` string::
     │   ├── InvalidJobId       a job id is not a branded JOB id
     │   └── InvalidPayload     a payload does not serialize as strict JSON / UTF-8 text
     ├── VersionMismatch        the server's {emq}:version differs from this client's
+    ├── NativeUnavailable      executor="native" on a server without the echomq module
+    ├── JobCancelled           raised in a handler whose job was cancelled (echomq.worker.job)
     ├── ScriptError            a script failed in a way that is not a refusal
     ├── ServerUnavailable      no server answers at the configured address
     │   ├── OutcomeUnknown     a write was sent and no reply came; it is never sent again
@@ -33,8 +35,13 @@ and carries a stable ``.reason`` string::
 Scripts refuse with an error reply whose first words are a stable code
 (``EMQSTALE``, ``EMQSTATE not paused``, ...) or with the sentinel integer ``-1``
 (:data:`GONE`, no such row). :data:`REPLY_CODES` is the one table mapping codes to
-classes, by exact code; the runner applies it (and turns ``-1`` into ``JobGone``) for
-every reply, with the job id of the op attached, so no plan parses a message.
+classes, by exact code; the one reader of replies (:mod:`echomq.replies`) applies it
+(and turns ``-1`` into ``JobGone``) for every reply, with the job id of the op
+attached, so no plan parses a message.
+
+Every class here is exported from ``echomq``. Two more live with their callers: the
+worker's ``JobCancelled`` (drawn above, exported too) and the console's own
+``ReadOnly`` and ``UnsafeBind`` (:mod:`echomq.console`).
 """
 
 from __future__ import annotations
@@ -65,6 +72,10 @@ class InvalidPayload(InvalidArgument):
 
 class VersionMismatch(EchoMQError):
     """The server's keyspace version differs from the one this client speaks."""
+
+
+class NativeUnavailable(EchoMQError):
+    """``executor="native"`` on a server that has not loaded the echomq module."""
 
 
 class ScriptError(EchoMQError):

@@ -20,13 +20,15 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from .errors import EchoMQError, InvalidArgument
+from .errors import InvalidArgument, NativeUnavailable
 
 # the twins and the gated ones, declared in echomq.transitions (re-exported)
 from .transitions import GATED as GATED
 from .transitions import NATIVE as TWINS
 
 log = logging.getLogger("echomq.native")
+
+__all__ = ["NativeUnavailable"]  # re-exported: it lives in echomq.errors now
 
 EXECUTORS = ("auto", "scripts", "native")
 #: The module's name in ``MODULE LIST``.
@@ -35,10 +37,6 @@ MODULE_NAME = "echomq"
 #: client routes no keyless ``MODULE LIST``): ``auto`` then takes the scripts, and
 #: ``native`` is taken at its word.
 UNASKED: Any = object()
-
-
-class NativeUnavailable(EchoMQError):
-    """``executor="native"`` on a server that has not loaded the echomq module."""
 
 
 def choose(executor: str | None) -> str:

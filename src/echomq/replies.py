@@ -11,6 +11,11 @@ batch alike. What a plan then receives is one shape whatever the client:
 - a refusal is the typed exception of :data:`echomq.errors.REPLY_CODES`, and a
   script's ``-1`` (:data:`echomq.errors.GONE`) for an op on one job is
   :class:`~echomq.errors.JobGone`; either carries the op's job id (``exc.job_id``).
+
+This module is the one reader of refusals: :func:`error` is the only place a server
+error reply becomes an exception of :mod:`echomq.errors` (the runner's replies, the
+script loads, the claim read behind the worker's wait), and :func:`refusal` the only
+place a reason a batch verb answers per job (``gone``, ``stale``) does.
 """
 
 from __future__ import annotations
@@ -21,9 +26,8 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from . import errors
-from .scripts import CLUSTER_REPLIES, cluster_unavailable
 
-if TYPE_CHECKING:  # the runner in scripts.py imports this module
+if TYPE_CHECKING:  # scripts.py re-exports this module's cluster replies
     from .scripts import Cmd, Eval
 
 
@@ -64,6 +68,54 @@ def _command(args: Sequence[Any], raw: Any) -> Any:
     return text(raw)
 
 
+# Replies that say the command did not run because of the cluster (a redirection, the
+# cluster down or failing over, a slot moving): a plain client talking to a cluster
+# node meets them, and a cluster client that stopped following them.
+CLUSTER_REPLIES: tuple[type[Exception], ...] = (
+    redis.exceptions.AskError,  # and MovedError
+    redis.exceptions.TryAgainError,
+    redis.exceptions.ClusterDownError,  # and MasterDownError
+)
+
+
+def cluster_unavailable(exc: Exception) -> errors.ServerUnavailable:
+    """A cluster reply (:data:`CLUSTER_REPLIES`) as the typed error it stands for."""
+    kind = type(exc).__name__.removesuffix("Error").upper()
+    return errors.ServerUnavailable(
+        f"{kind} {exc}: the cluster cannot serve this here now (a node down, a failover, "
+        "a slot moving, or a single-node client talking to a cluster node)"
+    )
+
+
+def error(raw: redis.ResponseError, job: str | None = None) -> Exception:
+    """The exception a server error reply stands for: a cluster reply is
+    :class:`~echomq.errors.ServerUnavailable`, a code of
+    :data:`~echomq.errors.REPLY_CODES` its class (a refusal carrying ``job``), any
+    other a :class:`~echomq.errors.ScriptError`."""
+    if isinstance(raw, CLUSTER_REPLIES):  # not run: the cluster, not the verb, refused
+        return cluster_unavailable(raw)
+    message = str(raw)
+    if type(raw).__name__ == "OutOfMemoryError":
+        message = f"OOM {message}"  # redis-py takes the code off as it picks the class
+    return errors.from_reply(message, job) or errors.ScriptError(message)
+
+
+def refusal(job_id: str, reason: str) -> errors.Refused:
+    """The refusal a verb answered for one job as its reason (``extend_lock``'s
+    ``(id, reason)`` pairs): the class of :data:`~echomq.errors.BY_REASON`."""
+    return errors.BY_REASON[reason](f"job {job_id}: {reason}", job_id=job_id)
+
+
+def script_outcome(raw: Any, job: str | None = None) -> Any:
+    """What a plan receives for a script call's reply ``raw`` (see :func:`outcome`);
+    ``job`` is the job the call names, if any."""
+    if isinstance(raw, redis.ResponseError):
+        return error(raw, job)
+    if job is not None and raw == errors.GONE:
+        return errors.gone(job)
+    return text(raw)
+
+
 def outcome(op: Eval | Cmd, raw: Any) -> Any:
     """What the plan that yielded ``op`` receives for ``raw``, its server reply.
 
@@ -72,16 +124,8 @@ def outcome(op: Eval | Cmd, raw: Any) -> Any:
         runner raises it for a single op and leaves it in place in a batch). An
         error reply that is no refusal is a :class:`~echomq.errors.ScriptError`.
     """
-    job: str | None = getattr(op, "job", None)  # only a script call names a job
-    if isinstance(raw, CLUSTER_REPLIES):  # not run: the cluster, not the verb, refused
-        return cluster_unavailable(raw)
+    if getattr(op, "script", None) is not None:  # only a script call names a job
+        return script_outcome(raw, getattr(op, "job", None))
     if isinstance(raw, redis.ResponseError):
-        message = str(raw)
-        if type(raw).__name__ == "OutOfMemoryError":
-            message = f"OOM {message}"  # redis-py takes the code off as it picks the class
-        return errors.from_reply(message, job) or errors.ScriptError(message)
-    if job is not None and raw == errors.GONE:
-        return errors.gone(job)
-    if getattr(op, "script", None) is None:
-        return _command(op.args, raw)
-    return text(raw)
+        return error(raw)
+    return _command(op.args, raw)

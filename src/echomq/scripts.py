@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 import redis
 import redis.asyncio
 
-from . import errors
+from .replies import CLUSTER_REPLIES, cluster_unavailable  # noqa: F401 (their old home)
 
 T = TypeVar("T")
 Arg = str | int | float | bytes
@@ -169,46 +169,6 @@ class Batch:
 Op = Eval | Cmd | Batch
 #: A verb's plan: yields operations, receives their replies, returns the result.
 Plan = Generator[Op, Any, T]
-
-
-# the server's refusal of a write over maxmemory (a ResponseError when a redis-py
-# lacks the class)
-_OOM: type[Exception] = getattr(redis.exceptions, "OutOfMemoryError", redis.ResponseError)
-if _OOM is redis.ResponseError:
-    _OOM = type("_NoOOMClass", (Exception,), {})
-
-
-# Replies that say the command did not run because of the cluster (a redirection, the
-# cluster down or failing over, a slot moving): a plain client talking to a cluster
-# node meets them, and a cluster client that stopped following them.
-CLUSTER_REPLIES: tuple[type[Exception], ...] = (
-    redis.exceptions.AskError,  # and MovedError
-    redis.exceptions.TryAgainError,
-    redis.exceptions.ClusterDownError,  # and MasterDownError
-)
-
-
-def cluster_unavailable(exc: Exception) -> errors.ServerUnavailable:
-    """A cluster reply (:data:`CLUSTER_REPLIES`) as the typed error it stands for."""
-    kind = type(exc).__name__.removesuffix("Error").upper()
-    return errors.ServerUnavailable(
-        f"{kind} {exc}: the cluster cannot serve this here now (a node down, a failover, "
-        "a slot moving, or a single-node client talking to a cluster node)"
-    )
-
-
-def map_error(exc: redis.ResponseError) -> Exception:
-    """Translate a server error reply into the echomq tree (or a ScriptError)."""
-    msg = str(exc)
-    if isinstance(exc, CLUSTER_REPLIES):
-        return cluster_unavailable(exc)
-    if isinstance(exc, _OOM):
-        # redis-py takes the leading "OOM" off the message as it picks this class
-        return errors.ServerFull(f"OOM {msg}")
-    mapped = errors.from_reply(msg)
-    if mapped is not None:
-        return mapped
-    return errors.ScriptError(msg)
 
 
 def is_noscript(exc: BaseException) -> bool:

@@ -15,8 +15,9 @@ from typing import Any
 from . import checks, hooks, ids
 from .backoff import Backoff, spec_text
 from .context import Context
-from .errors import BY_REASON, EnqueuePartial, JobGone, StaleToken
+from .errors import EnqueuePartial, JobGone, StaleToken
 from .keyspace import check_name
+from .replies import refusal
 from .results import RetryOutcome
 from .schema import ENQUEUE_OPTIONS
 from .scripts import Batch, Cmd, Eval, Plan, script
@@ -653,7 +654,7 @@ def extend_lock(ctx: Context, job_id: str, token: int, lease_ms: int) -> Plan[No
     """
     reply = yield _extend(ctx, [(job_id, token)], lease_ms, 0)
     if reply:  # this call answers refusals per job, as reasons: (id, 'gone' | 'stale')
-        raise BY_REASON[reply[1]](f"job {job_id}: {reply[1]}", job_id=job_id)
+        raise refusal(job_id, reply[1])
 
 
 def extend_locks(

@@ -8,7 +8,8 @@ Nothing here imports an optional package until asked:
 - :mod:`echomq.observability.logs`: the JSON formatter and :func:`~.logs.configure`;
 - :mod:`echomq.observability.scrape`: one queue's state read with bounded server work
   (no extra needed);
-- :mod:`echomq.observability.hooks`: the few lines the core calls.
+- the hooks the core calls live in :mod:`echomq.hooks` (``echomq.observability.hooks``
+  names the same module).
 
 See ``docs/observability.md``.
 """

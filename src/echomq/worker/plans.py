@@ -23,13 +23,11 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import redis
-
 from .. import registry, spine
 from ..backoff import Backoff
 from ..context import Context, as_str, opt_str
-from ..replies import text
-from ..scripts import Batch, Cmd, Eval, Plan, is_noscript, map_error
+from ..replies import outcome, script_outcome
+from ..scripts import Batch, Cmd, Eval, Plan, is_noscript
 from ..spine import Claimed, retry
 from .waker import Woke
 
@@ -139,16 +137,20 @@ def claim_after_wait(
         flushed), claimed now plainly: a fresh gate read, then the script.
     """
     if not woke.claim_sent:
-        return (yield from spine.claim_behind_gate(ctx, woke.gate, count, lease_ms, lock_ms))
+        # read as the runner reads the gate read of claim_many (an error reply typed)
+        gate = outcome(spine.claim_gate(ctx), woke.gate)
+        return (yield from spine.claim_behind_gate(ctx, gate, count, lease_ms, lock_ms))
     reply = woke.claim
     if woke.refused is not None or is_noscript(reply):
         gate = yield spine.claim_gate(ctx)
         return (yield from spine.claim_behind_gate(ctx, gate, count, lease_ms, lock_ms))
     if reply is None:  # WATCH dropped the transaction: the gate moved, nothing claimed
         return []
-    if isinstance(reply, redis.ResponseError):
-        raise map_error(reply)
-    return spine.decode_claimed(ctx, text(reply))  # it came past the runner: normalise it
+    # it came past the runner: read as the runner reads the claim plan's reply
+    got = script_outcome(reply)
+    if isinstance(got, Exception):
+        raise got
+    return spine.decode_claimed(ctx, got)
 
 
 #: The ``last_error`` of a job that stopped on an operator's cancel.

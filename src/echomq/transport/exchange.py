@@ -1,0 +1,191 @@
+"""The sans-IO exchange: what an operation sends, how each reply or failure is
+judged, and whether it goes again.
+
+An :data:`Exchange` is a generator: it yields a :class:`Request` (commands to write
+in one go), receives their replies, or has :class:`NotSent` / :class:`NoReply` thrown
+in by the transport that drives it, and returns the operation's result. The rules
+(the at-most-once re-send, the ``NOSCRIPT`` reload, the version fence) live here
+once; the sync and async transports only move bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from .. import errors
+from ..errors import InvalidJobId
+from ..ids import validate
+from ..keyspace import KEYSPACE_VERSION, VERSION_KEY
+from ..native import Executor
+from ..replies import error, outcome
+from ..scripts import Arg, Batch, Cmd, Eval, Op, command, is_noscript
+from .resend import resendable
+
+
+def job_of(op: Eval | Cmd) -> str | None:
+    """The job a verb is about: KEYS[2] is its row (``<base>job:<id>``), else a
+    leading job id argument; ``None`` for a queue-scope verb."""
+    if not isinstance(op, Eval):
+        return None
+    keys = op.keys
+    if len(keys) >= 2 and keys[1].startswith(f"{keys[0]}job:"):
+        return keys[1][len(keys[0]) + 4 :]
+    if op.args and isinstance(op.args[0], str) and op.args[0].startswith("JOB"):
+        try:
+            return validate(op.args[0])
+        except InvalidJobId:
+            return None
+    return None
+
+
+class NotSent(Exception):
+    """Nothing of the write reached the server (internal to the transport)."""
+
+
+class NoReply(Exception):
+    """The write went out and the replies stopped (internal to the transport).
+
+    Attributes:
+        got: the replies read before the cut, in order.
+    """
+
+    def __init__(self, got: list[Any], cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.got = got
+        self.cause = cause
+
+
+@dataclass(frozen=True)
+class Request:
+    """Commands to write in one go and read back, and whether the kept connection
+    may carry them (only operations that may be re-sent)."""
+
+    cmds: list[tuple[Arg, ...]]
+    fast: bool
+
+
+# What a transport yields to its driver: send these, give me the replies (each a
+# reply or the redis.ResponseError in its place), or throw NotSent / NoReply.
+Exchange = Generator[Request, list[Any], Any]
+
+
+def native_command(op: Eval | Cmd, executor: Executor | None) -> tuple[Arg, ...]:
+    """The command ``op`` sends: a script with a native twin goes as
+    ``EMQ.<VERB> numkeys keys... args...`` once ``executor`` resolved to native
+    (:mod:`echomq.native`), anything else as :func:`~echomq.scripts.command` builds it."""
+    if executor is not None and isinstance(op, Eval):
+        twin = executor.twin(op.script.name)
+        if twin is not None:
+            return (twin, len(op.keys), *op.keys, *op.args)
+    return command(op)
+
+
+def exchange(op: Op, executor: Executor | None = None) -> Exchange:
+    """Run one operation (a batch: each of its operations) with the at-most-once
+    rule and the ``NOSCRIPT`` reload; return its reply (a batch: the list of replies,
+    each error as the mapped exception instance).
+
+    Raises:
+        ServerUnavailable: the server could not be reached (nothing ran), or an
+            idempotent operation failed twice.
+        OutcomeUnknown: an operation that is not re-sent was written and no reply came.
+        EchoMQError: the mapped error reply of a single operation.
+    """
+    ops: tuple[Eval | Cmd, ...] = op.ops if isinstance(op, Batch) else (op,)
+    results: list[Any] = [None] * len(ops)
+    todo = list(range(len(ops)))
+    loaded = resent = False
+    while todo:
+        fast = all(resendable(ops[i]) for i in todo)
+        try:
+            replies = yield Request([native_command(ops[i], executor) for i in todo], fast)
+            failure: NoReply | None = None
+        except NotSent as exc:
+            if resent:
+                raise errors.ServerUnavailable(str(exc)) from exc
+            resent = True  # nothing ran: once more on a fresh connection
+            continue
+        except NoReply as exc:
+            replies, failure = exc.got, exc
+        noscript: list[int] = []
+        for i, r in zip(todo, replies):
+            if is_noscript(r) and not loaded:
+                noscript.append(i)
+            else:
+                results[i] = outcome(ops[i], r)  # the one translation of every reply
+        unknown = todo[len(replies) :]
+        if failure is not None:
+            held = [ops[i] for i in unknown if not resendable(ops[i])]
+            if held:
+                ids = tuple(j for o in held if (j := job_of(o)) is not None)
+                name = held[0].script.name if isinstance(held[0], Eval) else None
+                raise errors.OutcomeUnknown(
+                    f"{name or 'a write'}: sent, no reply ({failure})", job_ids=ids, verb=name
+                ) from failure.cause
+            if resent:
+                raise errors.ServerUnavailable(str(failure)) from failure.cause
+            resent = True
+            # each goes again in its re-send form, which looks for its first run
+            ops = tuple(
+                o.resent() if i in unknown and isinstance(o, Eval) else o for i, o in enumerate(ops)
+            )
+        if noscript:
+            loaded = True
+            scripts = {o.script.name: o.script for i in noscript if isinstance(o := ops[i], Eval)}
+            # loading is idempotent, so it may travel on the kept connection
+            yield from _load([("SCRIPT", "LOAD", s.body) for s in scripts.values()])
+        todo = sorted(noscript + unknown)
+    if isinstance(op, Batch):
+        return results
+    if isinstance(results[0], Exception):
+        raise results[0]
+    return results[0]
+
+
+def _load(cmds: list[tuple[Arg, ...]]) -> Exchange:
+    for attempt in (1, 2):
+        try:
+            replies = yield Request(cmds, True)
+        except (NotSent, NoReply) as exc:
+            if attempt == 2:
+                raise errors.ServerUnavailable(str(exc)) from exc
+            continue
+        for r in replies:
+            if isinstance(r, redis.ResponseError):
+                raise error(r)
+        return
+
+
+def _as_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def fence(executor: Executor | None = None) -> Exchange:
+    """Read ``{emq}:version`` and compare it; write it (``SET NX``) only when absent,
+    so a full server, which refuses the write, still lets every client in. Then, when
+    ``executor`` is not resolved yet, ask ``MODULE LIST`` whether native commands serve.
+
+    Raises:
+        VersionMismatch: the server speaks another keyspace version.
+    """
+    found = yield from exchange(Cmd(("GET", VERSION_KEY)))
+    if found is None:
+        yield from exchange(Cmd(("SET", VERSION_KEY, KEYSPACE_VERSION, "NX")))
+        found = yield from exchange(Cmd(("GET", VERSION_KEY)))
+    got = _as_text(found)
+    if got != KEYSPACE_VERSION:
+        raise errors.VersionMismatch(
+            f"server keyspace version {got!r}, this client speaks {KEYSPACE_VERSION!r}"
+        )
+    if executor is not None and executor.native is None:
+        try:
+            listing: Any = yield from exchange(Cmd(("MODULE", "LIST")))
+        except errors.ScriptError as exc:  # a server or proxy that refuses MODULE LIST
+            listing = exc
+        executor.resolve(listing)
