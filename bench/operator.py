@@ -589,7 +589,7 @@ def bench_verbs(url: str, n: int, lanes: int, m: Machine) -> None:
         measure("job_view", "job_view", lane_job)
         measure("groups_page(100)", "groups_page", "0", 100)
         measure("throughput(1440)", "throughput", 1440)
-        # the spine
+        # the lifecycle
         measure("enqueue", "enqueue", {"x": 1})
         measure("enqueue_many (1,000)", "enqueue_many", [{"x": i} for i in range(1000)])
         measure("claim", "claim")

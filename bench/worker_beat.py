@@ -24,7 +24,7 @@ from typing import Any
 
 import redis
 
-from echomq import Queue, registry, spine
+from echomq import Queue, lifecycle, registry
 from echomq.embedded import EmbeddedServer
 from echomq.scripts import Batch, Eval, Plan
 
@@ -54,7 +54,7 @@ def main() -> None:
             q.runner.drive(plan())
 
         cases: list[tuple[str, Callable[[], Eval]]] = [
-            ("extend_lock", lambda: spine.extend_op(q.ctx, pairs, 600_000, 0)),
+            ("extend_lock", lambda: lifecycle.extend_op(q.ctx, pairs, 600_000, 0)),
             (
                 "worker_beat",
                 lambda: registry.beat_op(q.ctx, "00ff00ff00ff00ff", 5000, fields, pairs),

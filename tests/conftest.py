@@ -9,7 +9,7 @@ is skipped, with the build's warning.
 
 ``executor``: the queues the fixtures make use ``scripts`` unless a test module is
 marked ``pytest.mark.both_executors``: its tests then run once per executor
-(``scripts`` and ``native``), so the spine, lanes and operator-plane suites prove the
+(``scripts`` and ``native``), so the lifecycle, lanes and operator-plane suites prove the
 native twins equal to the scripts. ``EMQ_TEST_EXECUTOR`` changes the default.
 """
 

@@ -13,8 +13,8 @@ import redis
 
 from conftest import claim_records, dump
 from echomq import JobGone, Queue, new_id
+from echomq.lifecycle import claim_op
 from echomq.scripts import Eval, script
-from echomq.spine import claim_op
 from faults.proxy import FaultProxy
 
 SETTLED_MS = 60_000

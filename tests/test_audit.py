@@ -33,7 +33,7 @@ def test_every_operator_verb_journals_one_entry_with_the_actor(
     pend, _ = put_job(q, "pending")
     lane, _ = put_job(q, "pending", group="h")
     before = len(entries(r, q))
-    assert before == 0  # building the states journals nothing: the spine is not audited
+    assert before == 0  # building the states journals nothing: the lifecycle is not audited
     q.pause()
     q.resume()
     q.update_data(pend, {"x": 1})

@@ -1,10 +1,10 @@
-"""The spine (tests/test_spine.py) on the private cluster
+"""The lifecycle (tests/test_lifecycle.py) on the private cluster
 (3 primaries + 3 replicas)."""
 
 import pytest
+from test_spine import *  # noqa: F403
 
 from cluster_support import r, server  # noqa: F401  (the cluster stands in for the server)
-from test_spine import *  # noqa: F403
 
 pytestmark = pytest.mark.cluster
 

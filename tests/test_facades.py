@@ -8,7 +8,7 @@ import pytest
 import redis
 import redis.asyncio
 
-from echomq import AsyncQueue, InvalidName, Queue, spine
+from echomq import AsyncQueue, InvalidName, Queue, lifecycle
 from echomq.embedded import EmbeddedServer, free_port
 from echomq.queue import verb_names
 
@@ -106,9 +106,9 @@ def test_constructors_match() -> None:
 
 
 def test_a_verb_is_defined_once_as_a_plan() -> None:
-    for name in SPINE_VERBS & {n for n in dir(spine) if not n.startswith("_")}:
-        assert getattr(Queue, name).plan is getattr(spine, name)
-        assert getattr(AsyncQueue, name).plan is getattr(spine, name)
+    for name in SPINE_VERBS & {n for n in dir(lifecycle) if not n.startswith("_")}:
+        assert getattr(Queue, name).plan is getattr(lifecycle, name)
+        assert getattr(AsyncQueue, name).plan is getattr(lifecycle, name)
 
 
 def test_bad_name_before_any_connection() -> None:
@@ -155,3 +155,13 @@ def test_sync_and_async_share_one_queue(server: EmbeddedServer, qname: str) -> N
         assert c is not None and (c.id, c.payload) == (jid, {"from": "async"})
         q.complete(c.id, c.token)
         assert q.counts().completed == 1
+
+
+def test_the_old_name_of_the_lifecycle_module_is_a_deprecated_alias() -> None:
+    import importlib
+    import sys
+
+    sys.modules.pop("echomq.spine", None)
+    with pytest.warns(DeprecationWarning, match="echomq.lifecycle"):
+        old = importlib.import_module("echomq.spine")
+    assert old is lifecycle and old.enqueue is lifecycle.enqueue

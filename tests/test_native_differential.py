@@ -30,8 +30,8 @@ from hypothesis import strategies as st
 from conftest import _built
 from echomq import Queue, ids
 from echomq import journal as journal_mod
-from echomq import spine as spine_mod
 from echomq.embedded import EmbeddedServer
+from echomq.lifecycle import claiming
 from echomq.worker import plans
 
 pytestmark = pytest.mark.skipif(_built is None, reason="the echomq native module is not built")
@@ -225,13 +225,13 @@ def test_native_equals_scripts(
         base = seed[0]
         return [ids.encode(base + k) for k in range(n)]
 
-    monkeypatch.setattr(spine_mod.ids, "new_ids", fixed_ids)
+    monkeypatch.setattr(ids, "new_ids", fixed_ids)
 
     # the claim request ids: the same on both sides too (when the claim carries one)
     def fixed_rid() -> str:  # each side claims at most once per step
         return f"r{seed[0]}"
 
-    monkeypatch.setattr(spine_mod, "request_id", fixed_rid, raising=False)
+    monkeypatch.setattr(claiming, "request_id", fixed_rid)
     # and the audit request ids of the re-sendable audited verbs (journal entries' req)
     monkeypatch.setattr(journal_mod, "request_id", fixed_rid)
     pa, pb = ra.pubsub(), rb.pubsub()

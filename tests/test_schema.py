@@ -14,8 +14,8 @@ import redis
 
 from echomq import Queue, errors, schema
 from echomq.hooks import TRACE_OPTION_INDEX
+from echomq.lifecycle import KEEP_OPTION_INDEX, RESENT_OPTION
 from echomq.results import JobRow
-from echomq.spine import KEEP_OPTION_INDEX, RESENT_OPTION
 
 ROOT = Path(__file__).resolve().parents[1]
 LUA = resources.files("echomq") / "lua"

@@ -23,7 +23,7 @@ from echomq import (
     Queue,
     Worker,
     WorkerConfig,
-    spine,
+    lifecycle,
 )
 from echomq.embedded import EmbeddedServer
 from echomq.results import Counts
@@ -411,7 +411,7 @@ def test_complete_and_claim_completes_but_never_claims_through_a_closed_gate(
     assert q.job_state(first) is None and q.metrics()["completed"]["count"] == 1
     assert r.zrange(q.keys.pending, 0, -1, withscores=True) == pending_before
     before = dump(r, q)
-    assert q.runner.drive(spine.claim_behind_gate(q.ctx, 1, 5, 1000, 2000)) == []  # paused
+    assert q.runner.drive(lifecycle.claim_behind_gate(q.ctx, 1, 5, 1000, 2000)) == []  # paused
     assert dump(r, q) == before
     q.resume()
     got = q.runner.drive(plans.complete_and_claim(q.ctx, [(first, 1)], 5, 1000, 2000))

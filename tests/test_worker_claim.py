@@ -1,8 +1,8 @@
 """The claim in explicit pieces, composed alike by ``claim_many`` and the worker, and
 the idle wait as an explicit state machine (``echomq.worker.waker``).
 
-The pieces are ``spine.claim_gate`` (the pause-gate read), ``spine.claim_op`` (the claim
-script call) and ``spine.decode_claimed`` (its one reply decoder). Each test below
+The pieces are ``lifecycle.claim_gate`` (the pause-gate read), ``lifecycle.claim_op`` (the claim
+script call) and ``lifecycle.decode_claimed`` (its one reply decoder). Each test below
 swaps the decoder (or the op builder) for a recording one: a claimer that stopped
 using the shared piece would be missing from the record.
 """
@@ -18,9 +18,10 @@ import pytest
 import redis
 import redis.asyncio
 
-from echomq import AsyncQueue, JobContext, Queue, Worker, WorkerConfig, spine
+from echomq import AsyncQueue, JobContext, Queue, Worker, WorkerConfig, lifecycle
 from echomq.context import Context
 from echomq.errors import InvalidArgument, ServerFull
+from echomq.lifecycle import claiming
 from echomq.scripts import command
 from echomq.worker import plans
 from echomq.worker.waker import TRANSITIONS, WaitState, Waker, Woke
@@ -33,14 +34,15 @@ SLOW_BEAT = WorkerConfig(lease_ms=20_000, beat_ms=4_000, grace_ms=2_000)
 def decoded(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[str]]]:
     """Every call of the shared decoder, as the ids it decoded."""
     calls: list[list[str]] = []
-    real = spine.decode_claimed
+    real = lifecycle.decode_claimed
 
-    def recording(ctx: Context, reply: Any) -> list[spine.Claimed]:
+    def recording(ctx: Context, reply: Any) -> list[lifecycle.Claimed]:
         got = real(ctx, reply)
         calls.append([c.id for c in got])
         return got
 
-    monkeypatch.setattr(spine, "decode_claimed", recording)
+    for module in (lifecycle, claiming):  # the worker's plans, and claim_many
+        monkeypatch.setattr(module, "decode_claimed", recording)
     yield calls
 
 
@@ -48,13 +50,14 @@ def decoded(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[str]]]:
 def built(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     """Every claim script call built, as its ``count``."""
     calls: list[int] = []
-    real = spine.claim_op
+    real = lifecycle.claim_op
 
     def recording(ctx: Context, count: int, lease_ms: int, lock_ms: int) -> Any:
         calls.append(count)
         return real(ctx, count, lease_ms, lock_ms)
 
-    monkeypatch.setattr(spine, "claim_op", recording)
+    for module in (lifecycle, claiming):  # the worker's plans, and claim_many
+        monkeypatch.setattr(module, "claim_op", recording)
     yield calls
 
 
@@ -92,7 +95,7 @@ def test_claim_after_wait_decodes_with_the_shared_decoder(
 ) -> None:
     a, b = q.enqueue("a"), q.enqueue("b")
     # a claim that rode behind the wait: its raw reply, decoded by the one decoder
-    op = spine.claim_op(q.ctx, 1, 1000, 0)
+    op = lifecycle.claim_op(q.ctx, 1, 1000, 0)
     r.script_load(op.script.body)
     raw = r.execute_command(*command(op))
     got = q.runner.drive(plans.claim_after_wait(q.ctx, Woke(True, claim=raw), 1, 1000, 0))
@@ -188,7 +191,7 @@ class _Recording(Waker):
 
 async def _waker(aq: AsyncQueue, server_url: str) -> tuple[_Recording, Any]:
     blocker = redis.asyncio.Redis.from_url(server_url, decode_responses=True)
-    return _Recording(blocker, aq.keys.wake, spine.claim_gate(aq.ctx).args), blocker
+    return _Recording(blocker, aq.keys.wake, lifecycle.claim_gate(aq.ctx).args), blocker
 
 
 async def test_the_wait_with_a_claim_behind_walks_its_states(
@@ -198,7 +201,7 @@ async def test_the_wait_with_a_claim_behind_walks_its_states(
     try:
         jid = await aq.enqueue("x")  # its wake token is waiting
         await aq.runner.fence()
-        op = spine.claim_op(aq.ctx, 2, 5000, 0)
+        op = lifecycle.claim_op(aq.ctx, 2, 5000, 0)
         woke = await waker.wait(1.0, command(op))
         assert waker.state is WaitState.CLAIMING and woke.claim_sent and woke.refused is None
         got = await aq.runner.drive(plans.claim_after_wait(aq.ctx, woke, 2, 5000, 0))
@@ -222,7 +225,7 @@ async def test_a_paused_queue_waits_with_no_claim_behind(
     try:
         await aq.pause()
         jid = await aq.enqueue("x")
-        woke = await waker.wait(1.0, command(spine.claim_op(aq.ctx, 1, 5000, 0)))
+        woke = await waker.wait(1.0, command(lifecycle.claim_op(aq.ctx, 1, 5000, 0)))
         assert not woke.claim_sent and int(woke.gate) == 1
         assert await aq.runner.drive(plans.claim_after_wait(aq.ctx, woke, 1, 5000, 0)) == []
         waker.done()

@@ -35,10 +35,10 @@ from .events import AsyncEventStream, Event, EventStream
 from .ids import new_id
 from .journal import AuditEntry
 from .lanes import GroupInfo, ReindexResult
+from .lifecycle import Claimed
 from .queue import AsyncQueue, Queue
 from .repeat import Repeatable
 from .results import Counts, ErrorRecord, JobRow, JobState, LogEntry, Retention, RetryOutcome
-from .spine import Claimed
 from .version import __version__ as __version__
 from .worker import Worker, WorkerStats
 from .worker.config import WorkerConfig

@@ -23,10 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from . import checks, ids
+from . import checks, ids, journal
 from .context import Context, as_str
 from .errors import InvalidArgument, JobLocked
-from .journal import request_id
 from .keyspace import check_name
 from .scripts import Cmd, Eval, Plan, script
 
@@ -321,7 +320,7 @@ def remove_jobs(
 
     def one(lane: str) -> Callable[[int], Eval]:
         def step(o: int) -> Eval:
-            argv = (state, lane, str(o), str(scan), dry, *f.argv(), ctx.actor, request_id())
+            argv = (state, lane, str(o), str(scan), dry, *f.argv(), ctx.actor, journal.request_id())
             return Eval(script("bulk_remove"), base, argv, again=(*argv, "1"))
 
         return step
@@ -438,7 +437,7 @@ def clean(
     res = BulkResult("clean", dry_run=dry_run)
     dry = "1" if dry_run else ""
     while True:
-        argv = (str(older_than_ms), str(budget), dry, ctx.actor, state, request_id())
+        argv = (str(older_than_ms), str(budget), dry, ctx.actor, state, journal.request_id())
         n, more = yield Eval(script("bulk_clean"), (ctx.keys.base,), argv, again=(*argv, "1"))
         res = replace(res, matched=res.matched + int(n), calls=res.calls + 1, cursor=None)
         _report(progress, res)

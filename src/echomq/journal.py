@@ -7,7 +7,7 @@ changed nothing, such as pausing a paused queue, writes none either). The entry 
 server's clock; the fields are the verb, its arguments (JSON), the outcome, a count
 and the actor the caller named (``Queue(actor=...)``, the CLI's ``user@host``, the
 console's user). Worker-facing verbs (``update_progress``, ``add_log``, ``lock_job``,
-``unlock_job``) and the spine (enqueue, claim, settle, promote, reap) are not
+``unlock_job``) and the lifecycle (enqueue, claim, settle, promote, reap) are not
 journaled: they are the queue's traffic, not an operator's act.
 """
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Generic, TypeVar, overload
 
 from typing_extensions import ParamSpec, Self
 
-from . import admin, bulk, history, hooks, jobs, journal, lanes, reads, registry, spine, views
+from . import admin, bulk, history, hooks, jobs, journal, lanes, lifecycle, reads, registry, views
 from . import repeat as repeating
 from .context import Context
 from .hooks import Kind
@@ -113,21 +113,21 @@ class VerbTable:
     """
 
     # the lifecycle: producers
-    enqueue = _v(spine.enqueue, "producer", "enqueue")
-    enqueue_many = _v(spine.enqueue_many, "producer", "enqueue")
+    enqueue = _v(lifecycle.enqueue, "producer", "enqueue")
+    enqueue_many = _v(lifecycle.enqueue_many, "producer", "enqueue")
     # the lifecycle: the worker's path
-    claim = _v(spine.claim, "hot", "claim")
-    claim_many = _v(spine.claim_many, "hot", "claim")
-    complete = _v(spine.complete, "hot", "complete")
-    complete_many = _v(spine.complete_many, "hot", "complete")
-    retry = _v(spine.retry, "hot", "retry")
-    delay = _v(spine.delay, "hot", "delay")
-    extend_lock = _v(spine.extend_lock, "hot", "extend_lock")
-    extend_locks = _v(spine.extend_locks, "hot", "extend_lock")
-    promote = _v(spine.promote, "hot", "promote")
-    reap = _v(spine.reap, "hot", "reap")
-    check_stalled = _v(spine.check_stalled, "hot", "check_stalled")
-    release = _v(spine.release, "hot", "release")
+    claim = _v(lifecycle.claim, "hot", "claim")
+    claim_many = _v(lifecycle.claim_many, "hot", "claim")
+    complete = _v(lifecycle.complete, "hot", "complete")
+    complete_many = _v(lifecycle.complete_many, "hot", "complete")
+    retry = _v(lifecycle.retry, "hot", "retry")
+    delay = _v(lifecycle.delay, "hot", "delay")
+    extend_lock = _v(lifecycle.extend_lock, "hot", "extend_lock")
+    extend_locks = _v(lifecycle.extend_locks, "hot", "extend_lock")
+    promote = _v(lifecycle.promote, "hot", "promote")
+    reap = _v(lifecycle.reap, "hot", "reap")
+    check_stalled = _v(lifecycle.check_stalled, "hot", "check_stalled")
+    release = _v(lifecycle.release, "hot", "release")
     # reads
     counts = _v(reads.counts, "read", "counts")
     get_job = _v(reads.get_job, "read")

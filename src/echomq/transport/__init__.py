@@ -26,7 +26,7 @@ socket poll). Any other operation, or one that meets the kept connection busy (a
 thread or task), takes a connection from the pool per call, whose checkout checks it
 is still sound, so a server restart never turns a stale socket into an unknown
 outcome. A pool of another kind (Sentinel) or with a client-side cache has no kept
-connection. ``bench/spine.py``
+connection. ``bench/lifecycle.py``
 measures both; ``EMQ_FAST_PATH=0`` in the environment turns the kept connection off.
 
 A cluster client (no single pool) is driven through its ``execute_command``; its own

@@ -37,11 +37,11 @@ from typing import Any
 
 import redis
 
-from .. import checks, registry, repeat, spine
+from .. import checks, lifecycle, registry, repeat
 from ..errors import EchoMQError, InvalidArgument, JobGone, StaleToken
+from ..lifecycle import Claimed
 from ..observability.worker import WorkerObserver
 from ..queue import AsyncQueue
-from ..spine import Claimed
 from . import plans
 from .config import WorkerConfig
 from .job import CANCELLED, LEASE_LOST, SHUTDOWN, TIMEOUT, JobCancelled, JobContext
@@ -101,7 +101,7 @@ class Engine:
         """Serve until a stop is requested, then wind down."""
         loop = asyncio.get_running_loop()
         self._aq = aq
-        self._waker = Waker(blocker, aq.keys.wake, spine.claim_gate(aq.ctx).args)
+        self._waker = Waker(blocker, aq.keys.wake, lifecycle.claim_gate(aq.ctx).args)
         self._thread = threading.get_ident()
         self._nudged = loop.create_future()
         self._beating = True
@@ -222,7 +222,7 @@ class Engine:
         if want <= 0:
             self._more = True
             return
-        op = spine.claim_op(aq.ctx, want, cfg.lease_ms, cfg.lock)
+        op = lifecycle.claim_op(aq.ctx, want, cfg.lease_ms, cfg.lock)
         woke = await waker.wait(cfg.beat / 1000, aq.runner.command(op))
         try:
             if woke.claim_sent or not self.stop_requested:
@@ -344,7 +344,7 @@ class Engine:
             self._running.pop((job.id, job.attempt), None)
         back = [(j.id, j.attempt) for j, outcome, _ in self._other if outcome == "release"]
         if back:
-            refused = await aq.runner.drive(spine.release_many(aq.ctx, back))
+            refused = await aq.runner.drive(lifecycle.release_many(aq.ctx, back))
             self.stats.released += len(back) - len(refused)
             self.stats.stale += len(refused)
             self._other = [entry for entry in self._other if entry[1] != "release"]

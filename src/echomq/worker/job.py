@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..errors import EchoMQError
-from ..spine import Claimed
+from ..lifecycle import Claimed
 
 if TYPE_CHECKING:
     from ..queue import AsyncQueue

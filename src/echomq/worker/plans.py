@@ -1,20 +1,20 @@
-"""The worker's own plans, composed from the spine's pieces.
+"""The worker's own plans, composed from the lifecycle's pieces.
 
 - :func:`fail`: retry a failed job after the delay its backoff policy says (the row's
   policy, else the worker's default), or dead-letter it at ``max_attempts``.
 - :func:`complete_and_claim`: the hot path. The completions travel in the same
-  pipeline as the claim's pause-gate read (``spine.claim_gate``); the claim script
-  (``spine.claim_op``) follows in its own call, only when the gate reads open.
+  pipeline as the claim's pause-gate read (``lifecycle.claim_gate``); the claim script
+  (``lifecycle.claim_op``) follows in its own call, only when the gate reads open.
 - :func:`claim_after_wait`: the claim that ends an idle wait (see
   :class:`~echomq.worker.waker.Waker`).
 - :func:`beat`: the beat's one round trip: the lease extensions, the worker's record
   in the registry and the cancel requests for the jobs it holds.
 - :func:`fail_cancelled`: a job its handler stopped on an operator's cancel goes dead.
 
-Every claim here is the spine's own pieces (the gate read, the claim script call,
-the one reply decoder ``spine.decode_claimed``), as ``claim_many`` composes them;
+Every claim here is the lifecycle's own pieces (the gate read, the claim script call,
+the one reply decoder ``lifecycle.decode_claimed``), as ``claim_many`` composes them;
 nothing inspects another plan's commands. (``release`` and ``release_many``, verbs
-of both facades, live in :mod:`echomq.spine`.)
+of both facades, live in :mod:`echomq.lifecycle`.)
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .. import registry, spine
+from .. import lifecycle, registry
 from ..backoff import Backoff
 from ..context import Context, as_str, opt_str
+from ..lifecycle import Claimed, retry
 from ..replies import outcome, script_outcome
 from ..scripts import Batch, Cmd, Eval, Plan, is_noscript
-from ..spine import Claimed, retry
 from .waker import Woke
 
 
@@ -99,25 +99,25 @@ def complete_and_claim(
         results: the serialized results of finished jobs by ``(job_id, token)``,
             sent with their completions (a kept job stores its result).
     """
-    completions = spine.complete_ops(ctx, done, results)
+    completions = lifecycle.complete_ops(ctx, done, results)
     if count == 0:
         if not completions:
             return Round([], [], [])
-        gone, stale = spine.settle_outcomes((yield Batch(tuple(completions))))
+        gone, stale = lifecycle.settle_outcomes((yield Batch(tuple(completions))))
         return Round(gone, stale, [])
     if not completions:
-        gate = yield spine.claim_gate(ctx)
-        claimed = yield from spine.claim_behind_gate(ctx, gate, count, lease_ms, lock_ms)
+        gate = yield lifecycle.claim_gate(ctx)
+        claimed = yield from lifecycle.claim_behind_gate(ctx, gate, count, lease_ms, lock_ms)
         return Round([], [], claimed)
     if ctx.executor.gate_folded:  # the native claim reads the pause itself: one trip
-        replies = yield Batch((*completions, spine.claim_op(ctx, count, lease_ms, lock_ms)))
-        gone, stale = spine.settle_outcomes(replies[:-1])
+        replies = yield Batch((*completions, lifecycle.claim_op(ctx, count, lease_ms, lock_ms)))
+        gone, stale = lifecycle.settle_outcomes(replies[:-1])
         if isinstance(replies[-1], Exception):
             raise replies[-1]
-        return Round(gone, stale, spine.decode_claimed(ctx, replies[-1]))
-    replies = yield Batch((*completions, spine.claim_gate(ctx)))
-    gone, stale = spine.settle_outcomes(replies[:-1])
-    claimed = yield from spine.claim_behind_gate(ctx, replies[-1], count, lease_ms, lock_ms)
+        return Round(gone, stale, lifecycle.decode_claimed(ctx, replies[-1]))
+    replies = yield Batch((*completions, lifecycle.claim_gate(ctx)))
+    gone, stale = lifecycle.settle_outcomes(replies[:-1])
+    claimed = yield from lifecycle.claim_behind_gate(ctx, replies[-1], count, lease_ms, lock_ms)
     return Round(gone, stale, claimed)
 
 
@@ -138,19 +138,19 @@ def claim_after_wait(
     """
     if not woke.claim_sent:
         # read as the runner reads the gate read of claim_many (an error reply typed)
-        gate = outcome(spine.claim_gate(ctx), woke.gate)
-        return (yield from spine.claim_behind_gate(ctx, gate, count, lease_ms, lock_ms))
+        gate = outcome(lifecycle.claim_gate(ctx), woke.gate)
+        return (yield from lifecycle.claim_behind_gate(ctx, gate, count, lease_ms, lock_ms))
     reply = woke.claim
     if woke.refused is not None or is_noscript(reply):
-        gate = yield spine.claim_gate(ctx)
-        return (yield from spine.claim_behind_gate(ctx, gate, count, lease_ms, lock_ms))
+        gate = yield lifecycle.claim_gate(ctx)
+        return (yield from lifecycle.claim_behind_gate(ctx, gate, count, lease_ms, lock_ms))
     if reply is None:  # WATCH dropped the transaction: the gate moved, nothing claimed
         return []
     # it came past the runner: read as the runner reads the claim plan's reply
     got = script_outcome(reply)
     if isinstance(got, Exception):
         raise got
-    return spine.decode_claimed(ctx, got)
+    return lifecycle.decode_claimed(ctx, got)
 
 
 #: The ``last_error`` of a job that stopped on an operator's cancel.
@@ -195,7 +195,7 @@ def beat(
     """
     ops: list[Eval] = []
     if held:
-        ops.append(spine.extend_op(ctx, held, lease_ms, lock_ms))
+        ops.append(lifecycle.extend_op(ctx, held, lease_ms, lock_ms))
     ops.append(registry.beat_op(ctx, wid, ttl_ms, fields, held))
     replies = yield Batch(tuple(ops))
     if held and isinstance(replies[0], Exception):

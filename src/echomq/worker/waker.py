@@ -125,7 +125,7 @@ class Waker:
     """
 
     def __init__(self, blocker: Any, wake_key: str, gate: tuple[Arg, ...]) -> None:
-        """``gate`` is the pause-gate read (``spine.claim_gate``): a read of the meta
+        """``gate`` is the pause-gate read (``lifecycle.claim_gate``): a read of the meta
         hash, which is the key watched."""
         self.blocker = blocker
         self.wake_key, self.gate = wake_key, gate

@@ -1,6 +1,6 @@
-"""The spine through ``AsyncQueue``: the same plans, driven by the asyncio runner.
+"""The lifecycle through ``AsyncQueue``: the same plans, driven by the asyncio runner.
 
-Replies and the keys left are checked as in ``test_spine.py``; refusals compare a
+Replies and the keys left are checked as in ``test_lifecycle.py``; refusals compare a
 dump of the queue's keys before and after.
 """
 
@@ -23,8 +23,8 @@ from echomq import (
     new_id,
 )
 from echomq.embedded import EmbeddedServer, free_port
+from echomq.lifecycle import ENQUEUE_CHUNK
 from echomq.results import Counts
-from echomq.spine import ENQUEUE_CHUNK
 
 # run under both executors: the native twins must equal the scripts
 pytestmark = pytest.mark.both_executors

@@ -1,4 +1,4 @@
-"""Throughput of the job spine beside ceilings measured in the same run.
+"""Throughput of the job lifecycle beside ceilings measured in the same run.
 
 Rows (jobs/s, median of ``--repeat`` runs):
 
@@ -18,7 +18,7 @@ Rows (jobs/s, median of ``--repeat`` runs):
 - ``claim_many + complete_many`` in batches of 100, against the pipelined ceiling.
 
 Targets (issue 2): one-by-one enqueue >= 85% of its ceiling; enqueue_many >= 100,000
-jobs/s. Run: ``.venv/bin/python bench/spine.py`` (``EMQ_URL`` measures another server).
+jobs/s. Run: ``.venv/bin/python bench/lifecycle.py`` (``EMQ_URL`` measures another server).
 """
 
 from __future__ import annotations

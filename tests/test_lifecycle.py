@@ -1,4 +1,4 @@
-"""The job spine on the real private server: every verb's reply and the keys it leaves.
+"""The job lifecycle on the real private server: every verb's reply and the keys it leaves.
 
 Each refusal is checked against a byte-for-byte dump of the queue's keys taken before
 the call. Malformed ids are proved to raise before any I/O by a queue whose URL points
@@ -27,8 +27,8 @@ from echomq import (
     new_id,
 )
 from echomq.embedded import free_port
+from echomq.lifecycle import ENQUEUE_CHUNK
 from echomq.results import Counts, JobRow
-from echomq.spine import ENQUEUE_CHUNK
 
 # run under both executors: the native twins must equal the scripts
 pytestmark = pytest.mark.both_executors
