@@ -407,7 +407,7 @@ def test_complete_and_claim_completes_but_never_claims_through_a_closed_gate(
     q.pause()
     pending_before = r.zrange(q.keys.pending, 0, -1, withscores=True)
     got = q.runner.drive(plans.complete_and_claim(q.ctx, [(first, 1)], 5, 1000, 2000))
-    assert got == plans.Round([], [], [])
+    assert got == plans.ClaimRound([], [], [])
     assert q.job_state(first) is None and q.metrics()["completed"]["count"] == 1
     assert r.zrange(q.keys.pending, 0, -1, withscores=True) == pending_before
     before = dump(r, q)

@@ -24,7 +24,7 @@ from echomq.errors import InvalidArgument, ServerFull
 from echomq.lifecycle import claiming
 from echomq.scripts import command
 from echomq.worker import plans
-from echomq.worker.waker import TRANSITIONS, WaitState, Waker, Woke
+from echomq.worker.waker import TRANSITIONS, WaitResult, WaitState, Waker
 from worker_support import running, wait_until
 
 SLOW_BEAT = WorkerConfig(lease_ms=20_000, beat_ms=4_000, grace_ms=2_000)
@@ -84,7 +84,7 @@ def test_complete_and_claim_composes_the_shared_pieces(
     claimed = q.claim()
     assert claimed is not None and claimed.id == a
     got = q.runner.drive(plans.complete_and_claim(q.ctx, [(a, 1)], 3, 1000, 0))
-    assert got == plans.Round([], [], got.claimed) and [c.id for c in got.claimed] == [b]
+    assert got == plans.ClaimRound([], [], got.claimed) and [c.id for c in got.claimed] == [b]
     assert decoded == [[a], [b]] and built == [1, 3]
     assert q.job_state(a) is None and active_ids(r, q) == [b]
     assert q.metrics()["completed"]["count"] == 1
@@ -98,30 +98,30 @@ def test_claim_after_wait_decodes_with_the_shared_decoder(
     op = lifecycle.claim_op(q.ctx, 1, 1000, 0)
     r.script_load(op.script.body)
     raw = r.execute_command(*command(op))
-    got = q.runner.drive(plans.claim_after_wait(q.ctx, Woke(True, claim=raw), 1, 1000, 0))
+    got = q.runner.drive(plans.claim_after_wait(q.ctx, WaitResult(True, claim=raw), 1, 1000, 0))
     assert [c.id for c in got] == [a] and decoded == [[a]]
     # no claim rode along: the gate read behind the wait decides, then the same pieces
-    got = q.runner.drive(plans.claim_after_wait(q.ctx, Woke(False, gate=0), 1, 1000, 0))
+    got = q.runner.drive(plans.claim_after_wait(q.ctx, WaitResult(False, gate=0), 1, 1000, 0))
     assert [c.id for c in got] == [b] and decoded == [[a], [b]]
     assert sorted(active_ids(r, q)) == sorted([a, b])
     # dropped by WATCH (the gate moved): nothing claimed, nothing decoded
-    assert q.runner.drive(plans.claim_after_wait(q.ctx, Woke(True), 1, 1000, 0)) == []
+    assert q.runner.drive(plans.claim_after_wait(q.ctx, WaitResult(True), 1, 1000, 0)) == []
     assert decoded == [[a], [b]]
 
 
 def test_claim_after_wait_reads_error_replies_as_the_runner_does(q: Queue) -> None:
     # the claim's error reply and the gate read's, typed by the one reader
-    bad = Woke(True, claim=redis.ResponseError("EMQARG count must be positive"))
+    bad = WaitResult(True, claim=redis.ResponseError("EMQARG count must be positive"))
     with pytest.raises(InvalidArgument):
         q.runner.drive(plans.claim_after_wait(q.ctx, bad, 1, 1000, 0))
-    full = Woke(False, gate=redis.exceptions.OutOfMemoryError("command not allowed"))
+    full = WaitResult(False, gate=redis.exceptions.OutOfMemoryError("command not allowed"))
     with pytest.raises(ServerFull):
         q.runner.drive(plans.claim_after_wait(q.ctx, full, 1, 1000, 0))
 
 
 def test_claim_after_a_refused_transaction_claims_plainly(q: Queue, r: redis.Redis) -> None:
     a = q.enqueue("a")
-    refused = Woke(True, refused=redis.ResponseError("EXECABORT Transaction discarded"))
+    refused = WaitResult(True, refused=redis.ResponseError("EXECABORT Transaction discarded"))
     got = q.runner.drive(plans.claim_after_wait(q.ctx, refused, 1, 1000, 0))
     assert [c.id for c in got] == [a] and active_ids(r, q) == [a]
     assert r.hget(q.keys.job(a), "attempts") == "1"

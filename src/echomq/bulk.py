@@ -164,7 +164,7 @@ def _walk(
             return res
 
 
-def _gate(scan: int, max_calls: int | None, progress: Progress | None) -> None:
+def _check_bounds(scan: int, max_calls: int | None, progress: Progress | None) -> None:
     checks.integer(scan, "scan", 1, MAX_SCAN)
     if max_calls is not None:
         checks.count(max_calls, "max_calls")
@@ -206,7 +206,7 @@ def reprocess_jobs(
     """
     f = _filter(name, group, error, since_ms, until_ms)
     checks.flag(dry_run, "dry_run")
-    _gate(scan, max_calls, progress)
+    _check_bounds(scan, max_calls, progress)
     off = _offset(cursor)
     dry = "1" if dry_run else ""
 
@@ -240,7 +240,7 @@ def promote_jobs(
     """
     f = _filter(name, group, error, since_ms, until_ms)
     checks.flag(dry_run, "dry_run")
-    _gate(scan, max_calls, progress)
+    _check_bounds(scan, max_calls, progress)
     off = _offset(cursor)
     dry = "1" if dry_run else ""
 
@@ -314,7 +314,7 @@ def remove_jobs(
     checks.state(state, kept=True)
     f = _filter(name, group, error, since_ms, until_ms)
     checks.flag(dry_run, "dry_run")
-    _gate(scan, max_calls, progress)
+    _check_bounds(scan, max_calls, progress)
     dry = "1" if dry_run else ""
     base = (ctx.keys.base,)
 
@@ -433,7 +433,7 @@ def clean(
             f"clean takes state 'dead' or 'completed', got {checks.show(state, 40)}"
         )
     checks.flag(dry_run, "dry_run")
-    _gate(budget, None, progress)
+    _check_bounds(budget, None, progress)
     res = BulkResult("clean", dry_run=dry_run)
     dry = "1" if dry_run else ""
     while True:

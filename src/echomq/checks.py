@@ -1,4 +1,4 @@
-"""Argument checks: every verb's gate lines, stated once, run before any I/O.
+"""Argument checks: every verb's argument checks, stated once, run before any I/O.
 
 Each verb's plan starts with a few calls to this module; each call either returns the
 value in the form the script wants or raises an :class:`~echomq.errors.InvalidArgument`
@@ -276,7 +276,7 @@ def payloads(serializer: Dumps, values: Any) -> list[str]:
 
 
 def pairs(value: Any, what: str = "pairs", *, limit: int | None = None) -> list[tuple[str, int]]:
-    """``(job_id, token)`` pairs, each token checked (ids are gated at the key builder).
+    """``(job_id, token)`` pairs, each token checked (ids are checked at the key builder).
 
     Raises:
         InvalidArgument: not a sequence of 2-tuples, a bad token, or more than ``limit``.

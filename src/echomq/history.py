@@ -183,21 +183,23 @@ def settles(job_id: str, name: str, job: str | None) -> bool:
 
 
 @dataclass(frozen=True)
-class Check:
+class RunPlan:
     """A step of the result wait: read the row (the facade answers the plan's ``Settled``)."""
 
     plan: Plan[Settled]
 
 
 @dataclass(frozen=True)
-class Wait:
+class AwaitEvent:
     """A step of the result wait: wait up to ``left`` seconds (``None``: no limit) for the
     next event; the facade answers ``(event or None, whether the stream reconnected)``."""
 
     left: float | None
 
 
-def wait_for_result(ctx: Context, job_id: str, timeout_s: Any) -> Generator[Check | Wait, Any, Any]:
+def wait_for_result(
+    ctx: Context, job_id: str, timeout_s: Any
+) -> Generator[RunPlan | AwaitEvent, Any, Any]:
     """The logic of ``Queue.result()`` and ``AsyncQueue.result()``, written once: the
     facades subscribe first, then drive these steps with their own I/O.
 
@@ -212,15 +214,15 @@ def wait_for_result(ctx: Context, job_id: str, timeout_s: Any) -> Generator[Chec
 
 def _wait_steps(
     ctx: Context, job_id: str, timeout_s: Any, limit: float | None
-) -> Generator[Check | Wait, Any, Any]:
+) -> Generator[RunPlan | AwaitEvent, Any, Any]:
     deadline = None if limit is None else time.monotonic() + limit
-    got: Settled = yield Check(settled(ctx, job_id))
+    got: Settled = yield RunPlan(settled(ctx, job_id))
     while not got.done:
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0:
             raise ResultTimeout(f"job {job_id} did not settle in {timeout_s} s", job_id=job_id)
-        event, lost = yield Wait(left)
+        event, lost = yield AwaitEvent(left)
         # a reconnect may have missed the settling event: read the row again
         if lost or (event is not None and settles(job_id, event.name, event.job)):
-            got = yield Check(settled(ctx, job_id))
+            got = yield RunPlan(settled(ctx, job_id))
     return got.value

@@ -1,6 +1,6 @@
 """The job-scope operator verbs: reach into one row, fenced and typed.
 
-Each verb is one script; the id is gated at the key builder before any I/O; a missing
+Each verb is one script; the id is checked at the key builder before any I/O; a missing
 row is :class:`~echomq.errors.JobGone` (the runner translates the script's ``-1``, for
 the op's ``job``) and nothing is written.
 """

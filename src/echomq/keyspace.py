@@ -1,4 +1,4 @@
-"""Every key echomq touches is built here, from the schema, and every name and id is gated here.
+"""Every key echomq touches is built here, from the schema, and every name and id is checked here.
 
 A queue ``q`` lives under the base ``emq:{q}:``; the hash tag ``{q}`` keeps all of a
 queue's keys on one cluster slot. Names are checked before any I/O: a malformed one
@@ -86,28 +86,28 @@ class Keyspace:
             setattr(self, key.attr, b + key.suffix)
 
     def job(self, job_id: str) -> str:
-        """The row of ``job_id`` (gated)."""
+        """The row of ``job_id`` (checked)."""
         return self.base + _JOB + ids.validate(job_id)
 
     def logs(self, job_id: str) -> str:
-        """The log list of ``job_id`` (gated)."""
+        """The log list of ``job_id`` (checked)."""
         return self.job(job_id) + _LOGS
 
     def logtimes(self, job_id: str) -> str:
-        """The server times (ms) of ``job_id``'s log lines (gated): aligned with
+        """The server times (ms) of ``job_id``'s log lines (checked): aligned with
         :meth:`logs` at the newest end (lines written before times were kept have none)."""
         return self.job(job_id) + _LOGTIMES
 
     def lock(self, job_id: str) -> str:
-        """The worker lock of ``job_id`` (gated)."""
+        """The worker lock of ``job_id`` (checked)."""
         return self.job(job_id) + _LOCK
 
     def errors(self, job_id: str) -> str:
-        """The error history of a kept ``job_id`` (gated): a capped list, oldest first."""
+        """The error history of a kept ``job_id`` (checked): a capped list, oldest first."""
         return self.job(job_id) + _ERRORS
 
     def dedup(self, dedup_id: str) -> str:
-        """The dedup key for ``dedup_id`` (gated)."""
+        """The dedup key for ``dedup_id`` (checked)."""
         return self.base + _DEDUP + check_dedup(dedup_id)
 
     def claim_request(self, rid: str) -> str:
@@ -115,15 +115,15 @@ class Keyspace:
         return self.base + _CLAIMREQ + rid
 
     def worker(self, wid: str) -> str:
-        """The registry record of worker ``wid`` (gated: ``[0-9a-f]{8,32}``)."""
+        """The registry record of worker ``wid`` (checked: ``[0-9a-f]{8,32}``)."""
         return self.base + _WORKER + check_worker_id(wid)
 
     def lane(self, group: str) -> str:
-        """The pending lane of ``group`` (gated)."""
+        """The pending lane of ``group`` (checked)."""
         return self.base + _LANE + check_name(group, "group") + _LANE_END
 
     def repeat_record(self, name: str) -> str:
-        """The record of the repeatable ``name`` (gated)."""
+        """The record of the repeatable ``name`` (checked)."""
         return self.base + _REPEAT_RECORD + check_name(name, "repeat")
 
     def state_set(self, state: str) -> str:

@@ -130,7 +130,7 @@ class Queue(_Verbs):
                     step = steps.send(reply)
                 except StopIteration as done:
                     return done.value
-                if isinstance(step, history.Check):
+                if isinstance(step, history.RunPlan):
                     reply = self.runner.drive(step.plan)
                 else:
                     event = stream.get(timeout=step.left)
@@ -219,7 +219,7 @@ class AsyncQueue(_Verbs):
                     step = steps.send(reply)
                 except StopIteration as done:
                     return done.value
-                if isinstance(step, history.Check):
+                if isinstance(step, history.RunPlan):
                     reply = await self.runner.drive(step.plan)
                 else:
                     event = await stream.get(timeout=step.left)

@@ -151,7 +151,7 @@ def beat_op(
     for k, v in fields.items():
         args += [k, v]
     for job_id, token in held:
-        ctx.keys.job(job_id)  # gate the id
+        ctx.keys.job(job_id)  # check the id
         args += [job_id, str(token)]
     return Eval(script("worker_beat"), (ctx.keys.base,), args)
 

@@ -117,7 +117,7 @@ def reassign(env: Env, queue: str, job_id: str, name: str | None, flat: bool) ->
     """Move pending job ID to GROUP's lane (or --flat: out of every lane), keeping its priority."""
     if (name is None) == (not flat):
         raise click.UsageError("give either GROUP or --flat")
-    # The verb gates the id and the group before it sends anything.
+    # The verb checks the id and the group before it sends anything.
     env.queue(queue).reassign(job_id, name)
     where = "the flat pending set" if name is None else f"group {name}"
     env.emit({"queue": queue, "id": job_id, "group": name}, f"reassigned {job_id} to {where}")

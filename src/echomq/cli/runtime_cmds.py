@@ -159,7 +159,7 @@ def worker(
     """Run a worker on QUEUE with the handler MODULE:FUNCTION until SIGINT/SIGTERM."""
     from ..worker import Worker, WorkerConfig
 
-    env.queue(queue_name)  # gate the name before anything else
+    env.queue(queue_name)  # check the name before anything else
     handler = load_handler(handler_spec)
     _require_server(env)
     metrics = obs_cmds.worker_observability(**obs)

@@ -1,5 +1,5 @@
 """The console's change routes: ``POST /api/queues/{q}/.../<verb>``, each through every
-gate of a change (:meth:`~.safety.Safety.check_change`), journaled as the request's
+check of a change (:meth:`~.safety.Safety.check_change`), journaled as the request's
 actor, then the verb the handlers' tables name (an unknown verb is 404)."""
 
 from __future__ import annotations

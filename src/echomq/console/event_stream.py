@@ -42,7 +42,7 @@ class EventStreams:
         try:
             self.safety.check_read(request)
             if name is not None:
-                self.console.queue(name)  # gate the name before the stream starts
+                self.console.queue(name)  # check the name before the stream starts
             if self.streams[peer] >= self.per_client:
                 raise Denied(
                     429,

@@ -74,10 +74,10 @@ class QueueReads(ConsoleCore):
             a large keyspace (later calls find more).
         """
         names, complete = await self.directory.refresh(self.client)
-        gate = asyncio.Semaphore(SUMMARY_CONCURRENCY)
+        limit = asyncio.Semaphore(SUMMARY_CONCURRENCY)
 
         async def summary(name: str) -> Reply:
-            async with gate:
+            async with limit:
                 return await self._summary(self.queue(name))
 
         rows = await asyncio.gather(*(summary(n) for n in names))
@@ -138,10 +138,10 @@ class QueueReads(ConsoleCore):
             if complete:
                 break
         names = sorted(names)[:MAX_LOOKUP]
-        gate = asyncio.Semaphore(SUMMARY_CONCURRENCY)
+        limit = asyncio.Semaphore(SUMMARY_CONCURRENCY)
 
         async def holds(name: str) -> bool:
-            async with gate:
+            async with limit:
                 return bool(await self.client.exists(self.queue(name).keys.job(job_id)))
 
         found = await asyncio.gather(*(holds(n) for n in names))

@@ -134,7 +134,7 @@ class Safety:
             raise Denied(403, "forbidden", "host", f"host {host_header!r} is not loopback")
 
     def check_change(self, request: Request) -> None:
-        """Every gate a state-changing request passes before its handler runs.
+        """Every check a state-changing request passes before its handler runs.
 
         Raises:
             Denied: cross-site (403), wrong content type (415), no custom header

@@ -53,7 +53,7 @@ class JsonDoc(Response):
 
 
 def error_reply(exc: Exception) -> Response:
-    """The JSON reply and status for an error a handler or a gate raised."""
+    """The JSON reply and status for an error a handler or a check raised."""
     if isinstance(exc, Denied):
         status, body = exc.status, {"error": exc.error, "reason": exc.reason}
     elif isinstance(exc, ReadOnly):

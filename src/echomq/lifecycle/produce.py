@@ -40,7 +40,7 @@ def _options(
         and type(priority) is int
         and priority == 0
     ):
-        return []  # the common call: nothing to gate, nothing to send
+        return []  # the common call: nothing to check, nothing to send
     if group is not None:
         check_name(group, "group")
     if name is not None:

@@ -20,7 +20,7 @@ def fenced_token(ctx: Context, job_id: str, token: int) -> str:
 
 
 def _row_keys(ctx: Context, job_id: str) -> tuple[str, str]:
-    """The KEYS of a verb on one job: the queue base, then the job's row (gated)."""
+    """The KEYS of a verb on one job: the queue base, then the job's row (checked)."""
     return ctx.keys.base, ctx.keys.job(job_id)
 
 

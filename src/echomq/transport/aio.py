@@ -197,7 +197,7 @@ class AsyncRunner(RunnerBase[AsyncTransport]):
         return await self.transport.run(exchange(op, self.executor))
 
     async def drive(self, plan: Plan[T]) -> T:
-        """Run ``plan`` to completion and return its result (gates before the fence)."""
+        """Run ``plan`` to completion and return its result (checks before the fence)."""
         try:
             op = next(plan)
             await self.fence()

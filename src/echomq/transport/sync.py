@@ -150,7 +150,7 @@ class SyncRunner(RunnerBase[SyncTransport]):
     def drive(self, plan: Plan[T]) -> T:
         """Run ``plan`` to completion and return its result.
 
-        The plan's first step (where it gates its arguments) runs before the version
+        The plan's first step (where it checks its arguments) runs before the version
         fence, so a malformed id or name raises before anything is sent.
         """
         try:

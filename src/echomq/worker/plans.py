@@ -29,7 +29,7 @@ from ..context import Context, as_str, opt_str
 from ..lifecycle import Claimed, retry
 from ..replies import outcome, script_outcome
 from ..scripts import Batch, Cmd, Eval, Plan, is_noscript
-from .waker import Woke
+from .waker import WaitResult
 
 
 def fail(
@@ -64,7 +64,7 @@ def fail(
 
 
 @dataclass
-class Round:
+class ClaimRound:
     """What one :func:`complete_and_claim` round trip pair did.
 
     Attributes:
@@ -86,7 +86,7 @@ def complete_and_claim(
     lease_ms: int,
     lock_ms: int,
     results: dict[tuple[str, int], str] | None = None,
-) -> Plan[Round]:
+) -> Plan[ClaimRound]:
     """Complete finished jobs and claim more, in two round trips for both.
 
     The completions are pipelined with the claim's pause-gate read; the claim
@@ -102,27 +102,27 @@ def complete_and_claim(
     completions = lifecycle.complete_ops(ctx, done, results)
     if count == 0:
         if not completions:
-            return Round([], [], [])
+            return ClaimRound([], [], [])
         gone, stale = lifecycle.settle_outcomes((yield Batch(tuple(completions))))
-        return Round(gone, stale, [])
+        return ClaimRound(gone, stale, [])
     if not completions:
         gate = yield lifecycle.claim_gate(ctx)
         claimed = yield from lifecycle.claim_behind_gate(ctx, gate, count, lease_ms, lock_ms)
-        return Round([], [], claimed)
+        return ClaimRound([], [], claimed)
     if ctx.executor.gate_folded:  # the native claim reads the pause itself: one trip
         replies = yield Batch((*completions, lifecycle.claim_op(ctx, count, lease_ms, lock_ms)))
         gone, stale = lifecycle.settle_outcomes(replies[:-1])
         if isinstance(replies[-1], Exception):
             raise replies[-1]
-        return Round(gone, stale, lifecycle.decode_claimed(ctx, replies[-1]))
+        return ClaimRound(gone, stale, lifecycle.decode_claimed(ctx, replies[-1]))
     replies = yield Batch((*completions, lifecycle.claim_gate(ctx)))
     gone, stale = lifecycle.settle_outcomes(replies[:-1])
     claimed = yield from lifecycle.claim_behind_gate(ctx, replies[-1], count, lease_ms, lock_ms)
-    return Round(gone, stale, claimed)
+    return ClaimRound(gone, stale, claimed)
 
 
 def claim_after_wait(
-    ctx: Context, woke: Woke, count: int, lease_ms: int, lock_ms: int
+    ctx: Context, woke: WaitResult, count: int, lease_ms: int, lock_ms: int
 ) -> Plan[list[Claimed]]:
     """The claim that ends an idle wait, from what the wait ended with.
 

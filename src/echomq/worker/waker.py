@@ -81,7 +81,7 @@ TRANSITIONS: dict[WaitState, frozenset[WaitState]] = {
 
 
 @dataclass
-class Woke:
+class WaitResult:
     """What a wait ended with.
 
     Attributes:
@@ -143,7 +143,7 @@ class Waker:
         """The caller has read (or dropped) what the wait ended with."""
         self._enter(WaitState.IDLE)
 
-    async def wait(self, timeout_s: float, claim: Sequence[Arg]) -> Woke:
+    async def wait(self, timeout_s: float, claim: Sequence[Arg]) -> WaitResult:
         """Wait for a wake token or ``timeout_s``; send ``claim`` behind it if the gate
         is open. The state is ``CLAIMING`` when this returns; call :meth:`done` once
         the claim's reply is handed over."""
@@ -166,7 +166,7 @@ class Waker:
                 await conn.send(("UNWATCH",), ("BLPOP", self.wake_key, timeout_s), self.gate)
                 _, _, gate = await conn.read(3)
                 self._enter(WaitState.CLAIMING)
-                return Woke(claim_sent=False, gate=gate)
+                return WaitResult(claim_sent=False, gate=gate)
         except BaseException:
             # cancelled or cut off between replies: the held connection was dropped
             self._enter(WaitState.IDLE)
@@ -177,7 +177,7 @@ class Waker:
 
     async def _with_claim_behind(
         self, conn: HeldConnection, timeout_s: float, claim: Sequence[Arg]
-    ) -> Woke:
+    ) -> WaitResult:
         self._enter(WaitState.WAITING_WITH_CLAIM)
         await conn.send(("BLPOP", self.wake_key, timeout_s), ("MULTI",), claim, ("EXEC",))
         await conn.read(1)  # the token, or nil after the timeout or an unblock
@@ -189,10 +189,10 @@ class Waker:
             self.plain_until = time.monotonic() + PLAIN_CLAIM_S
             reason = queued if isinstance(queued, Exception) else replies
             log.debug("claim behind the wait refused (%r); claiming plainly", reason)
-            return Woke(claim_sent=True, refused=reason)
-        return Woke(claim_sent=True, claim=None if replies is None else replies[0])
+            return WaitResult(claim_sent=True, refused=reason)
+        return WaitResult(claim_sent=True, claim=None if replies is None else replies[0])
 
-    async def _on_cluster(self, timeout_s: float) -> Woke:
+    async def _on_cluster(self, timeout_s: float) -> WaitResult:
         self._enter(WaitState.WAITING)
         try:
             # two commands, not a pipeline: redis-py 5's asyncio cluster pipeline makes
@@ -203,7 +203,7 @@ class Waker:
             self._enter(WaitState.IDLE)
             raise
         self._enter(WaitState.CLAIMING)
-        return Woke(claim_sent=False, gate=gate)
+        return WaitResult(claim_sent=False, gate=gate)
 
     async def unblock(self, client: Any) -> None:
         """End a wait with a claim behind it now (as if it timed out): its claim runs
