@@ -57,7 +57,7 @@ def own_methods(cls: type) -> dict[str, Callable[..., Any]]:
 
 
 class _Unasync(ast.NodeTransformer):
-    """An async function's tree as its sync twin would be written: no ``await``, no
+    """An async function's tree as its sync mirror would be written: no ``await``, no
     ``async def``, the async names as the sync ones, no docstrings, and the one
     keyword only the asyncio connection takes (``disconnect(nowait=True)``) dropped."""
 

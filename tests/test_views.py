@@ -216,7 +216,7 @@ def test_dot_names_are_refused() -> None:
     assert check_name("...") == "..." and check_name(".a") == ".a"
 
 
-async def test_async_twin(aq: AsyncQueue) -> None:
+async def test_async_facade(aq: AsyncQueue) -> None:
     jid = await aq.enqueue({"a": 1}, name="x")
     page = await aq.job_page("pending")
     assert [j.id for j in page.jobs] == [jid]

@@ -163,7 +163,7 @@ def is_cluster(client: Any) -> bool:
     return isinstance(client, (RedisCluster, AsyncRedisCluster))
 
 
-def async_twin(client: Any) -> AsyncRedisCluster:
+def async_client_for(client: Any) -> AsyncRedisCluster:
     """An asyncio cluster client for the same cluster and settings as the sync
     ``client`` (a worker made from a sync ``Queue`` on a cluster)."""
     node = client.get_default_node()

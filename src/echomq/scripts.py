@@ -212,16 +212,16 @@ def _sharded_by_body() -> dict[str, Script]:
 
 def sharded_command(cmd: tuple[Arg, ...]) -> tuple[Arg, ...]:
     """The cluster form of a command: an ``EVALSHA`` of a script that publishes calls
-    its :func:`sharded` twin, and a ``SCRIPT LOAD`` of it loads the twin; anything else
+    its :func:`sharded` form, and a ``SCRIPT LOAD`` of it loads that form; anything else
     is sent as it is."""
     if cmd[0] == "EVALSHA":
-        twin = _sharded_by_sha().get(str(cmd[1]))
-        if twin is not None:
-            return ("EVALSHA", twin.sha, *cmd[2:])
+        form = _sharded_by_sha().get(str(cmd[1]))
+        if form is not None:
+            return ("EVALSHA", form.sha, *cmd[2:])
     elif cmd[0] == "SCRIPT" and len(cmd) == 3:
-        twin = _sharded_by_body().get(str(cmd[2]))
-        if twin is not None:
-            return ("SCRIPT", "LOAD", twin.body)
+        form = _sharded_by_body().get(str(cmd[2]))
+        if form is not None:
+            return ("SCRIPT", "LOAD", form.body)
     return cmd
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import redis
 import redis.asyncio
 
-from ..connect import async_client, async_twin, is_cluster
+from ..connect import async_client, async_client_for, is_cluster
 from ..errors import InvalidArgument
 from ..queue import DEFAULT_URL, AsyncQueue, Queue
 
@@ -56,7 +56,7 @@ def async_queue_for(
     if url is not None:
         client: Any = async_client(url)
     elif is_cluster(source.client):
-        client = async_twin(source.client)  # a client of the worker's own
+        client = async_client_for(source.client)  # a client of the worker's own
     else:
         client = _mirror(source.client)
     aq = AsyncQueue(

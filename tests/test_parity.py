@@ -1,17 +1,17 @@
-"""The sync and async twins agree (issue 11, Deliver 6): one suite, run through both.
+"""The sync and async facades agree (parity) (issue 11, Deliver 6): one suite, run through both.
 
 ``Queue`` and ``AsyncQueue`` share their plans, but the runners, the event streams, the
 constructors and the worker's two entry points are written twice. Each scenario below
-is written once against a :class:`Twin`, and the parametrized ``twin`` fixture hands it
+is written once against a :class:`Facade`, and the parametrized ``facade`` fixture hands it
 a ``Queue`` and an ``AsyncQueue``, each made from a URL and around a client of the
 caller's (one decoding replies to ``str``, one speaking RESP3). Every scenario asserts
 its replies and the keys it leaves; and each records a transcript (every reply, or the
 typed error, and the keys left, with the queue name, job ids and server times
-normalised), so every later twin to run a scenario must produce exactly the first
+normalised), so every later facade to run a scenario must produce exactly the first
 one's transcript. The events scenario runs both event streams; the worker scenario both
 entry points (``Worker(queue).run()`` and ``await Worker(aqueue).arun()``).
 
-``test_every_verb_has_a_twin_scenario`` enumerates the facade's verbs: a new verb with
+``test_every_verb_has_a_parity_scenario`` enumerates the facade's verbs: a new verb with
 no scenario here fails it.
 """
 
@@ -44,8 +44,8 @@ _TIME = 10**7
 
 
 class Norm:
-    """Maps one twin's queue name, job ids (in order of first sight) and server times
-    to stable placeholders, so two twins' transcripts compare equal."""
+    """Maps one facade's queue name, job ids (in order of first sight) and server times
+    to stable placeholders, so two facades' transcripts compare equal."""
 
     def __init__(self, queue: str) -> None:
         self.queue = queue
@@ -103,7 +103,7 @@ def keys_left(r: redis.Redis, q: Queue | AsyncQueue, norm: Norm) -> dict[str, An
     out: dict[str, Any] = {}
     keys = sorted(r.scan_iter(match=q.keys.pattern(), count=1000))
     # a claim record's name is a random request id: name it by the ids it holds (job
-    # ids run in mint order in both twins), after every other key
+    # ids run in mint order in both facades), after every other key
     records = sorted((r.get(k) or "", k) for k in keys if ":claimreq:" in k)
     for _, key in records:
         keys.remove(key)
@@ -139,14 +139,14 @@ def keys_left(r: redis.Redis, q: Queue | AsyncQueue, norm: Norm) -> dict[str, An
     return out
 
 
-# ---------------------------------------------------------------- the twin
+# ---------------------------------------------------------------- the facade
 
 
-class Twin:
+class Facade:
     """One facade, driven the same way whichever it is.
 
-    ``await twin("verb", ...)`` calls the verb (awaiting it on an ``AsyncQueue``) and
-    records the reply in the transcript; ``await twin.outcome("verb", ...)`` records a
+    ``await facade("verb", ...)`` calls the verb (awaiting it on an ``AsyncQueue``) and
+    records the reply in the transcript; ``await facade.outcome("verb", ...)`` records a
     typed error instead of raising it.
     """
 
@@ -232,50 +232,50 @@ KINDS = ["sync", "async", "sync-client", "async-client"]
 
 
 @pytest.fixture(params=KINDS)
-async def twin(
+async def facade(
     request: pytest.FixtureRequest, server: EmbeddedServer, qname: str, r: redis.Redis
-) -> AsyncIterator[Twin]:
+) -> AsyncIterator[Facade]:
     """A ``Queue`` or an ``AsyncQueue``, each on its own fresh queue."""
     kind = request.param
     if kind == "sync":
         q = Queue(qname, url=server.url)
-        yield Twin(kind, q, r)
+        yield Facade(kind, q, r)
         q.close()
     elif kind == "sync-client":
         client = redis.Redis.from_url(server.url, decode_responses=True)
         q = Queue(qname, client=client)
-        yield Twin(kind, q, r)
+        yield Facade(kind, q, r)
         q.close()
         client.close()
     elif kind == "async":
         aq = AsyncQueue(qname, url=server.url)
-        yield Twin(kind, aq, r)
+        yield Facade(kind, aq, r)
         await aq.aclose()
     else:
         aclient = redis.asyncio.Redis.from_url(server.url, protocol=3)
         aq = AsyncQueue(qname, client=aclient)
-        yield Twin(kind, aq, r)
+        yield Facade(kind, aq, r)
         await aq.aclose()
         await aclient.aclose()
 
 
-#: scenario -> the first twin's transcript, for the second twin to match.
+#: scenario -> the first facade's transcript, for the second facade to match.
 _SEEN: dict[str, tuple[str, list[Any]]] = {}
 #: scenario -> the verbs it drives (checked when it runs, enumerated below).
 COVERS: dict[str, set[str]] = {}
 
 
 def scenario(*verbs: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Mark a test as a twin scenario driving ``verbs``: after it runs, the twin must
-    have called each of them, and its transcript must equal the other twin's."""
+    """Mark a test as a facade scenario driving ``verbs``: after it runs, the facade must
+    have called each of them, and its transcript must equal the other facade's."""
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         COVERS[fn.__name__] = set(verbs)
 
-        async def run(twin: Twin, r: redis.Redis) -> None:
-            await fn(twin, r)
-            assert set(verbs) <= twin.called, set(verbs) - twin.called
-            agree(fn.__name__, twin)
+        async def run(facade: Facade, r: redis.Redis) -> None:
+            await fn(facade, r)
+            assert set(verbs) <= facade.called, set(verbs) - facade.called
+            agree(fn.__name__, facade)
 
         run.__name__ = fn.__name__
         run.__doc__ = fn.__doc__
@@ -303,8 +303,8 @@ def first_difference(a: Any, b: Any, path: str = "") -> str | None:
     return None if a == b else f"{path}: {a!r:.200} against {b!r:.200}"
 
 
-def agree(name: str, t: Twin) -> None:
-    """The first twin to run ``name`` records its transcript; every later one matches it."""
+def agree(name: str, t: Facade) -> None:
+    """The first facade to run ``name`` records its transcript; every later one matches it."""
     kind, transcript = _SEEN.setdefault(name, (t.kind, t.transcript))
     if kind != t.kind:
         where = first_difference(transcript, t.transcript)
@@ -317,11 +317,11 @@ def field(value: Any, name: str) -> Any:
 
 
 def J(n: int) -> str:
-    """A fixed job id, so both twins write the same rows."""
+    """A fixed job id, so both facades write the same rows."""
     return f"JOB{n:011d}"
 
 
-def expire(r: redis.Redis, t: Twin, job_id: str) -> None:
+def expire(r: redis.Redis, t: Facade, job_id: str) -> None:
     """Force a lease to have expired by rewriting its deadline (no sleeping)."""
     assert r.zadd(t.q.keys.active, {job_id: 0}, xx=True, ch=True) == 1
 
@@ -343,8 +343,8 @@ def expire(r: redis.Redis, t: Twin, job_id: str) -> None:
     "is_paused",
     "metrics",
 )
-async def test_enqueue_claim_complete(twin: Twin, r: redis.Redis) -> None:
-    t = twin
+async def test_enqueue_claim_complete(facade: Facade, r: redis.Redis) -> None:
+    t = facade
     assert await t("enqueue", {"n": 1}, job_id=J(1), name="a", priority=2) == J(1)
     assert await t("enqueue", "dup", job_id=J(1)) == J(1)  # a duplicate: nothing written
     assert await t("enqueue", [1], job_id=J(2), dedup_id="d") == J(2)
@@ -375,8 +375,8 @@ async def test_enqueue_claim_complete(twin: Twin, r: redis.Redis) -> None:
 
 
 @scenario("retry", "delay", "extend_lock", "extend_locks", "promote", "lock_job", "unlock_job")
-async def test_retry_delay_extend_promote(twin: Twin, r: redis.Redis) -> None:
-    t = twin
+async def test_retry_delay_extend_promote(facade: Facade, r: redis.Redis) -> None:
+    t = facade
     await t("enqueue", "r", job_id=J(1), max_attempts=2, backoff=Backoff.fixed(5))
     await t("enqueue", "d", job_id=J(2))
     a, b = await t("claim_many", 2)
@@ -401,8 +401,8 @@ async def test_retry_delay_extend_promote(twin: Twin, r: redis.Redis) -> None:
 
 
 @scenario("reap", "check_stalled", "release")
-async def test_recovery(twin: Twin, r: redis.Redis) -> None:
-    t = twin
+async def test_recovery(facade: Facade, r: redis.Redis) -> None:
+    t = facade
     for n in (1, 2, 3):
         await t("enqueue", n, job_id=J(n))
     got = await t("claim_many", 3)
@@ -433,8 +433,8 @@ async def test_recovery(twin: Twin, r: redis.Redis) -> None:
     "drain_step",
     "obliterate",
 )
-async def test_operator_plane(twin: Twin, r: redis.Redis) -> None:
-    t = twin
+async def test_operator_plane(facade: Facade, r: redis.Redis) -> None:
+    t = facade
     await t("enqueue", "a", job_id=J(1), dedup_id="d1")
     await t("enqueue", "b", job_id=J(2), max_attempts=1)
     await t("enqueue", "c", job_id=J(3), delay_ms=60_000)
@@ -490,8 +490,8 @@ async def test_operator_plane(twin: Twin, r: redis.Redis) -> None:
     "drain_group",
     "reassign",
 )
-async def test_lanes(twin: Twin, r: redis.Redis) -> None:
-    t = twin
+async def test_lanes(facade: Facade, r: redis.Redis) -> None:
+    t = facade
     for n, g in ((1, "a"), (2, "a"), (3, "b"), (4, "b"), (5, None)):
         await t("enqueue", n, job_id=J(n), group=g)
     assert await t("group_depth", "a") == 2
@@ -517,8 +517,8 @@ async def test_lanes(twin: Twin, r: redis.Redis) -> None:
 
 
 @scenario("reindex")
-async def test_reindex(twin: Twin, r: redis.Redis) -> None:
-    t = twin
+async def test_reindex(facade: Facade, r: redis.Redis) -> None:
+    t = facade
     for n, g in ((1, "a"), (2, "a"), (3, "b"), (4, None)):
         await t("enqueue", n, job_id=J(n), group=g)
     # an index that lost a lane's jobs and kept a member no lane holds
@@ -533,8 +533,8 @@ async def test_reindex(twin: Twin, r: redis.Redis) -> None:
 
 
 @scenario("pause_repeat", "resume_repeat", "run_repeat")
-async def test_pause_resume_and_run_a_repeatable(twin: Twin, r: redis.Redis) -> None:
-    t = twin
+async def test_pause_resume_and_run_a_repeatable(facade: Facade, r: redis.Redis) -> None:
+    t = facade
     await t("repeat", "every", every_ms=3_600_000, payload={"p": 1}, first_in_ms=600_000)
     await t("repeat", "nightly", cron="0 3 * * *", job_name="digest")
     assert await t("pause_repeat", "every") is True
@@ -556,8 +556,8 @@ async def test_pause_resume_and_run_a_repeatable(twin: Twin, r: redis.Redis) -> 
 
 
 @scenario("repeat", "cancel_repeat", "repeats")
-async def test_repeatables(twin: Twin, r: redis.Redis) -> None:
-    t = twin
+async def test_repeatables(facade: Facade, r: redis.Redis) -> None:
+    t = facade
     nxt = await t("repeat", "every", every_ms=60_000, payload={"p": 1}, first_in_ms=1000)
     assert isinstance(nxt, int)
     await t("repeat", "nightly", cron="0 3 * * *", group="g", priority=2, max_attempts=4)
@@ -571,8 +571,8 @@ async def test_repeatables(twin: Twin, r: redis.Redis) -> None:
 
 
 @scenario("reprocess_jobs", "remove_jobs", "promote_jobs", "promote_job", "clean")
-async def test_bulk_verbs_by_filter(twin: Twin, r: redis.Redis) -> None:
-    t = twin
+async def test_bulk_verbs_by_filter(facade: Facade, r: redis.Redis) -> None:
+    t = facade
     for n in range(4):
         await t("enqueue", n, job_id=J(n + 1), max_attempts=1, name="a" if n % 2 else "b")
         c = await t("claim")
@@ -592,8 +592,8 @@ async def test_bulk_verbs_by_filter(twin: Twin, r: redis.Redis) -> None:
 
 
 @scenario("cancel_job", "workers")
-async def test_cancel_and_the_worker_registry(twin: Twin, r: redis.Redis) -> None:
-    t = twin
+async def test_cancel_and_the_worker_registry(facade: Facade, r: redis.Redis) -> None:
+    t = facade
     await t("enqueue", "a", job_id=J(1))
     await t("enqueue", "b", job_id=J(2))
     c = await t("claim")
@@ -620,8 +620,8 @@ async def test_cancel_and_the_worker_registry(twin: Twin, r: redis.Redis) -> Non
 
 
 @scenario("set_retention", "retention", "enqueue", "complete", "retry", "browse", "get_job")
-async def test_history_retention_and_result(twin: Twin, r: redis.Redis) -> None:
-    t = twin
+async def test_history_retention_and_result(facade: Facade, r: redis.Redis) -> None:
+    t = facade
     assert field(await t("retention"), "completed") is None
     assert await t("set_retention", completed=2, dead=3) == 0
     assert field(await t("retention"), "dead") == 3
@@ -647,8 +647,8 @@ async def test_history_retention_and_result(twin: Twin, r: redis.Redis) -> None:
 
 
 @scenario("audit")
-async def test_the_audit_journal(twin: Twin, r: redis.Redis) -> None:
-    t = twin
+async def test_the_audit_journal(facade: Facade, r: redis.Redis) -> None:
+    t = facade
     await t("enqueue", "a", job_id=J(1))
     await t("pause")
     await t("update_data", J(1), {"b": 2})
@@ -673,8 +673,8 @@ async def test_the_audit_journal(twin: Twin, r: redis.Redis) -> None:
     "groups_page",
     "throughput",
 )
-async def test_views(twin: Twin, r: redis.Redis) -> None:
-    t = twin
+async def test_views(facade: Facade, r: redis.Redis) -> None:
+    t = facade
     assert await t("queue_exists") is False
     assert await t("latency") is None
     assert isinstance(await t("server_time"), int)
@@ -719,8 +719,8 @@ async def test_views(twin: Twin, r: redis.Redis) -> None:
     "lock_job",
     "get_job_logs",
 )
-async def test_refusals_are_the_same_typed_errors(twin: Twin, r: redis.Redis) -> None:
-    t = twin
+async def test_refusals_are_the_same_typed_errors(facade: Facade, r: redis.Redis) -> None:
+    t = facade
     await t("enqueue", "x", job_id=J(1))
     await t("enqueue", "y", job_id=J(2))
     c = await t("claim")
@@ -774,8 +774,8 @@ async def test_refusals_are_the_same_typed_errors(twin: Twin, r: redis.Redis) ->
 
 
 @scenario("enqueue", "update_progress", "pause", "resume", "complete")
-async def test_both_event_streams_see_the_same_events(twin: Twin, r: redis.Redis) -> None:
-    t = twin
+async def test_both_event_streams_see_the_same_events(facade: Facade, r: redis.Redis) -> None:
+    t = facade
 
     async def act() -> None:
         await t("enqueue", "e", job_id=J(1))
@@ -798,10 +798,12 @@ async def test_both_event_streams_see_the_same_events(twin: Twin, r: redis.Redis
     assert all(e.queue == t.name for e in events)
 
 
-async def test_both_worker_entry_points_settle_the_same_jobs(twin: Twin, r: redis.Redis) -> None:
+async def test_both_worker_entry_points_settle_the_same_jobs(
+    facade: Facade, r: redis.Redis
+) -> None:
     """``Worker(queue).run()`` (blocking, in a thread) and ``await Worker(aqueue).arun()``
     run the same engine: the same jobs settle the same way, the same keys are left."""
-    t = twin
+    t = facade
     seen: list[Any] = []
 
     def handle(job: Any) -> str:
@@ -854,8 +856,8 @@ async def test_both_worker_entry_points_settle_the_same_jobs(twin: Twin, r: redi
     agree("worker", t)
 
 
-def test_every_verb_has_a_twin_scenario() -> None:
+def test_every_verb_has_a_parity_scenario() -> None:
     covered = set().union(*COVERS.values())
     missing = set(verb_names(Queue)) - covered
-    assert not missing, f"verbs with no twin scenario: {sorted(missing)}"
+    assert not missing, f"verbs with no facade scenario: {sorted(missing)}"
     assert verb_names(Queue) == verb_names(AsyncQueue)
