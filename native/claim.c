@@ -234,6 +234,59 @@ static void record_request(Queue *queue, Str rid, Str record_key, Str claimed, l
     RedisModule_Call(ctx, "ZREM", "!bv", index.ptr, index.len, expired, n);
 }
 
+/* the claim loop: up to count jobs leased, one side then the other from flat (1: pending
+ * first), their entries sent into the open reply array, their leases in one ZADD active
+ * after the loop; the count of entries. *claimed (when not NULL): their ids,
+ * space-separated, for the request's record */
+static long lease_jobs(Queue *queue, int flat, double count, double lease, double lockttl,
+                       long long now, Str *claimed) {
+    RedisModuleCtx *ctx = queue->ctx;
+    Claim claim = {.queue = queue, .ring = queue_key(queue, EMQ_K_RING)};
+    /* deadline, id, ...: one ZADD active for the batch, after the loop */
+    size_t nleased = 0, cap = 64;
+    RedisModuleString **leases = RedisModule_PoolAlloc(ctx, sizeof(*leases) * cap);
+    RedisModuleString *deadline = mkstr(ctx, num(queue, (double)now + lease));
+    long out = 0;
+    while ((double)out < count * 5) {
+        Str id, group = NONE;
+        claim.last = NULL; /* set by pop_flat when the id is its */
+        if (flat) {
+            id = pop_flat(&claim, ahead(&claim, count, out));
+            if (!id.ptr) id = pop_lane(&claim, &group);
+        } else {
+            id = pop_lane(&claim, &group);
+            if (!id.ptr) id = pop_flat(&claim, ahead(&claim, count, out));
+        }
+        if (!id.ptr) break;
+        Str row = job_key(queue, id);
+        Leased leased = lease_row(queue, row, now);
+        if (nleased + 2 > cap) {
+            RedisModuleString **more = RedisModule_PoolAlloc(ctx, sizeof(*leases) * cap * 2);
+            memcpy(more, leases, sizeof(*leases) * nleased);
+            leases = more;
+            cap *= 2;
+        }
+        leases[nleased++] = deadline;
+        leases[nleased++] = claim.last ? claim.last : mkstr(ctx, id);
+        if (lockttl > 0) {
+            Str lock = row_key(queue, row, EMQ_K_LOCK), ttl = num(queue, lockttl);
+            RedisModule_Call(ctx, "SET", "!bbcb", lock.ptr, lock.len, leased.token_text.ptr,
+                             leased.token_text.len, "PX", ttl.ptr, ttl.len);
+        }
+        reply_job(ctx, id, leased.payload, leased.token, leased.name, group);
+        out += 5;
+        if (claimed)
+            *claimed = claimed->ptr ? cat3(queue, *claimed, str_c(" "), id)
+                                    : cat3(queue, id, NONE, NONE);
+        Str head = cat3(queue, str_c("{\"event\":\"active\",\"job\":\""), id,
+                        str_c("\",\"attempt\":"));
+        emit(queue, cat3(queue, head, num14(queue, (double)leased.token), str_c("}")));
+        flat = !flat;
+    }
+    if (nleased > 0) zadd_desc(queue, queue_key(queue, EMQ_K_ACTIVE), leases, nleased);
+    return out;
+}
+
 int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     RedisModule_AutoMemory(ctx);
     Line line;
@@ -258,51 +311,10 @@ int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
         if (record.ptr) return answer_repeat(&queue, record);
     }
     long long now = now_ms();
-    Claim claim = {.queue = &queue, .ring = queue_key(&queue, EMQ_K_RING)};
-    /* deadline, id, ...: one ZADD active for the batch, after the loop */
-    size_t nleased = 0, cap = 64;
-    RedisModuleString **leases = RedisModule_PoolAlloc(ctx, sizeof(*leases) * cap);
-    RedisModuleString *deadline = mkstr(ctx, num(&queue, (double)now + lease));
-    Str claimed = NONE; /* the claimed ids, space-separated, for the record */
-    long out = 0;
+    Str claimed = NONE;
     RedisModule_ReplyWithArray(ctx, REDISMODULE_POSTPONED_LEN);
-    while ((double)out < count * 5) {
-        Str id, group = NONE;
-        claim.last = NULL; /* set by pop_flat when the id is its */
-        if (flat) {
-            id = pop_flat(&claim, ahead(&claim, count, out));
-            if (!id.ptr) id = pop_lane(&claim, &group);
-        } else {
-            id = pop_lane(&claim, &group);
-            if (!id.ptr) id = pop_flat(&claim, ahead(&claim, count, out));
-        }
-        if (!id.ptr) break;
-        Str row = job_key(&queue, id);
-        Leased leased = lease_row(&queue, row, now);
-        if (nleased + 2 > cap) {
-            RedisModuleString **more = RedisModule_PoolAlloc(ctx, sizeof(*leases) * cap * 2);
-            memcpy(more, leases, sizeof(*leases) * nleased);
-            leases = more;
-            cap *= 2;
-        }
-        leases[nleased++] = deadline;
-        leases[nleased++] = claim.last ? claim.last : mkstr(ctx, id);
-        if (lockttl > 0) {
-            Str lock = row_key(&queue, row, EMQ_K_LOCK), ttl = num(&queue, lockttl);
-            RedisModule_Call(ctx, "SET", "!bbcb", lock.ptr, lock.len, leased.token_text.ptr,
-                             leased.token_text.len, "PX", ttl.ptr, ttl.len);
-        }
-        reply_job(ctx, id, leased.payload, leased.token, leased.name, group);
-        out += 5;
-        if (record_key.ptr)
-            claimed = claimed.ptr ? cat3(&queue, claimed, str_c(" "), id)
-                                  : cat3(&queue, id, NONE, NONE);
-        Str head = cat3(&queue, str_c("{\"event\":\"active\",\"job\":\""), id,
-                        str_c("\",\"attempt\":"));
-        emit(&queue, cat3(&queue, head, num14(&queue, (double)leased.token), str_c("}")));
-        flat = !flat;
-    }
-    if (nleased > 0) zadd_desc(&queue, queue_key(&queue, EMQ_K_ACTIVE), leases, nleased);
+    long out = lease_jobs(&queue, flat, count, lease, lockttl, now,
+                          record_key.ptr ? &claimed : NULL);
     if (record_key.ptr && out > 0) record_request(&queue, rid, record_key, claimed, now);
     RedisModule_ReplySetArrayLength(ctx, out);
     return REDISMODULE_OK;

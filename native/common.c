@@ -42,11 +42,11 @@ Str num(Queue *queue, double value) { return digits(queue, value, 1e15, "%.17g")
 Str num14(Queue *queue, double value) { return digits(queue, value, 1e14, "%.14g"); }
 
 /* Lua's tonumber on a string: 1 and *out when it is a number */
-int tonum(Str s, double *out) {
+int tonum(Str text, double *out) {
     char buf[64];
-    if (!s.ptr || s.len == 0 || s.len >= sizeof(buf)) return 0;
-    memcpy(buf, s.ptr, s.len);
-    buf[s.len] = '\0';
+    if (!text.ptr || text.len == 0 || text.len >= sizeof(buf)) return 0;
+    memcpy(buf, text.ptr, text.len);
+    buf[text.len] = '\0';
     char *end;
     double value = strtod(buf, &end);
     if (end == buf) return 0;
@@ -102,37 +102,38 @@ void field_names_init(void) {
 
 /* ---- key API reads and writes ---- */
 
-/* HMGET through the key API, as retention() reads: n <= 5 fields (FIELD_* indexes) of
+/* HMGET through the key API, as retention() reads: count <= 5 fields (FIELD_* indexes) of
  * the hash open at key into out, NONE for a missing field (or no hash: HMGET's nils,
  * its error counted alike); 1 when key holds a hash. A read: nothing to replicate. The
  * strings live until the command returns. */
-int hmget_open(RedisModuleKey *key, int n, const int *fields, Str *out) {
-    for (int i = 0; i < n; i++) out[i] = NONE;
+int hmget_open(RedisModuleKey *key, int count, const int *fields, Str *out) {
+    for (int i = 0; i < count; i++) out[i] = NONE;
     if (!key || RedisModule_KeyType(key) != REDISMODULE_KEYTYPE_HASH) return 0;
     /* one call for them all (each call checks the key again): HashGet stops at the
-     * first NULL name, so the names past n are NULL */
+     * first NULL name, so the names past count are NULL */
     RedisModuleString *name[5] = {NULL, NULL, NULL, NULL, NULL}, *value[5] = {NULL};
-    for (int i = 0; i < n && i < 5; i++) name[i] = field_name[fields[i]];
+    for (int i = 0; i < count && i < 5; i++) name[i] = field_name[fields[i]];
     RedisModule_HashGet(key, REDISMODULE_HASH_NONE, name[0], &value[0], name[1], &value[1],
                         name[2], &value[2], name[3], &value[3], name[4], &value[4], NULL);
-    for (int i = 0; i < n && i < 5; i++)
+    for (int i = 0; i < count && i < 5; i++)
         if (value[i]) out[i] = str_of(value[i]);
     return 1;
 }
 
 /* hmget_open on the key named key, opened for the read and closed; the key's name as
  * a string, for a write that follows */
-RedisModuleString *hmget(Queue *queue, Str key, int n, const int *fields, Str *out) {
+RedisModuleString *hmget(Queue *queue, Str key, int count, const int *fields, Str *out) {
     RedisModuleString *name = mkstr(queue->ctx, key);
     RedisModuleKey *open = RedisModule_OpenKey(queue->ctx, name, REDISMODULE_READ);
-    hmget_open(open, n, fields, out);
+    hmget_open(open, count, fields, out);
     if (open) RedisModule_CloseKey(open);
     return name;
 }
 
-/* HSET key f v ... through the key API (n strings, field and value alternating),
+/* HSET key f v ... through the key API (nstrings strings, field and value alternating),
  * replicated as the HSET it is; nothing when key holds another type (HSET's error) */
-void hset_kv(Queue *queue, RedisModuleString *key, RedisModuleString **pairs, size_t n) {
+void hset_kv(Queue *queue, RedisModuleString *key, RedisModuleString **pairs,
+             size_t nstrings) {
     RedisModuleKey *open =
         RedisModule_OpenKey(queue->ctx, key, REDISMODULE_READ | REDISMODULE_WRITE);
     if (!open) return;
@@ -141,12 +142,12 @@ void hset_kv(Queue *queue, RedisModuleString *key, RedisModuleString **pairs, si
         /* the first three pairs in one call (the list ends at the first NULL name),
          * any more a call each */
         RedisModuleString *first[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
-        for (size_t i = 0; i < n && i < 6; i++) first[i] = pairs[i];
+        for (size_t i = 0; i < nstrings && i < 6; i++) first[i] = pairs[i];
         RedisModule_HashSet(open, REDISMODULE_HASH_NONE, first[0], first[1], first[2], first[3],
                             first[4], first[5], NULL);
-        for (size_t i = 6; i + 1 < n; i += 2)
+        for (size_t i = 6; i + 1 < nstrings; i += 2)
             RedisModule_HashSet(open, REDISMODULE_HASH_NONE, pairs[i], pairs[i + 1], NULL);
-        RedisModule_Replicate(queue->ctx, "HSET", "sv", key, pairs, n);
+        RedisModule_Replicate(queue->ctx, "HSET", "sv", key, pairs, nstrings);
     }
     RedisModule_CloseKey(open);
 }
@@ -231,12 +232,12 @@ Str event_json(Queue *queue, const char *event, Str id) {
 
 /* ---- JSON text as lua-cjson writes it ---- */
 
-Str json_str(Queue *queue, Str s) {
-    char *out = RedisModule_PoolAlloc(queue->ctx, s.len * 6 + 3);
+Str json_str(Queue *queue, Str text) {
+    char *out = RedisModule_PoolAlloc(queue->ctx, text.len * 6 + 3);
     size_t at = 0;
     out[at++] = '"';
-    for (size_t i = 0; i < s.len; i++) {
-        unsigned char ch = (unsigned char)s.ptr[i];
+    for (size_t i = 0; i < text.len; i++) {
+        unsigned char ch = (unsigned char)text.ptr[i];
         const char *escape = NULL;
         switch (ch) {
         case '"': escape = "\\\""; break;

@@ -19,9 +19,9 @@ typedef struct {
     size_t mask;
 } Seen;
 
-static Seen seen_new(RedisModuleCtx *ctx, size_t n) {
+static Seen seen_new(RedisModuleCtx *ctx, size_t expected) {
     size_t cap = 16;
-    while (cap < 2 * n) cap *= 2;
+    while (cap < 2 * expected) cap *= 2;
     Seen seen = {RedisModule_PoolAlloc(ctx, sizeof(Str) * cap), cap - 1};
     for (size_t i = 0; i < cap; i++) seen.slot[i] = NONE;
     return seen;

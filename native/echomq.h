@@ -76,15 +76,16 @@ static inline Str str_of(RedisModuleString *string) {
     return s;
 }
 
-static inline RedisModuleString *mkstr(RedisModuleCtx *ctx, Str s) {
-    return RedisModule_CreateString(ctx, s.ptr ? s.ptr : "", s.len);
+static inline RedisModuleString *mkstr(RedisModuleCtx *ctx, Str text) {
+    return RedisModule_CreateString(ctx, text.ptr ? text.ptr : "", text.len);
 }
 
-static inline int str_eq(Str a, Str b) {
-    return a.ptr && b.ptr && a.len == b.len && memcmp(a.ptr, b.ptr, a.len) == 0;
+static inline int str_eq(Str left, Str right) {
+    return left.ptr && right.ptr && left.len == right.len &&
+           memcmp(left.ptr, right.ptr, left.len) == 0;
 }
 
-static inline int str_eq_c(Str s, const char *text) { return str_eq(s, str_c(text)); }
+static inline int str_eq_c(Str value, const char *text) { return str_eq(value, str_c(text)); }
 
 /* Lua's %s: space, \t, \n, \v, \f, \r */
 static inline int is_space(char ch) { return ch == ' ' || (ch >= '\t' && ch <= '\r'); }
@@ -151,25 +152,25 @@ static inline size_t reply_len(Reply *reply) {
                : 0;
 }
 
-static inline Reply *reply_elem(Reply *reply, size_t i) {
+static inline Reply *reply_elem(Reply *reply, size_t index) {
     if (!reply || RedisModule_CallReplyType(reply) != REDISMODULE_REPLY_ARRAY) return NULL;
-    if (i >= RedisModule_CallReplyLength(reply)) return NULL;
-    return RedisModule_CallReplyArrayElement(reply, i);
+    if (index >= RedisModule_CallReplyLength(reply)) return NULL;
+    return RedisModule_CallReplyArrayElement(reply, index);
 }
 
 static inline long long now_ms(void) { return RedisModule_Milliseconds(); }
 
 /* ---- command framing (common.c) ---- */
 
-/* argument i of the line; NONE past its end */
-static inline Str arg_at(Line *line, int i) {
-    return i < line->nargs ? str_of(line->args[i]) : NONE;
+/* the line's argument at index; NONE past its end */
+static inline Str arg_at(Line *line, int index) {
+    return index < line->nargs ? str_of(line->args[index]) : NONE;
 }
 
-/* argument i when given and not empty, else NONE (an option left out) */
-static inline Str opt_at(Line *line, int i) {
-    Str s = arg_at(line, i);
-    return (s.ptr && s.len > 0) ? s : NONE;
+/* the argument at index when given and not empty, else NONE (an option left out) */
+static inline Str opt_at(Line *line, int index) {
+    Str value = arg_at(line, index);
+    return (value.ptr && value.len > 0) ? value : NONE;
 }
 
 int line_of(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int min, int max,
@@ -180,7 +181,7 @@ int bad_args(RedisModuleCtx *ctx);
 
 Str num(Queue *queue, double value);
 Str num14(Queue *queue, double value);
-int tonum(Str s, double *out);
+int tonum(Str text, double *out);
 
 /* ---- a row's field names, made once at load (common.c) ---- */
 
@@ -211,9 +212,10 @@ void field_names_init(void);
 
 /* ---- key API reads and writes (common.c) ---- */
 
-int hmget_open(RedisModuleKey *key, int n, const int *fields, Str *out);
-RedisModuleString *hmget(Queue *queue, Str key, int n, const int *fields, Str *out);
-void hset_kv(Queue *queue, RedisModuleString *key, RedisModuleString **pairs, size_t n);
+int hmget_open(RedisModuleKey *key, int count, const int *fields, Str *out);
+RedisModuleString *hmget(Queue *queue, Str key, int count, const int *fields, Str *out);
+void hset_kv(Queue *queue, RedisModuleString *key, RedisModuleString **pairs,
+             size_t nstrings);
 void zadd_one(Queue *queue, Str key, long long score, Str score_text, RedisModuleString *member);
 long long zcard(Queue *queue, Str key);
 
@@ -221,7 +223,7 @@ long long zcard(Queue *queue, Str key);
 
 void emit(Queue *queue, Str json);
 Str event_json(Queue *queue, const char *event, Str id);
-Str json_str(Queue *queue, Str s);
+Str json_str(Queue *queue, Str text);
 void audit(Queue *queue, const char *verb, Str args, const char *outcome, long long count,
            Str actor);
 
@@ -229,7 +231,7 @@ void audit(Queue *queue, const char *verb, Str args, const char *outcome, long l
 
 #define WAKE_CAP 64
 
-void push_wake(Queue *queue, long long n);
+void push_wake(Queue *queue, long long count);
 int serveable(Queue *queue, Str group);
 void ring_sync(Queue *queue, Str group, int quiet);
 void give_back(Queue *queue, Str group, int quiet);
@@ -246,13 +248,14 @@ void lane_grew(Queue *queue, Str group, long long before, int quiet);
 #define TRIM_STEP 4
 #define ERRORS_CAP 20
 
-void zadd_desc(Queue *queue, Str key, RedisModuleString **pairs, size_t n);
-void zrem_all(Queue *queue, Str key, RedisModuleString **ids, size_t n);
-void tombstones(Queue *queue, Str *ids, RedisModuleString **made, size_t n, long long now);
+void zadd_desc(Queue *queue, Str key, RedisModuleString **pairs, size_t nstrings);
+void zrem_all(Queue *queue, Str key, RedisModuleString **ids, size_t count);
+void tombstones(Queue *queue, Str *ids, RedisModuleString **made, size_t count,
+                long long now);
 int settled_recently(Queue *queue, Str id, long long now);
 void release_dedup(Queue *queue, Str id, Str dedup);
 void delete_row(Queue *queue, Str id, Str row, Str dedup);
-void count_metric(Queue *queue, const char *metric_key, long long n, long long now);
+void count_metric(Queue *queue, const char *metric_key, long long count, long long now);
 Retention retention(Queue *queue, int completed);
 long long trim_settled(Queue *queue, Str setkey, Retention limits, int own, long long now,
                        int step, Str extra);

@@ -41,8 +41,8 @@ static const char *bad_number(const Options *opts) {
     return NULL;
 }
 
-static RedisModuleString *mk(RedisModuleCtx *ctx, Str s) {
-    return RedisModule_CreateString(ctx, s.ptr, s.len);
+static RedisModuleString *mk(RedisModuleCtx *ctx, Str text) {
+    return RedisModule_CreateString(ctx, text.ptr, text.len);
 }
 
 /* the row's fields, the same for every job but the payload (slot 5) and dedup; the
@@ -118,23 +118,64 @@ static void into_backlog(Queue *queue, const Options *opts, int has_due, Str des
     }
 }
 
+/* n and w: 1 and *njobs, *width when they are numbers and the line holds the jobs,
+ * else 0 and the refusal sent */
+static int check_shape(Queue *queue, Line *line, int *njobs, int *width) {
+    RedisModuleCtx *ctx = queue->ctx;
+    double jobs_arg, width_arg;
+    if (!tonum(arg_at(line, 0), &jobs_arg) || !isfinite(jobs_arg) || jobs_arg < 0 ||
+        !tonum(arg_at(line, 1), &width_arg) || (width_arg != 2 && width_arg != 4)) {
+        RedisModule_ReplyWithError(ctx, "EMQARG n and w must be numbers (w 2 or 4)");
+        return 0;
+    }
+    if ((double)line->nargs < 2 + jobs_arg * width_arg) {
+        Str message = cat3(queue, str_c("EMQARG "), num14(queue, jobs_arg), str_c(" jobs need "));
+        message = cat3(queue, message, num14(queue, 2 + jobs_arg * width_arg),
+                       str_c(" arguments"));
+        RedisModule_ReplyWithError(ctx, message.ptr);
+        return 0;
+    }
+    *njobs = (int)jobs_arg;
+    *width = (int)width_arg;
+    return 1;
+}
+
+/* when the jobs are due: run_at, else now + delay when positive; 0 when run_at is no
+ * number. *has_due = 0: ready now */
+static int due_of(const Options *opts, long long now, int *has_due, double *due) {
+    double delay = 0;
+    *has_due = 0;
+    *due = 0;
+    if (opts->run_at.ptr) {
+        *has_due = 1;
+        return tonum(opts->run_at, due);
+    }
+    if (opts->delay.ptr && tonum(opts->delay, &delay) && delay > 0) {
+        *has_due = 1;
+        *due = (double)now + delay;
+    }
+    return 1;
+}
+
+/* the backlog the jobs go into and their score there: the schedule at their due time,
+ * else their group's lane or pending, at their priority */
+static Str backlog_of(Queue *queue, const Options *opts, int has_due, double due, Str *score) {
+    if (has_due) {
+        *score = num(queue, due);
+        return queue_key(queue, EMQ_K_SCHEDULE);
+    }
+    *score = opts->priority.ptr ? opts->priority : str_c("0");
+    return opts->group.ptr ? lane_key(queue, opts->group) : queue_key(queue, EMQ_K_PENDING);
+}
+
 int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     RedisModule_AutoMemory(ctx);
     Line line;
     if (!line_of(ctx, argv, argc, 1, 1, &line)) return REDISMODULE_OK;
     Queue queue = {ctx, str_of(line.keys[0]), NULL};
     /* check, then write: every argument that can fail is read before the first write */
-    double jobs_arg, width_arg;
-    if (!tonum(arg_at(&line, 0), &jobs_arg) || !isfinite(jobs_arg) || jobs_arg < 0 ||
-        !tonum(arg_at(&line, 1), &width_arg) || (width_arg != 2 && width_arg != 4))
-        return RedisModule_ReplyWithError(ctx, "EMQARG n and w must be numbers (w 2 or 4)");
-    int njobs = (int)jobs_arg, width = (int)width_arg;
-    if ((double)line.nargs < 2 + jobs_arg * width_arg) {
-        Str message = cat3(&queue, str_c("EMQARG "), num14(&queue, jobs_arg), str_c(" jobs need "));
-        message = cat3(&queue, message, num14(&queue, 2 + jobs_arg * width_arg),
-                       str_c(" arguments"));
-        return RedisModule_ReplyWithError(ctx, message.ptr);
-    }
+    int njobs, width;
+    if (!check_shape(&queue, &line, &njobs, &width)) return REDISMODULE_OK;
     Options opts = options_at(&line, 2 + njobs * width);
     const char *refusal = bad_number(&opts);
     if (refusal) return RedisModule_ReplyWithError(ctx, refusal);
@@ -146,29 +187,13 @@ int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     /* history: a job asked for it, or the queue keeps it */
     if (!opts.keep.ptr && seen >= 2) opts.keep = str_c("0");
     long long now = now_ms(); /* the server clock, read once */
-    int has_due = 0;
-    double due = 0, delay = 0;
-    if (opts.run_at.ptr) {
-        has_due = 1;
-        if (!tonum(opts.run_at, &due)) return bad_args(ctx);
-    } else if (opts.delay.ptr && tonum(opts.delay, &delay) && delay > 0) {
-        has_due = 1;
-        due = (double)now + delay;
-    }
+    int has_due;
+    double due;
+    if (!due_of(&opts, now, &has_due, &due)) return bad_args(ctx);
     RedisModuleString *fields[32];
     int nfields = row_fields(&queue, &opts, has_due, now, fields);
     RedisModuleString *dedup_field = mk(ctx, str_c(EMQ_F_DEDUP));
-    Str dest, score;
-    if (has_due) {
-        dest = queue_key(&queue, EMQ_K_SCHEDULE);
-        score = num(&queue, due);
-    } else if (opts.group.ptr) {
-        dest = lane_key(&queue, opts.group);
-        score = opts.priority.ptr ? opts.priority : str_c("0");
-    } else {
-        dest = queue_key(&queue, EMQ_K_PENDING);
-        score = opts.priority.ptr ? opts.priority : str_c("0");
-    }
+    Str score, dest = backlog_of(&queue, &opts, has_due, due, &score);
     RedisModuleString *score_string = mk(ctx, score);
     RedisModuleString **pairs =
         RedisModule_PoolAlloc(ctx, sizeof(*pairs) * (size_t)(2 * njobs + 1));

@@ -3,33 +3,34 @@
  * history of a kept row). */
 #include "echomq.h"
 
-/* lib/common.lua's zadd_desc: one ZADD of the n/2 pairs score, member in pairs, the
+/* lib/common.lua's zadd_desc: one ZADD of the nstrings/2 pairs score, member in pairs, the
  * last pair first (the array is reversed in place), SLICE pairs a call. A batch's
  * members come in ascending order and a small sorted set is a listpack, placed by a scan
  * from the head: last-first, each lands at the head. The set written is the same. */
-void zadd_desc(Queue *queue, Str key, RedisModuleString **pairs, size_t n) {
-    for (size_t i = 0, j = n - 2; n >= 4 && i < j; i += 2, j -= 2) {
+void zadd_desc(Queue *queue, Str key, RedisModuleString **pairs, size_t nstrings) {
+    for (size_t i = 0, j = nstrings - 2; nstrings >= 4 && i < j; i += 2, j -= 2) {
         RedisModuleString *score = pairs[i], *member = pairs[i + 1];
         pairs[i] = pairs[j];
         pairs[i + 1] = pairs[j + 1];
         pairs[j] = score;
         pairs[j + 1] = member;
     }
-    for (size_t i = 0; i < n; i += 2 * SLICE)
+    for (size_t i = 0; i < nstrings; i += 2 * SLICE)
         RedisModule_Call(queue->ctx, "ZADD", "!bv", key.ptr, key.len, pairs + i,
-                         n - i < 2 * SLICE ? n - i : 2 * SLICE);
+                         nstrings - i < 2 * SLICE ? nstrings - i : 2 * SLICE);
 }
 
-void zrem_all(Queue *queue, Str key, RedisModuleString **ids, size_t n) {
-    for (size_t i = 0; i < n; i += SLICE)
+void zrem_all(Queue *queue, Str key, RedisModuleString **ids, size_t count) {
+    for (size_t i = 0; i < count; i += SLICE)
         RedisModule_Call(queue->ctx, "ZREM", "!bv", key.ptr, key.len, ids + i,
-                         n - i < SLICE ? n - i : SLICE);
+                         count - i < SLICE ? count - i : SLICE);
 }
 
 /* the members of an id list reply, as strings */
-static RedisModuleString **strings_of(Queue *queue, Reply *list, size_t n) {
-    RedisModuleString **out = RedisModule_PoolAlloc(queue->ctx, sizeof(*out) * n);
-    for (size_t i = 0; i < n; i++) out[i] = mkstr(queue->ctx, reply_str(reply_elem(list, i)));
+static RedisModuleString **strings_of(Queue *queue, Reply *list, size_t count) {
+    RedisModuleString **out = RedisModule_PoolAlloc(queue->ctx, sizeof(*out) * count);
+    for (size_t i = 0; i < count; i++)
+        out[i] = mkstr(queue->ctx, reply_str(reply_elem(list, i)));
     return out;
 }
 
@@ -38,21 +39,22 @@ static Str before_ms(Queue *queue, double ms) {
     return cat3(queue, str_c("("), num14(queue, ms), NONE);
 }
 
-/* a tombstone for each of the n ids, stamped now; made: the ids as strings already
+/* a tombstone for each of the count ids, stamped now; made: the ids as strings already
  * (NULL: made here) */
-void tombstones(Queue *queue, Str *ids, RedisModuleString **made, size_t n, long long now) {
+void tombstones(Queue *queue, Str *ids, RedisModuleString **made, size_t count,
+                long long now) {
     RedisModuleCtx *ctx = queue->ctx;
     Str settled = queue_key(queue, EMQ_K_SETTLED);
     RedisModuleString *score = mkstr(ctx, num(queue, (double)now));
-    RedisModuleString **pairs = RedisModule_PoolAlloc(ctx, sizeof(*pairs) * 2 * n);
+    RedisModuleString **pairs = RedisModule_PoolAlloc(ctx, sizeof(*pairs) * 2 * count);
     size_t hits = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < count; i++) {
         pairs[2 * i] = score;
         pairs[2 * i + 1] = made ? made[i] : mkstr(ctx, ids[i]);
         char last = ids[i].len ? ids[i].ptr[ids[i].len - 1] : 0;
         if (last >= '0' && last <= '7') hits++;
     }
-    zadd_desc(queue, settled, pairs, 2 * n);
+    zadd_desc(queue, settled, pairs, 2 * count);
     if (!hits) return;
     Str upto = before_ms(queue, (double)(now - SETTLED_MS));
     Str limit = num14(queue, (double)(32 * hits));
@@ -90,17 +92,18 @@ void delete_row(Queue *queue, Str id, Str row, Str dedup) {
                      lock.len, errors.ptr, errors.len, times.ptr, times.len);
 }
 
-/* n more in the metric's total and its minute bucket; a new bucket drops the one a day
+/* count more in the metric's total and its minute bucket; a new bucket drops the one a day
  * older. metric_key: the metric's key suffix (EMQ_K_METRICS_*) */
-void count_metric(Queue *queue, const char *metric_key, long long n, long long now) {
+void count_metric(Queue *queue, const char *metric_key, long long count, long long now) {
     RedisModuleCtx *ctx = queue->ctx;
     Str key = queue_key(queue, metric_key);
-    Str added = num14(queue, (double)n);
-    RedisModule_Call(ctx, "HINCRBY", "!bcb", key.ptr, key.len, "count", added.ptr, added.len);
+    Str count_text = num14(queue, (double)count);
+    RedisModule_Call(ctx, "HINCRBY", "!bcb", key.ptr, key.len, "count", count_text.ptr,
+                     count_text.len);
     double minute = floor((double)now / 60000.0);
     Str bucket = num14(queue, minute);
     if (reply_int(RedisModule_Call(ctx, "HINCRBY", "!bbb", key.ptr, key.len, bucket.ptr,
-                                   bucket.len, added.ptr, added.len)) == n) {
+                                   bucket.len, count_text.ptr, count_text.len)) == count) {
         Str old = num14(queue, minute - 1440);
         RedisModule_Call(ctx, "HDEL", "!bb", key.ptr, key.len, old.ptr, old.len);
     }
@@ -222,15 +225,15 @@ static size_t trim_drop(Trim *trim, Reply *ids, size_t young, Reply *settled_at,
     return n;
 }
 
-/* of the k oldest members of the set, how many settled less than SETTLED_MS ago */
+/* of the oldest members of the set in ids, how many settled less than SETTLED_MS ago */
 static size_t young_of(Trim *trim, Reply *ids, long long now) {
-    size_t k = reply_len(ids);
-    if (k == 0) return 0;
+    size_t oldest = reply_len(ids);
+    if (oldest == 0) return 0;
     Str upto = before_ms(trim->queue, (double)(now - SETTLED_MS));
     long long old = reply_int(RedisModule_Call(trim->queue->ctx, "ZCOUNT", "!bcb",
                                                trim->setkey.ptr, trim->setkey.len, "-inf",
                                                upto.ptr, upto.len));
-    return (long long)k > old ? k - (size_t)old : 0;
+    return (long long)oldest > old ? oldest - (size_t)old : 0;
 }
 
 /* the jobs past the count, in batches of b (see lib/history.lua) */

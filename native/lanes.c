@@ -3,17 +3,17 @@
  * group settles. */
 #include "echomq.h"
 
-/* up to n wake-ups on the wake list, which holds at most WAKE_CAP */
-void push_wake(Queue *queue, long long n) {
+/* up to count wake-ups on the wake list, which holds at most WAKE_CAP */
+void push_wake(Queue *queue, long long count) {
     Str wake = queue_key(queue, EMQ_K_WAKE);
     long long room =
         WAKE_CAP - reply_int(RedisModule_Call(queue->ctx, "LLEN", "!b", wake.ptr, wake.len));
-    if (n > room) n = room;
-    if (n > 0) {
+    if (count > room) count = room;
+    if (count > 0) {
         RedisModuleString *one = RedisModule_CreateString(queue->ctx, "1", 1);
         RedisModuleString *ones[WAKE_CAP];
-        for (long long i = 0; i < n; i++) ones[i] = one;
-        RedisModule_Call(queue->ctx, "RPUSH", "!bv", wake.ptr, wake.len, ones, (size_t)n);
+        for (long long i = 0; i < count; i++) ones[i] = one;
+        RedisModule_Call(queue->ctx, "RPUSH", "!bv", wake.ptr, wake.len, ones, (size_t)count);
     }
 }
 
