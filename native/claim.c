@@ -10,7 +10,7 @@ typedef struct {
     Queue *queue;
     Str ring;
     int flat_dry, ring_dry;
-    Str *ahead_ids;                /* ids popped ahead from pending */
+    Str *ahead_ids;                 /* ids popped ahead from pending */
     RedisModuleString **ahead_made; /* the same, as the strings the range read made */
     size_t ahead_next, ahead_count;
     RedisModuleString *last; /* the id's string when pop_flat answered it (the claim loop
