@@ -1,7 +1,7 @@
 /* The part of the Redis module API that echomq's module uses, declared by hand from
  * the public API reference (https://redis.io/docs/latest/develop/reference/modules/).
- * Only what echomq.c calls is here; every function is a pointer filled in at load time
- * through RedisModule_GetApi, the first word of the context the server hands
+ * Only what the module's files call is here; every function is a pointer filled in at
+ * load time through RedisModule_GetApi, the first word of the context the server hands
  * RedisModule_OnLoad. Targets the API of Redis 7.0 (key specs need 7.0). */
 #ifndef ECHOMQ_REDISMODULE_MIN_H
 #define ECHOMQ_REDISMODULE_MIN_H
@@ -127,108 +127,67 @@ typedef struct {
     RedisModuleCommandArg *args;
 } RedisModuleCommandInfo;
 
-#define RM_API(ret, name, args) static ret(*RedisModule_##name) args
-RM_API(int, GetApi, (const char *, void *));
-RM_API(void, SetModuleAttribs, (RedisModuleCtx *, const char *, int, int));
-RM_API(int, IsModuleNameBusy, (const char *));
-RM_API(int, CreateCommand,
-       (RedisModuleCtx *, const char *, RedisModuleCmdFunc, const char *, int, int, int));
-RM_API(RedisModuleCommand *, GetCommand, (RedisModuleCtx *, const char *));
-RM_API(int, SetCommandInfo, (RedisModuleCommand *, const RedisModuleCommandInfo *));
-RM_API(void, AutoMemory, (RedisModuleCtx *));
-RM_API(RedisModuleCallReply *, Call, (RedisModuleCtx *, const char *, const char *, ...));
-RM_API(int, CallReplyType, (RedisModuleCallReply *));
-RM_API(long long, CallReplyInteger, (RedisModuleCallReply *));
-RM_API(const char *, CallReplyStringPtr, (RedisModuleCallReply *, size_t *));
-RM_API(size_t, CallReplyLength, (RedisModuleCallReply *));
-RM_API(RedisModuleCallReply *, CallReplyArrayElement, (RedisModuleCallReply *, size_t));
-RM_API(int, ReplyWithLongLong, (RedisModuleCtx *, long long));
-RM_API(int, ReplyWithError, (RedisModuleCtx *, const char *));
-RM_API(int, ReplyWithArray, (RedisModuleCtx *, long));
-RM_API(void, ReplySetArrayLength, (RedisModuleCtx *, long));
-RM_API(int, ReplyWithStringBuffer, (RedisModuleCtx *, const char *, size_t));
-RM_API(int, ReplyWithSimpleString, (RedisModuleCtx *, const char *));
-RM_API(int, ReplyWithCallReply, (RedisModuleCtx *, RedisModuleCallReply *));
-RM_API(int, WrongArity, (RedisModuleCtx *));
-RM_API(const char *, StringPtrLen, (const RedisModuleString *, size_t *));
-RM_API(long long, Milliseconds, (void));
-RM_API(void *, PoolAlloc, (RedisModuleCtx *, size_t));
-RM_API(RedisModuleString *, CreateString, (RedisModuleCtx *, const char *, size_t));
-RM_API(void, Log, (RedisModuleCtx *, const char *, const char *, ...));
-RM_API(RedisModuleKey *, OpenKey, (RedisModuleCtx *, RedisModuleString *, int));
-RM_API(void, CloseKey, (RedisModuleKey *));
-RM_API(int, KeyType, (RedisModuleKey *));
-RM_API(size_t, ValueLength, (RedisModuleKey *));
-RM_API(int, HashGet, (RedisModuleKey *, int, ...));
-RM_API(int, HashSet, (RedisModuleKey *, int, ...));
-RM_API(int, Replicate, (RedisModuleCtx *, const char *, const char *, ...));
-RM_API(int, PublishMessage, (RedisModuleCtx *, RedisModuleString *, RedisModuleString *));
-RM_API(int, GetContextFlags, (RedisModuleCtx *));
-RM_API(int, DeleteKey, (RedisModuleKey *));
-RM_API(int, ZsetAdd, (RedisModuleKey *, double, RedisModuleString *, int *));
-RM_API(int, ZsetFirstInScoreRange, (RedisModuleKey *, double, double, int, int));
-RM_API(int, ZsetRangeEndReached, (RedisModuleKey *));
-RM_API(RedisModuleString *, ZsetRangeCurrentElement, (RedisModuleKey *, double *));
-RM_API(int, ZsetRangeNext, (RedisModuleKey *));
-RM_API(void, ZsetRangeStop, (RedisModuleKey *));
-#undef RM_API
+/* The module API functions echomq calls, each listed once as X(return type, name,
+ * parameters): the function pointers are declared from this list, and
+ * RedisModule_Init (module.c) fills them in from it through RedisModule_GetApi. */
+#define REDISMODULE_API(X)                                                                  \
+    X(void, SetModuleAttribs, (RedisModuleCtx *, const char *, int, int))                 \
+    X(int, CreateCommand,                                                                 \
+      (RedisModuleCtx *, const char *, RedisModuleCmdFunc, const char *, int, int, int))  \
+    X(RedisModuleCommand *, GetCommand, (RedisModuleCtx *, const char *))                 \
+    X(int, SetCommandInfo, (RedisModuleCommand *, const RedisModuleCommandInfo *))        \
+    X(void, AutoMemory, (RedisModuleCtx *))                                               \
+    X(RedisModuleCallReply *, Call, (RedisModuleCtx *, const char *, const char *, ...))  \
+    X(int, CallReplyType, (RedisModuleCallReply *))                                       \
+    X(long long, CallReplyInteger, (RedisModuleCallReply *))                              \
+    X(const char *, CallReplyStringPtr, (RedisModuleCallReply *, size_t *))               \
+    X(size_t, CallReplyLength, (RedisModuleCallReply *))                                  \
+    X(RedisModuleCallReply *, CallReplyArrayElement, (RedisModuleCallReply *, size_t))    \
+    X(int, ReplyWithLongLong, (RedisModuleCtx *, long long))                              \
+    X(int, ReplyWithError, (RedisModuleCtx *, const char *))                              \
+    X(int, ReplyWithArray, (RedisModuleCtx *, long))                                      \
+    X(void, ReplySetArrayLength, (RedisModuleCtx *, long))                                \
+    X(int, ReplyWithStringBuffer, (RedisModuleCtx *, const char *, size_t))               \
+    X(int, ReplyWithSimpleString, (RedisModuleCtx *, const char *))                       \
+    X(int, ReplyWithCallReply, (RedisModuleCtx *, RedisModuleCallReply *))                \
+    X(int, WrongArity, (RedisModuleCtx *))                                                \
+    X(const char *, StringPtrLen, (const RedisModuleString *, size_t *))                  \
+    X(long long, Milliseconds, (void))                                                    \
+    X(void *, PoolAlloc, (RedisModuleCtx *, size_t))                                      \
+    X(RedisModuleString *, CreateString, (RedisModuleCtx *, const char *, size_t))        \
+    X(void, Log, (RedisModuleCtx *, const char *, const char *, ...))                     \
+    X(RedisModuleKey *, OpenKey, (RedisModuleCtx *, RedisModuleString *, int))            \
+    X(void, CloseKey, (RedisModuleKey *))                                                 \
+    X(int, KeyType, (RedisModuleKey *))                                                   \
+    X(size_t, ValueLength, (RedisModuleKey *))                                            \
+    X(int, HashGet, (RedisModuleKey *, int, ...))                                         \
+    X(int, HashSet, (RedisModuleKey *, int, ...))                                         \
+    X(int, Replicate, (RedisModuleCtx *, const char *, const char *, ...))                \
+    X(int, PublishMessage, (RedisModuleCtx *, RedisModuleString *, RedisModuleString *))  \
+    X(int, GetContextFlags, (RedisModuleCtx *))                                           \
+    X(int, DeleteKey, (RedisModuleKey *))                                                 \
+    X(int, ZsetAdd, (RedisModuleKey *, double, RedisModuleString *, int *))               \
+    X(int, ZsetFirstInScoreRange, (RedisModuleKey *, double, double, int, int))           \
+    X(int, ZsetRangeEndReached, (RedisModuleKey *))                                       \
+    X(RedisModuleString *, ZsetRangeCurrentElement, (RedisModuleKey *, double *))         \
+    X(int, ZsetRangeNext, (RedisModuleKey *))                                             \
+    X(void, ZsetRangeStop, (RedisModuleKey *))
 
-#define RM_GET(name)                                                                     \
-    if (RedisModule_GetApi("RedisModule_" #name, (void *)&RedisModule_##name) != 0)      \
-    return REDISMODULE_ERR
+/* Fetched when the server has it, and used only then (RedisModule_Init). */
+#define REDISMODULE_API_OPTIONAL(X) X(int, IsModuleNameBusy, (const char *))
 
-/* What the reference's RedisModule_Init does: fetch GetApi from the context, then
- * every function this module uses, then register the module's name. */
-static int RedisModule_Init(RedisModuleCtx *ctx, const char *name, int ver, int apiver) {
-    void *getapi = ((void **)ctx)[0];
-    *(void **)&RedisModule_GetApi = getapi;
-    RM_GET(SetModuleAttribs);
-    RM_GET(CreateCommand);
-    RM_GET(GetCommand);
-    RM_GET(SetCommandInfo);
-    RM_GET(AutoMemory);
-    RM_GET(Call);
-    RM_GET(CallReplyType);
-    RM_GET(CallReplyInteger);
-    RM_GET(CallReplyStringPtr);
-    RM_GET(CallReplyLength);
-    RM_GET(CallReplyArrayElement);
-    RM_GET(ReplyWithLongLong);
-    RM_GET(ReplyWithError);
-    RM_GET(ReplyWithArray);
-    RM_GET(ReplySetArrayLength);
-    RM_GET(ReplyWithStringBuffer);
-    RM_GET(ReplyWithSimpleString);
-    RM_GET(ReplyWithCallReply);
-    RM_GET(WrongArity);
-    RM_GET(StringPtrLen);
-    RM_GET(Milliseconds);
-    RM_GET(PoolAlloc);
-    RM_GET(CreateString);
-    RM_GET(Log);
-    RM_GET(OpenKey);
-    RM_GET(CloseKey);
-    RM_GET(KeyType);
-    RM_GET(ValueLength);
-    RM_GET(HashGet);
-    RM_GET(HashSet);
-    RM_GET(Replicate);
-    RM_GET(PublishMessage);
-    RM_GET(GetContextFlags);
-    RM_GET(DeleteKey);
-    RM_GET(ZsetAdd);
-    RM_GET(ZsetFirstInScoreRange);
-    RM_GET(ZsetRangeEndReached);
-    RM_GET(ZsetRangeCurrentElement);
-    RM_GET(ZsetRangeNext);
-    RM_GET(ZsetRangeStop);
-    if (RedisModule_GetApi("RedisModule_IsModuleNameBusy", (void *)&RedisModule_IsModuleNameBusy) ==
-            0 &&
-        RedisModule_IsModuleNameBusy(name))
-        return REDISMODULE_ERR;
-    RedisModule_SetModuleAttribs(ctx, name, ver, apiver);
-    return REDISMODULE_OK;
-}
-#undef RM_GET
+/* The pointers: defined in the one file that defines REDISMODULE_MAIN (module.c) before
+ * including this header, declared everywhere else. GetApi, the loader of the others, is
+ * the first word of the context the server hands RedisModule_OnLoad. */
+#ifdef REDISMODULE_MAIN
+#define REDISMODULE_EXTERN
+#else
+#define REDISMODULE_EXTERN extern
+#endif
+#define REDISMODULE_DECLARE_API(ret, name, args) REDISMODULE_EXTERN ret(*RedisModule_##name) args;
+REDISMODULE_EXTERN int (*RedisModule_GetApi)(const char *, void *);
+REDISMODULE_API(REDISMODULE_DECLARE_API)
+REDISMODULE_API_OPTIONAL(REDISMODULE_DECLARE_API)
+#undef REDISMODULE_DECLARE_API
 
 #endif

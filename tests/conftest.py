@@ -148,7 +148,7 @@ def dump(r: redis.Redis, queue: Queue | AsyncQueue) -> dict[str, Any]:
 
 def native(queue: Queue | AsyncQueue) -> bool:
     """Whether the queue's verbs run on a native module that keeps no claim records and
-    no tombstones. Ours keeps both, as the scripts do (native/echomq.c): never."""
+    no tombstones. Ours keeps both, as the scripts do (native/*.c): never."""
     return False
 
 

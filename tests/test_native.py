@@ -377,7 +377,8 @@ def test_every_module_call_passes_what_its_format_names() -> None:
     """The format of RedisModule_Call and RedisModule_Replicate is not checked by the
     compiler: count its arguments (b: pointer and length, c: C string, v: array and
     count, s/l: one each; the modifiers ! and A take none)."""
-    src = (Path(__file__).resolve().parents[1] / "native" / "echomq.c").read_text()
+    native_dir = Path(__file__).resolve().parents[1] / "native"
+    src = "\n".join(p.read_text() for p in sorted(native_dir.glob("*.[ch]")))
     calls = replicated = 0
     for m in re.finditer(r'RedisModule_(?:Call|Replicate)\(\s*[^,]+,\s*"[^"]+",\s*"([^"]*)"', src):
         depth, end = 0, m.start()

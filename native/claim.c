@@ -1,0 +1,321 @@
+/* EMQ.CLAIM 1 base lease count side lockttl [rid [resent]]: claim.lua's twin, up to
+ * count jobs leased from the flat backlog and the lanes' ring, alternating, starting
+ * with the side named ("f": flat). Each claimed job answers five entries: id, payload,
+ * token, name, group. Unlike the script it reads the queue's pause itself. A claim with
+ * a rid records what it claimed, so that a re-send answers the same jobs. */
+#include "echomq.h"
+
+/* the claim loop's sources: the ring, and the ids popped ahead from pending */
+typedef struct {
+    Queue *queue;
+    Str ring;
+    int flat_dry, ring_dry;
+    Str *ahead_ids;                 /* ids popped ahead from pending */
+    RedisModuleString **ahead_made; /* the same, as the strings the range read made */
+    size_t ahead_next, ahead_count;
+    RedisModuleString *last; /* the id's string when pop_flat answered it (the claim loop
+                              * clears it before each pop) */
+} Claim;
+
+/* what a leased row answers: its new token (and as text), payload and name */
+typedef struct {
+    long long token;
+    Str token_text, payload, name;
+} Leased;
+
+/* claim.lua's ahead(): 1 while the ring may serve the next, else what the batch still
+ * wants (whole, at most 1000 a call) */
+static long long ahead(Claim *claim, double count, long out) {
+    if (!claim->ring_dry) return 1;
+    double wanted = ceil(count - (double)out / 5);
+    return wanted > 1000 ? 1000 : (long long)wanted;
+}
+
+/* claim.lua's pop_flat: `want` ids popped at once, the rest kept for the next calls.
+ * ZPOPMIN's effect, done as a read of the head through the key API and one
+ * ZREMRANGEBYRANK 0 n-1 (which replicates as itself): the same ids leave pending, and
+ * no score is formatted into a reply and parsed back */
+static Str pop_flat(Claim *claim, long long want) {
+    if (claim->ahead_next < claim->ahead_count) {
+        claim->last = claim->ahead_made[claim->ahead_next];
+        return claim->ahead_ids[claim->ahead_next++];
+    }
+    if (claim->flat_dry) return NONE;
+    RedisModuleCtx *ctx = claim->queue->ctx;
+    Str pending = queue_key(claim->queue, EMQ_K_PENDING);
+    RedisModuleKey *open = RedisModule_OpenKey(ctx, mkstr(ctx, pending), REDISMODULE_READ);
+    size_t n = 0;
+    if (open && RedisModule_KeyType(open) == REDISMODULE_KEYTYPE_ZSET) {
+        size_t len = RedisModule_ValueLength(open);
+        size_t cap = (size_t)want < len ? (size_t)want : len;
+        claim->ahead_ids = RedisModule_PoolAlloc(ctx, sizeof(Str) * (cap ? cap : 1));
+        claim->ahead_made =
+            RedisModule_PoolAlloc(ctx, sizeof(RedisModuleString *) * (cap ? cap : 1));
+        RedisModule_ZsetFirstInScoreRange(open, -HUGE_VAL, HUGE_VAL, 0, 0);
+        while (n < cap && !RedisModule_ZsetRangeEndReached(open)) {
+            claim->ahead_made[n] = RedisModule_ZsetRangeCurrentElement(open, NULL);
+            claim->ahead_ids[n] = str_of(claim->ahead_made[n]);
+            n++;
+            RedisModule_ZsetRangeNext(open);
+        }
+        RedisModule_ZsetRangeStop(open);
+    }
+    if (open) RedisModule_CloseKey(open);
+    if (n == 0) {
+        claim->flat_dry = 1;
+        return NONE;
+    }
+    Str last = num14(claim->queue, (double)(n - 1));
+    RedisModule_Call(ctx, "ZREMRANGEBYRANK", "!bcb", pending.ptr, pending.len, "0", last.ptr,
+                     last.len);
+    if ((long long)n < want) claim->flat_dry = 1;
+    claim->ahead_count = n;
+    claim->ahead_next = 1;
+    claim->last = claim->ahead_made[0];
+    return claim->ahead_ids[0];
+}
+
+/* the group at the ring's head leaves it, its turn count with it */
+static void drop_head(Queue *queue, Str ring, Str turns, Str group) {
+    RedisModule_Call(queue->ctx, "LPOP", "!b", ring.ptr, ring.len);
+    RedisModule_Call(queue->ctx, "HDEL", "!bb", turns.ptr, turns.len, group.ptr, group.len);
+}
+
+/* the group served one more: to the ring's tail once it had its weight's turns */
+static void take_turn(Queue *queue, Str ring, Str turns, Str group) {
+    RedisModuleCtx *ctx = queue->ctx;
+    Str weights = queue_key(queue, EMQ_K_GWEIGHT);
+    Str weight_text = reply_str(
+        RedisModule_Call(ctx, "HGET", "!bb", weights.ptr, weights.len, group.ptr, group.len));
+    double weight = 1;
+    if (weight_text.ptr) tonum(weight_text, &weight);
+    if (weight <= 1 || (double)reply_int(RedisModule_Call(ctx, "HINCRBY", "!bbc", turns.ptr,
+                                                          turns.len, group.ptr, group.len,
+                                                          "1")) >= weight) {
+        if (weight > 1)
+            RedisModule_Call(ctx, "HDEL", "!bb", turns.ptr, turns.len, group.ptr, group.len);
+        RedisModule_Call(ctx, "LMOVE", "!bbcc", ring.ptr, ring.len, ring.ptr, ring.len, "LEFT",
+                         "RIGHT");
+    }
+}
+
+/* claim.lua's pop_lane: the next id of the first serveable group on the ring (*group_out:
+ * its group); groups found not serveable leave the ring */
+static Str pop_lane(Claim *claim, Str *group_out) {
+    Queue *queue = claim->queue;
+    RedisModuleCtx *ctx = queue->ctx;
+    if (claim->ring_dry) return NONE;
+    Str ring = claim->ring, turns = queue_key(queue, EMQ_K_GTURN);
+    long long len = reply_int(RedisModule_Call(ctx, "LLEN", "!b", ring.ptr, ring.len));
+    for (long long i = 0; i < len; i++) {
+        Str group = reply_str(RedisModule_Call(ctx, "LINDEX", "!bc", ring.ptr, ring.len, "0"));
+        if (!group.ptr) break;
+        if (!serveable(queue, group)) {
+            drop_head(queue, ring, turns, group);
+            continue;
+        }
+        Str lane = lane_key(queue, group), actives = queue_key(queue, EMQ_K_GACTIVE);
+        Str id = reply_str(
+            reply_elem(RedisModule_Call(ctx, "ZPOPMIN", "!b", lane.ptr, lane.len), 0));
+        Str index = queue_key(queue, EMQ_K_GINDEX); /* the lanes' index follows the lane */
+        RedisModule_Call(ctx, "ZREM", "!bb", index.ptr, index.len, id.ptr, id.len);
+        RedisModule_Call(ctx, "HINCRBY", "!bbc", actives.ptr, actives.len, group.ptr, group.len,
+                         "1");
+        if (!serveable(queue, group))
+            drop_head(queue, ring, turns, group);
+        else
+            take_turn(queue, ring, turns, group);
+        *group_out = group;
+        return id;
+    }
+    claim->ring_dry = 1;
+    return NONE;
+}
+
+/* five reply entries for a leased job */
+static void reply_job(RedisModuleCtx *ctx, Str id, Str payload, long long token, Str name,
+                      Str group) {
+    RedisModule_ReplyWithStringBuffer(ctx, id.ptr, id.len);
+    RedisModule_ReplyWithStringBuffer(ctx, payload.ptr ? payload.ptr : "", payload.len);
+    RedisModule_ReplyWithLongLong(ctx, token);
+    RedisModule_ReplyWithStringBuffer(ctx, name.ptr ? name.ptr : "", name.len);
+    RedisModule_ReplyWithStringBuffer(ctx, group.ptr ? group.ptr : "", group.len);
+}
+
+/* a repeat of a request that ran: answer what it claimed (the ids, space-separated, of
+ * its record) that is still active, claim nothing new */
+static int answer_repeat(Queue *queue, Str record) {
+    RedisModuleCtx *ctx = queue->ctx;
+    long out = 0;
+    RedisModule_ReplyWithArray(ctx, REDISMODULE_POSTPONED_LEN);
+    size_t i = 0;
+    while (i < record.len) {
+        while (i < record.len && is_space(record.ptr[i])) i++;
+        size_t start = i;
+        while (i < record.len && !is_space(record.ptr[i])) i++;
+        if (i == start) break;
+        Str id = {record.ptr + start, i - start};
+        static const int FIELDS[] = {FIELD_STATE, FIELD_ATTEMPTS, FIELD_PAYLOAD, FIELD_NAME,
+                                     FIELD_GROUP};
+        Str fields[5];
+        hmget(queue, job_key(queue, id), 5, FIELDS, fields);
+        if (!str_eq_c(fields[0], "active")) continue;
+        double token = 0;
+        tonum(fields[1], &token);
+        reply_job(ctx, id, fields[2], (long long)token, fields[3], fields[4]);
+        out += 5;
+    }
+    RedisModule_ReplySetArrayLength(ctx, out);
+    return REDISMODULE_OK;
+}
+
+/* the row of a popped job made active: HMGET attempts payload name keep, then one HSET,
+ * through the key API: the row opened once, the HSET replicated as the command (a
+ * replica without the module holds the same row) */
+static Leased lease_row(Queue *queue, Str row, long long now) {
+    RedisModuleCtx *ctx = queue->ctx;
+    RedisModuleString *row_string = mkstr(ctx, row);
+    RedisModuleKey *open =
+        RedisModule_OpenKey(ctx, row_string, REDISMODULE_READ | REDISMODULE_WRITE);
+    static const int FIELDS[] = {FIELD_ATTEMPTS, FIELD_PAYLOAD, FIELD_NAME, FIELD_KEEP};
+    Str fields[4];
+    int is_hash = hmget_open(open, 4, FIELDS, fields);
+    double attempts = 0;
+    if (fields[0].ptr && !tonum(fields[0], &attempts)) attempts = 0;
+    long long token = (long long)attempts + 1;
+    Str token_text = num(queue, (double)token);
+    if (open && (is_hash || RedisModule_KeyType(open) == REDISMODULE_KEYTYPE_EMPTY)) {
+        RedisModuleString *token_string = mkstr(ctx, token_text),
+                          *attempts_field = field_name[FIELD_ATTEMPTS],
+                          *state_field = field_name[FIELD_STATE],
+                          *active = field_name[VALUE_ACTIVE];
+        if (!fields[3].ptr) {
+            RedisModule_HashSet(open, REDISMODULE_HASH_NONE, attempts_field, token_string,
+                                state_field, active, NULL);
+            RedisModule_Replicate(ctx, "HSET", "sssss", row_string, attempts_field, token_string,
+                                  state_field, active);
+        } else {
+            /* a kept row: its timeline, in the same HSET */
+            RedisModuleString *when =
+                field_name[token == 1 ? FIELD_STARTED_AT : FIELD_LAST_STARTED_AT];
+            RedisModuleString *stamp = mkstr(ctx, num(queue, (double)now));
+            RedisModule_HashSet(open, REDISMODULE_HASH_NONE, attempts_field, token_string,
+                                state_field, active, when, stamp, NULL);
+            RedisModule_Replicate(ctx, "HSET", "sssssss", row_string, attempts_field,
+                                  token_string, state_field, active, when, stamp);
+        }
+    }
+    if (open) RedisModule_CloseKey(open);
+    Leased leased = {token, token_text, fields[1], fields[2]};
+    return leased;
+}
+
+/* the claim's record under claimreq:<rid> (its ids, space-separated) and in the
+ * records' index (rid -> expiry); a rid starting 0 or 1 trims 32 expired */
+static void record_request(Queue *queue, Str rid, Str record_key, Str claimed, long long now) {
+    RedisModuleCtx *ctx = queue->ctx;
+    RedisModule_Call(ctx, "SET", "!bbcc", record_key.ptr, record_key.len, claimed.ptr,
+                     claimed.len, "PX", "60000");
+    Str index = queue_key(queue, EMQ_K_CLAIMREQS), expiry = num(queue, (double)now + 60000);
+    RedisModule_Call(ctx, "ZADD", "!bbb", index.ptr, index.len, expiry.ptr, expiry.len, rid.ptr,
+                     rid.len);
+    if (rid.ptr[0] != '0' && rid.ptr[0] != '1') return;
+    Str upto = cat3(queue, str_c("("), num14(queue, (double)now), NONE);
+    Reply *old = RedisModule_Call(ctx, "ZRANGE", "!bcbcccc", index.ptr, index.len, "-inf",
+                                  upto.ptr, upto.len, "BYSCORE", "LIMIT", "0", "32");
+    size_t n = reply_len(old);
+    if (n > 32) n = 32;
+    if (n == 0) return;
+    RedisModuleString *expired[32];
+    for (size_t i = 0; i < n; i++) {
+        Str member = reply_str(reply_elem(old, i));
+        expired[i] = RedisModule_CreateString(ctx, member.ptr, member.len);
+    }
+    RedisModule_Call(ctx, "ZREM", "!bv", index.ptr, index.len, expired, n);
+}
+
+/* the claim loop: up to count jobs leased, one side then the other from flat (1: pending
+ * first), their entries sent into the open reply array, their leases in one ZADD active
+ * after the loop; the count of entries. *claimed (when not NULL): their ids,
+ * space-separated, for the request's record */
+static long lease_jobs(Queue *queue, int flat, double count, double lease, double lockttl,
+                       long long now, Str *claimed) {
+    RedisModuleCtx *ctx = queue->ctx;
+    Claim claim = {.queue = queue, .ring = queue_key(queue, EMQ_K_RING)};
+    /* deadline, id, ...: one ZADD active for the batch, after the loop */
+    size_t nleased = 0, cap = 64;
+    RedisModuleString **leases = RedisModule_PoolAlloc(ctx, sizeof(*leases) * cap);
+    RedisModuleString *deadline = mkstr(ctx, num(queue, (double)now + lease));
+    long out = 0;
+    while ((double)out < count * 5) {
+        Str id, group = NONE;
+        claim.last = NULL; /* set by pop_flat when the id is its */
+        if (flat) {
+            id = pop_flat(&claim, ahead(&claim, count, out));
+            if (!id.ptr) id = pop_lane(&claim, &group);
+        } else {
+            id = pop_lane(&claim, &group);
+            if (!id.ptr) id = pop_flat(&claim, ahead(&claim, count, out));
+        }
+        if (!id.ptr) break;
+        Str row = job_key(queue, id);
+        Leased leased = lease_row(queue, row, now);
+        if (nleased + 2 > cap) {
+            RedisModuleString **more = RedisModule_PoolAlloc(ctx, sizeof(*leases) * cap * 2);
+            memcpy(more, leases, sizeof(*leases) * nleased);
+            leases = more;
+            cap *= 2;
+        }
+        leases[nleased++] = deadline;
+        leases[nleased++] = claim.last ? claim.last : mkstr(ctx, id);
+        if (lockttl > 0) {
+            Str lock = row_key(queue, row, EMQ_K_LOCK), ttl = num(queue, lockttl);
+            RedisModule_Call(ctx, "SET", "!bbcb", lock.ptr, lock.len, leased.token_text.ptr,
+                             leased.token_text.len, "PX", ttl.ptr, ttl.len);
+        }
+        reply_job(ctx, id, leased.payload, leased.token, leased.name, group);
+        out += 5;
+        if (claimed)
+            *claimed = claimed->ptr ? cat3(queue, *claimed, str_c(" "), id)
+                                    : cat3(queue, id, NONE, NONE);
+        Str head = cat3(queue, str_c("{\"event\":\"active\",\"job\":\""), id,
+                        str_c("\",\"attempt\":"));
+        emit(queue, cat3(queue, head, num14(queue, (double)leased.token), str_c("}")));
+        flat = !flat;
+    }
+    if (nleased > 0) zadd_desc(queue, queue_key(queue, EMQ_K_ACTIVE), leases, nleased);
+    return out;
+}
+
+int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    RedisModule_AutoMemory(ctx);
+    Line line;
+    if (!line_of(ctx, argv, argc, 1, 1, &line)) return REDISMODULE_OK;
+    if (line.nargs < 4) return bad_args(ctx);
+    Queue queue = {ctx, str_of(line.keys[0]), NULL};
+    double lease, count, lockttl;
+    if (!tonum(arg_at(&line, 0), &lease) || !tonum(arg_at(&line, 1), &count) ||
+        !tonum(arg_at(&line, 3), &lockttl))
+        return bad_args(ctx);
+    int flat = str_eq_c(arg_at(&line, 2), "f");
+    /* the pause read, folded in: a paused queue answers empty, nothing touched */
+    Str meta = queue_key(&queue, EMQ_K_META);
+    if (reply_int(RedisModule_Call(ctx, "HEXISTS", "!bc", meta.ptr, meta.len, EMQ_F_PAUSED)) == 1)
+        return RedisModule_ReplyWithArray(ctx, 0);
+    Str rid = arg_at(&line, 4), record_key = NONE;
+    if (rid.ptr && rid.len > 0) record_key = cat3(&queue, queue.base, str_c(EMQ_K_CLAIMREQ), rid);
+    /* only a re-send reads the record: a first send's rid is fresh */
+    if (record_key.ptr && str_eq_c(arg_at(&line, 5), "1")) {
+        Str record =
+            reply_str(RedisModule_Call(ctx, "GET", "!b", record_key.ptr, record_key.len));
+        if (record.ptr) return answer_repeat(&queue, record);
+    }
+    long long now = now_ms();
+    Str claimed = NONE;
+    RedisModule_ReplyWithArray(ctx, REDISMODULE_POSTPONED_LEN);
+    long out = lease_jobs(&queue, flat, count, lease, lockttl, now,
+                          record_key.ptr ? &claimed : NULL);
+    if (record_key.ptr && out > 0) record_request(&queue, rid, record_key, claimed, now);
+    RedisModule_ReplySetArrayLength(ctx, out);
+    return REDISMODULE_OK;
+}
