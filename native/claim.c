@@ -211,7 +211,8 @@ static Leased lease_row(Queue *queue, Str row, long long now) {
 }
 
 /* the claim's record under claimreq:<rid> (its ids, space-separated) and in the
- * records' index (rid -> expiry); a rid starting 0 or 1 trims 32 expired */
+ * records' index (rid -> expiry); up to 8 expired entries trimmed from the index's
+ * oldest end (by time, whatever the rid) */
 static void record_request(Queue *queue, Str rid, Str record_key, Str claimed, long long now) {
     RedisModuleCtx *ctx = queue->ctx;
     RedisModule_Call(ctx, "SET", "!bbcc", record_key.ptr, record_key.len, claimed.ptr,
@@ -219,19 +220,7 @@ static void record_request(Queue *queue, Str rid, Str record_key, Str claimed, l
     Str index = queue_key(queue, EMQ_K_CLAIMREQS), expiry = num(queue, (double)now + 60000);
     RedisModule_Call(ctx, "ZADD", "!bbb", index.ptr, index.len, expiry.ptr, expiry.len, rid.ptr,
                      rid.len);
-    if (rid.ptr[0] != '0' && rid.ptr[0] != '1') return;
-    Str upto = cat3(queue, str_c("("), num14(queue, (double)now), NONE);
-    Reply *old = RedisModule_Call(ctx, "ZRANGE", "!bcbcccc", index.ptr, index.len, "-inf",
-                                  upto.ptr, upto.len, "BYSCORE", "LIMIT", "0", "32");
-    size_t n = reply_len(old);
-    if (n > 32) n = 32;
-    if (n == 0) return;
-    RedisModuleString *expired[32];
-    for (size_t i = 0; i < n; i++) {
-        Str member = reply_str(reply_elem(old, i));
-        expired[i] = RedisModule_CreateString(ctx, member.ptr, member.len);
-    }
-    RedisModule_Call(ctx, "ZREM", "!bv", index.ptr, index.len, expired, n);
+    trim_before(queue, index, (double)now, 8);
 }
 
 /* the claim loop: up to count jobs leased, one side then the other from flat (1: pending

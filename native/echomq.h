@@ -240,15 +240,18 @@ void lane_grew(Queue *queue, Str group, long long before, int quiet);
 /* ---- settled rows, tombstones, retention, metrics (history.c) ---- */
 
 /* settled tombstones (lib/common.lua): complete leaves the ids it deleted in `settled`
- * (score = server ms) for SETTLED_MS, one ZADD a call; each id ending in 0-7 (about one
- * in eight) lets the call trim 32 expired ones; enqueue treats a recent one as a
- * duplicate */
+ * (score = server ms) for SETTLED_MS, one ZADD a call, then trims up to 2n + 8 expired
+ * ones from the oldest end (by time, whatever the ids); enqueue treats a recent one as
+ * a duplicate */
 #define SETTLED_MS 60000
 #define SLICE 500 /* members per ZADD/ZREM, as lib/common.lua slices them */
 #define TRIM_STEP 4
 #define ERRORS_CAP 20
 
 void zadd_desc(Queue *queue, Str key, RedisModuleString **pairs, size_t nstrings);
+/* lib/common.lua's trim_before: at most k members of zset key scored before cut, from its
+ * oldest end (one ZCOUNT, one ZREMRANGEBYRANK when any are due) */
+void trim_before(Queue *queue, Str key, double cut, long long k);
 void zrem_all(Queue *queue, Str key, RedisModuleString **ids, size_t count);
 void tombstones(Queue *queue, Str *ids, RedisModuleString **made, size_t count,
                 long long now);

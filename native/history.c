@@ -39,31 +39,30 @@ static Str before_ms(Queue *queue, double ms) {
     return cat3(queue, str_c("("), num14(queue, ms), NONE);
 }
 
+void trim_before(Queue *queue, Str key, double cut, long long k) {
+    RedisModuleCtx *ctx = queue->ctx;
+    Str upto = before_ms(queue, cut);
+    long long due = reply_int(RedisModule_Call(ctx, "ZCOUNT", "!bcb", key.ptr, key.len, "-inf",
+                                               upto.ptr, upto.len));
+    if (due <= 0) return;
+    Str last = num14(queue, (double)((due < k ? due : k) - 1));
+    RedisModule_Call(ctx, "ZREMRANGEBYRANK", "!bcb", key.ptr, key.len, "0", last.ptr, last.len);
+}
+
 /* a tombstone for each of the count ids, stamped now; made: the ids as strings already
- * (NULL: made here) */
+ * (NULL: made here); then the expired ones trimmed, 2 * count + 8 at most */
 void tombstones(Queue *queue, Str *ids, RedisModuleString **made, size_t count,
                 long long now) {
     RedisModuleCtx *ctx = queue->ctx;
     Str settled = queue_key(queue, EMQ_K_SETTLED);
     RedisModuleString *score = mkstr(ctx, num(queue, (double)now));
     RedisModuleString **pairs = RedisModule_PoolAlloc(ctx, sizeof(*pairs) * 2 * count);
-    size_t hits = 0;
     for (size_t i = 0; i < count; i++) {
         pairs[2 * i] = score;
         pairs[2 * i + 1] = made ? made[i] : mkstr(ctx, ids[i]);
-        char last = ids[i].len ? ids[i].ptr[ids[i].len - 1] : 0;
-        if (last >= '0' && last <= '7') hits++;
     }
     zadd_desc(queue, settled, pairs, 2 * count);
-    if (!hits) return;
-    Str upto = before_ms(queue, (double)(now - SETTLED_MS));
-    Str limit = num14(queue, (double)(32 * hits));
-    Reply *old = RedisModule_Call(ctx, "ZRANGE", "!bcbcccb", settled.ptr, settled.len, "-inf",
-                                  upto.ptr, upto.len, "BYSCORE", "LIMIT", "0", limit.ptr,
-                                  limit.len);
-    size_t expired = reply_len(old);
-    if (!expired) return;
-    zrem_all(queue, settled, strings_of(queue, old, expired), expired);
+    trim_before(queue, settled, (double)(now - SETTLED_MS), 2 * (long long)count + 8);
 }
 
 int settled_recently(Queue *queue, Str id, long long now) {

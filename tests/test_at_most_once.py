@@ -83,6 +83,7 @@ def ending_in(digits: str) -> str:
     return jid
 
 
+@pytest.mark.both_executors
 @pytest.mark.parametrize("last", ["0", "7", "8", "9", "a", "Z"])
 def test_an_expired_tombstone_lets_the_id_back_and_is_trimmed(
     q: Queue, r: redis.Redis, last: str
@@ -104,6 +105,7 @@ def test_an_expired_tombstone_lets_the_id_back_and_is_trimmed(
     assert [s for _, s in left[:-1]] == [long_ago] * 30
 
 
+@pytest.mark.both_executors
 def test_tombstones_of_chosen_ids_stay_within_their_window(q: Queue, r: redis.Redis) -> None:
     """Caller-chosen ids ending in letters (once never trimmed): the index holds only
     the tombstones of its last minute, plus one trim step."""
@@ -247,6 +249,7 @@ def test_a_claim_script_whose_reply_is_lost_is_resent_marked(
     assert r.zrange(pq.keys.pending, 0, -1) == ids[2:]
 
 
+@pytest.mark.both_executors
 @pytest.mark.parametrize("rid", ["0abc", "9abc", "zz"])
 def test_a_claim_record_trims_the_index_from_its_oldest_end(
     q: Queue, r: redis.Redis, rid: str
