@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -31,6 +30,7 @@ from echomq import (
     new_id,
 )
 from operator_support import STATES, changed, put_job, ring
+from worker_support import wait_until
 
 # run under both executors: the native twins must equal the scripts
 pytestmark = pytest.mark.both_executors
@@ -588,10 +588,11 @@ def test_unlock_only_with_the_matching_token(q: Queue, r: redis.Redis) -> None:
 def test_an_expired_lock_no_longer_blocks_remove(q: Queue, r: redis.Redis) -> None:
     jid, token = put_job(q, "active")
     assert token is not None
-    q.lock_job(jid, token, ttl_ms=50)
+    # long enough that the refusal below comes first on a busy machine too
+    q.lock_job(jid, token, ttl_ms=500)
     with pytest.raises(JobLocked):
         q.remove_job(jid)
-    time.sleep(0.12)
+    wait_until(lambda: not r.exists(q.keys.lock(jid)))  # its ttl ran out
     q.remove_job(jid)
     assert not r.exists(q.keys.job(jid))
     assert r.zscore(q.keys.active, jid) is None

@@ -96,6 +96,9 @@ def test_a_refused_claim_behind_the_wait_falls_back_to_a_plain_claim(
         assert q.promote() == 1  # its wake token ends the wait; EXEC is refused (OOM)
         wait_until(lambda: q.metrics()["completed"].get("count") == 1, timeout=3)
         took_full = time.monotonic() - started
+        # the worker counts the completion once the server's answer is back, a moment
+        # after the server counted it: wait on the worker's own counter
+        wait_until(lambda: w.stats.completed == 1)
         assert seen == ["while full"] and q.job_state(jid) is None
         assert waker.plain_until > 0  # the refusal was seen: claims went plainly
         assert (w.stats.claimed, w.stats.completed, w.stats.errors) == (1, 1, 0)
