@@ -8,7 +8,7 @@ One subcommand per verb, the same verbs as :class:`echomq.Queue`; ``--url`` (or
 from __future__ import annotations
 
 from ..observability import cli as obs_cmds
-from . import group_cmds, job_cmds, ops_cmds, queue_cmds, repeat_cmds, runtime_cmds
+from . import group_cmds, job_cmds, native_cmds, ops_cmds, queue_cmds, repeat_cmds, runtime_cmds
 from .app import Env, cli, main
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "group_cmds",
     "job_cmds",
     "main",
+    "native_cmds",
     "obs_cmds",
     "ops_cmds",
     "queue_cmds",
