@@ -33,7 +33,7 @@ from operator_support import STATES, changed, put_job, ring
 from worker_support import wait_until
 
 # run under both executors: the native twins must equal the scripts
-pytestmark = pytest.mark.both_executors
+pytestmark = [pytest.mark.both_executors, pytest.mark.both_servers]
 
 GROUPS = [None, "g"]
 
@@ -194,6 +194,7 @@ def events(r: redis.Redis, q: Queue) -> Iterator[Callable[[], Any]]:
     [75, 0.25, "step 3 of 4", {"done": 3, "of": 4, "tag": "a/b"}],
     ids=["int", "float", "str", "dict"],
 )
+@pytest.mark.single_node("a plain SUBSCRIBE: a cluster's events are sharded (test_cluster.py)")
 def test_progress_subscriber_receives_exactly_the_event(
     q: Queue, r: redis.Redis, value: Any, events: Callable[..., Any]
 ) -> None:
@@ -204,6 +205,7 @@ def test_progress_subscriber_receives_exactly_the_event(
     assert events(timeout=0.1) is None
 
 
+@pytest.mark.single_node("a plain SUBSCRIBE: a cluster's events are sharded (test_cluster.py)")
 def test_progress_of_a_missing_job_publishes_nothing(
     q: Queue, r: redis.Redis, events: Callable[..., Any]
 ) -> None:

@@ -30,6 +30,8 @@ from echomq.results import Counts
 from echomq.worker import plans
 from worker_support import FAST, job_keys, running, server_ms, wait_until
 
+pytestmark = pytest.mark.both_servers
+
 
 def settled_keys(r: redis.Redis, q: Queue) -> set[str]:
     """What a queue keeps once every job completed, beyond the metrics, the wake
