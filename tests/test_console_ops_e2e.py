@@ -8,12 +8,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+import pytest
 import redis
 from playwright.sync_api import Page
 
 from echomq import JobContext, Queue, Worker, ids, new_id
 from test_console_e2e import HOSTILE, browser, console_url, dead_job, open_page
 from worker_support import FAST, running, wait_until
+
+pytestmark = pytest.mark.slow  # a browser
 
 __all__ = ["browser", "console_url", "open_page"]  # the fixtures, for the tests below
 

@@ -16,11 +16,14 @@ import sys
 import threading
 from typing import Any
 
+import pytest
 import redis
 
 from echomq import JobContext, Queue, Worker
 from echomq.embedded import EmbeddedServer
 from worker_support import FAST, job_keys, running, wait_until
+
+pytestmark = pytest.mark.slow  # worker processes killed and signalled: a fault scenario
 
 CRASHING_WORKER = """
 import sys, threading, time

@@ -22,6 +22,8 @@ from echomq.worker.outage import Outage
 from echomq.worker.waker import WaitState
 from worker_support import FAST, job_keys, running, wait_until
 
+pytestmark = pytest.mark.slow  # a full server, lost replies, outages: fault scenarios
+
 SLOW_BEAT = WorkerConfig(lease_ms=20_000, beat_ms=4_000, grace_ms=2_000)
 
 
