@@ -3,8 +3,9 @@
 Six ``redis-server --cluster-enabled yes`` processes (:class:`echomq.embedded.EmbeddedServer`,
 nothing kept on disk, no native module) joined by ``redis-cli --cluster create ...
 --cluster-replicas 1 --cluster-yes``. The session fixture ``cluster`` (tests/conftest.py)
-starts one on first use and stops it at the end; the failover test kills a primary and
-brings it back as a replica, so later tests find a whole cluster again.
+starts one on first use and stops it at the end; a ``both_servers`` test module runs on
+it too (``server`` is then the cluster). The failover test kills a primary and brings
+it back as a replica, so later tests find a whole cluster again.
 """
 
 from __future__ import annotations
@@ -14,12 +15,9 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 import redis
-from redis.cluster import RedisCluster
 
 from echomq.embedded import EmbeddedServer, find_server_binary
 
@@ -192,22 +190,3 @@ class LocalCluster:
     def stop(self) -> None:
         for n in self.nodes:
             n.stop()
-
-
-# ----------------------------------------------------------- a suite on the cluster
-# A module that star-imports a suite (tests/test_cluster_<suite>.py) imports these too:
-# its tests then find the cluster where they ask for ``server``, and ``r`` is a cluster
-# client (routes each key to its node; SCAN walks every primary).
-
-
-@pytest.fixture(scope="module")
-def server(cluster: LocalCluster) -> LocalCluster:
-    """The cluster, standing in for the private server (it has ``url`` and ``port``)."""
-    return cluster
-
-
-@pytest.fixture()
-def r(cluster: LocalCluster) -> Iterator[RedisCluster]:
-    client = RedisCluster.from_url(cluster.url, decode_responses=True)
-    yield client
-    client.close()

@@ -11,6 +11,15 @@ is skipped, with the build's warning.
 marked ``pytest.mark.both_executors``: its tests then run once per executor
 (``scripts`` and ``native``), so the lifecycle, lanes and operator-plane suites prove the
 native twins equal to the scripts. ``EMQ_TEST_EXECUTOR`` changes the default.
+
+``server``: a module marked ``pytest.mark.both_servers`` runs each test that uses the
+server once on the single node (id ``single``) and once on the private Redis Cluster
+(id ``cluster``, 3 primaries + 3 replicas, tests/cluster_support.py; marked
+``cluster`` and ``slow``, skipped when no cluster can start). There ``server`` is the
+cluster and ``r`` a cluster client; the cluster runs the scripts only (its nodes load
+no module), so a ``both_executors`` module's tests run as ``scripts-single``,
+``native-single`` and ``scripts-cluster``. A test marked ``single_node(reason)`` stays
+on the single node.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from typing import Any
 import pytest
 import redis
 import redis.asyncio
+from redis.cluster import RedisCluster
 
 from cluster_support import LocalCluster
 from cluster_support import available as cluster_unavailable
@@ -37,11 +47,23 @@ _built = native.build(quiet=True)
 # native executor is tested where it is asked for (EMQ_EXECUTOR=auto runs them all on it).
 os.environ.setdefault("EMQ_EXECUTOR", "scripts")
 EXECUTORS = ("scripts", "native")
+#: The servers a ``both_servers`` module runs on: its id, and the marks of its runs.
+SERVERS = (
+    pytest.param("single", id="single"),
+    pytest.param("cluster", id="cluster", marks=(pytest.mark.cluster, pytest.mark.slow)),
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "both_executors: run the module's queue tests under scripts and native"
+    )
+    config.addinivalue_line(
+        "markers",
+        "both_servers: run the module's server tests on the single node and on the cluster",
+    )
+    config.addinivalue_line(
+        "markers", "single_node(reason): left out of a both_servers module's cluster run"
     )
     config.addinivalue_line(
         "markers", "cluster: runs on the private Redis Cluster (3 primaries + 3 replicas)"
@@ -60,16 +82,44 @@ def pytest_report_header() -> str:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "executor" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
-        "both_executors"
-    ):
-        metafunc.parametrize("executor", EXECUTORS, indirect=True)
+    marked = metafunc.definition.get_closest_marker
+    executors = "executor" in metafunc.fixturenames and marked("both_executors")
+    servers = "server" in metafunc.fixturenames and marked("both_servers")
+    if not servers:
+        if executors:
+            metafunc.parametrize("executor", EXECUTORS, indirect=True)
+        return
+    kinds = SERVERS[:1] if marked("single_node") else SERVERS
+    # function scope: the tests keep their order (pytest would otherwise regroup a
+    # session-scoped parameter across modules); the servers behind stay one each
+    if not executors:
+        metafunc.parametrize("server", kinds, indirect=True, scope="function")
+        return
+    # the cluster's nodes load no module: the native executor runs on the single node
+    runs = [
+        pytest.param(ex, kind.values[0], id=f"{ex}-{kind.id}", marks=kind.marks)
+        for kind in kinds
+        for ex in (EXECUTORS if kind.values[0] == "single" else EXECUTORS[:1])
+    ]
+    metafunc.parametrize(("executor", "server"), runs, indirect=True, scope="function")
 
 
 @pytest.fixture(scope="session")
-def server() -> Iterator[EmbeddedServer]:
+def single_server() -> Iterator[EmbeddedServer]:
+    """The private single-node server of the session (it loads the native module)."""
     with EmbeddedServer(module=_built is not None and str(_built)) as srv:
         yield srv
+
+
+@pytest.fixture(scope="session")
+def server(request: pytest.FixtureRequest) -> EmbeddedServer | LocalCluster:
+    """The server the test runs on: the single node, or in a ``both_servers`` module's
+    cluster run the private cluster (it has ``url``, ``port`` and ``module_path`` too)."""
+    kind = getattr(request, "param", "single")
+    made: EmbeddedServer | LocalCluster = request.getfixturevalue(
+        "cluster" if kind == "cluster" else "single_server"
+    )
+    return made
 
 
 @pytest.fixture(scope="session")
@@ -96,8 +146,14 @@ def executor(request: pytest.FixtureRequest, server: EmbeddedServer) -> str:
 
 
 @pytest.fixture()
-def r(server: EmbeddedServer) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(server.url, decode_responses=True)
+def r(server: EmbeddedServer | LocalCluster) -> Iterator[redis.Redis]:
+    """A client of the test's server; on the cluster a cluster client (it routes each
+    key to its node, and SCAN walks every primary)."""
+    client: Any = (
+        RedisCluster.from_url(server.url, decode_responses=True)
+        if isinstance(server, LocalCluster)
+        else redis.Redis.from_url(server.url, decode_responses=True)
+    )
     yield client
     client.close()
 

@@ -15,7 +15,7 @@ from echomq.results import Counts
 from operator_support import changed, put_job, ring, row_keys
 
 # run under both executors: the native twins must equal the scripts
-pytestmark = pytest.mark.both_executors
+pytestmark = [pytest.mark.both_executors, pytest.mark.both_servers]
 
 # -- pause / resume -------------------------------------------------------------------
 

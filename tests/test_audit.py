@@ -18,6 +18,8 @@ from echomq.journal import AuditEntry, default_actor
 from echomq.scripts import script
 from operator_support import put_job
 
+pytestmark = pytest.mark.both_servers
+
 
 def entries(r: redis.Redis, q: Queue) -> list[dict[str, str]]:
     """The raw journal, oldest first."""

@@ -26,6 +26,8 @@ from echomq.embedded import EmbeddedServer
 from echomq.ids import minted_at_ms
 from operator_support import LATER_MS, changed, put_job
 
+pytestmark = pytest.mark.both_servers
+
 
 def kill(q: Queue, n: int, *, error: str = "boom", **kw: Any) -> list[str]:
     """Enqueue ``n`` jobs and drive each to dead with ``error`` (no other ready work)."""

@@ -32,6 +32,8 @@ from echomq.embedded import EmbeddedServer, free_port, server_answers
 from echomq.errors import REASONS
 from echomq.results import Counts
 
+pytestmark = pytest.mark.both_servers
+
 ROOT = Path(__file__).resolve().parents[1]
 BAD_ID = "JOB-not-an-id"
 
@@ -404,6 +406,7 @@ def test_group_verbs(emq: Any, fast: Any, q: Queue, r: redis.Redis) -> None:
     assert r.exists(b + "g:g1:pending") == 0 and r.zcard(b + "g:g2:pending") == 1
 
 
+@pytest.mark.single_node("counts plain subscribers (PUBSUB NUMSUB); a cluster's are sharded")
 def test_events_tail_receives_progress_and_pause(
     server: EmbeddedServer, q: Queue, r: redis.Redis
 ) -> None:

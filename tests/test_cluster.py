@@ -32,7 +32,7 @@ from echomq.results import Counts
 from echomq.scripts import all_scripts, script, sharded
 from worker_support import FAST, running, wait_until
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 #: Queue names whose slots fall on each of the three primaries (checked below).
 SPREAD = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]

@@ -24,7 +24,7 @@ from echomq.errors import ServerUnavailable
 from echomq.keyspace import VERSION_KEY
 from worker_support import FAST, running, wait_until
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 #: Two queues on each primary (test_cluster.py checks the spread).
 QUEUES = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]

@@ -26,6 +26,9 @@ from echomq.console import Console, ReadOnly, UnsafeBind, create_app
 from echomq.console.app import STATIC, TOKEN_ENV, TOKEN_FILE_ENV
 from echomq.discovery import QueueDirectory
 from echomq.embedded import EmbeddedServer, free_port
+from worker_support import wait_until
+
+pytestmark = pytest.mark.both_servers
 
 with warnings.catch_warnings():
     # Starlette nudges toward httpx2; the test extra pins httpx, which it still drives.
@@ -122,9 +125,16 @@ def test_list_queues_counts_and_pause(
     b.enqueue({"y": 1})
     b.pause()
     before = dump(r, a), dump(r, b)
-    reply = api.get("/api/queues")
-    assert reply.status_code == 200
-    body = reply.json()
+
+    def listed() -> Any:
+        reply = api.get("/api/queues")
+        assert reply.status_code == 200
+        got = reply.json()
+        # each call walks the server one bounded chunk further: on a server the tests
+        # before this one filled, a whole pass takes a few calls
+        return got if got["complete"] else None
+
+    body = wait_until(listed)
     rows = {row["name"]: row for row in body["queues"]}
     assert body["complete"] is True
     assert rows[a.name]["paused"] is False and rows[b.name]["paused"] is True
@@ -141,6 +151,7 @@ def test_list_queues_counts_and_pause(
     assert (dump(r, a), dump(r, b)) == before
 
 
+@pytest.mark.single_node("scans one node with a plain client (test_cluster.py walks the cluster)")
 async def test_directory_scan_is_bounded_and_forgets_obliterated(
     server: EmbeddedServer, make_queue: Callable[..., Queue], qname: str
 ) -> None:

@@ -46,10 +46,13 @@ def find_chromium() -> str | None:
 
 
 CHROMIUM = find_chromium()
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="no chromium found (install Debian's `chromium`: scripts/setup test does it)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="no chromium found (install Debian's `chromium`: scripts/setup test does it)",
+    ),
+    pytest.mark.slow,
+]
 ARGS = [
     "--headless",
     "--no-sandbox",

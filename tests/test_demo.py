@@ -19,6 +19,8 @@ from echomq.cli import app as cli_app
 from echomq.cli import exits
 from echomq.embedded import EmbeddedServer
 
+pytestmark = pytest.mark.slow  # the whole runbook, in processes of its own
+
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = (
     "1/9 enqueue a backlog",

@@ -30,7 +30,7 @@ from echomq import (
     Worker,
 )
 
-pytestmark = pytest.mark.both_executors
+pytestmark = [pytest.mark.both_executors, pytest.mark.both_servers]
 
 
 def J(n: int) -> str:

@@ -30,7 +30,7 @@ from echomq.scripts import Eval, script
 from lanes_law import assert_law, lanes_of
 
 # run under both executors: the native twins must equal the scripts
-pytestmark = pytest.mark.both_executors
+pytestmark = [pytest.mark.both_executors, pytest.mark.both_servers]
 
 
 def claim_all(q: Queue, limit: int = 10_000) -> list[tuple[str, str | None]]:

@@ -36,7 +36,7 @@ from echomq.embedded import EmbeddedServer
 from lanes_law import assert_law
 
 # run under both executors: the native twins must equal the scripts
-pytestmark = pytest.mark.both_executors
+pytestmark = [pytest.mark.both_executors, pytest.mark.slow]  # random walks: soak-like
 
 # Mostly grouped work, some flat, so lanes fill up and compete with pending. The
 # machine starts with lanes a and b; lane c is only ever reached through the schedule

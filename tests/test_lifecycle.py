@@ -31,7 +31,7 @@ from echomq.lifecycle import ENQUEUE_CHUNK
 from echomq.results import Counts, JobRow
 
 # run under both executors: the native twins must equal the scripts
-pytestmark = pytest.mark.both_executors
+pytestmark = [pytest.mark.both_executors, pytest.mark.both_servers]
 
 BAD_IDS = [
     "",
@@ -294,6 +294,7 @@ def test_enqueue_gates_before_any_io(nowhere: Queue, kwargs: dict[str, Any], exc
         nowhere.enqueue("x", **kwargs)
 
 
+@pytest.mark.single_node("counts the round trips of one plain connection")
 def test_enqueue_is_one_round_trip(server, qname: str, r: redis.Redis) -> None:
     client = counting_client(server.url)
     q = Queue(qname, client=client)
@@ -308,6 +309,7 @@ def test_enqueue_is_one_round_trip(server, qname: str, r: redis.Redis) -> None:
 # ---------------------------------------------------------------- enqueue_many
 
 
+@pytest.mark.single_node("counts the round trips of one plain connection")
 def test_enqueue_many_in_one_round_trip(server, qname: str, r: redis.Redis) -> None:
     client = counting_client(server.url)
     q = Queue(qname, client=client)

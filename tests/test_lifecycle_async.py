@@ -27,7 +27,7 @@ from echomq.lifecycle import ENQUEUE_CHUNK
 from echomq.results import Counts
 
 # run under both executors: the native twins must equal the scripts
-pytestmark = pytest.mark.both_executors
+pytestmark = [pytest.mark.both_executors, pytest.mark.both_servers]
 
 
 def server_ms(r: redis.Redis) -> int:

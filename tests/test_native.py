@@ -245,6 +245,7 @@ def test_worker_serves_with_native_commands(
     q.close()
 
 
+@pytest.mark.slow  # a primary and a replica of its own
 def test_effects_replicate_to_a_replica_without_the_module(qname: str) -> None:
     with EmbeddedServer(extra_args=("--repl-diskless-sync-delay", "0")) as primary:
         assert primary.module_path is not None
@@ -403,6 +404,7 @@ def test_every_module_call_passes_what_its_format_names() -> None:
 
 
 @pytest.mark.cluster
+@pytest.mark.slow
 def test_native_events_on_a_cluster_are_sharded(native_cluster: LocalCluster) -> None:
     """On a cluster the scripts publish with SPUBLISH, and so do the native twins: a
     sharded subscriber hears every transition's event, in order."""
@@ -431,6 +433,7 @@ def test_native_events_on_a_cluster_are_sharded(native_cluster: LocalCluster) ->
 
 
 @pytest.mark.cluster
+@pytest.mark.slow
 def test_a_worker_serves_a_cluster_with_native_commands(native_cluster: LocalCluster) -> None:
     """An asyncio cluster client cannot route a keyless MODULE LIST: ``native`` is then
     taken at its word (the nodes have the module) and the worker runs on EMQ.* commands."""

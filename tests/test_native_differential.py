@@ -34,7 +34,10 @@ from echomq.embedded import EmbeddedServer
 from echomq.lifecycle import claiming
 from echomq.worker import plans
 
-pytestmark = pytest.mark.skipif(_built is None, reason="the echomq native module is not built")
+pytestmark = [
+    pytest.mark.skipif(_built is None, reason="the echomq native module is not built"),
+    pytest.mark.slow,  # random sequences on two servers: soak-like
+]
 
 _TIME = re.compile(rb"(?<!\d)1\d{12}(?:\.\d+)?(?!\d)")
 _MINUTE = re.compile(rb"^\d{8}$")

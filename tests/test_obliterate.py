@@ -17,7 +17,7 @@ from echomq import AsyncQueue, InvalidArgument, Queue, QueueHasActiveJobs, Queue
 from operator_support import LATER_MS, put_job, row_keys
 
 # run under both executors: the native twins must equal the scripts
-pytestmark = pytest.mark.both_executors
+pytestmark = [pytest.mark.both_executors, pytest.mark.both_servers]
 
 _examples = itertools.count()
 
@@ -132,6 +132,7 @@ def test_obliterate_unforced_once_nothing_is_in_flight(q: Queue, r: redis.Redis)
     assert queue_keys(r, q) == set()
 
 
+@pytest.mark.single_node("a plain SUBSCRIBE: a cluster's events are sharded (test_cluster.py)")
 def test_obliterate_of_an_empty_paused_queue_is_one_call(q: Queue, r: redis.Redis) -> None:
     sub = r.pubsub()
     sub.subscribe(q.keys.events)

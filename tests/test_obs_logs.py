@@ -162,6 +162,15 @@ def test_emq_worker_logs_json_and_serves_its_metrics(
         wait_until(lambda: q.counts().dead == 1 and q.counts().completed == 1, timeout=30)
         body, count = "", "echomq_job_duration_seconds_count"
 
+        # the worker records an outcome once the server answered it, a moment after
+        # the server counted it: wait until the page shows every line asserted
+        expected = [
+            f'{count}{{outcome="failed",queue="{q.name}"}} 1.0',
+            f'{count}{{outcome="completed",queue="{q.name}"}} 1.0',
+            f'echomq_worker_jobs_claimed_total{{queue="{q.name}"}} 2.0',
+            f'echomq_worker_jobs_in_hand{{queue="{q.name}"}} 0.0',
+        ]
+
         def scraped() -> bool:
             nonlocal body
             try:
@@ -169,12 +178,10 @@ def test_emq_worker_logs_json_and_serves_its_metrics(
                     body = r.read().decode()
             except OSError:
                 return False
-            return f'{count}{{outcome="failed",queue="{q.name}"}} 1.0' in body
+            return all(line in body for line in expected)
 
         wait_until(scraped, timeout=10)
-        assert f'{count}{{outcome="completed",queue="{q.name}"}} 1.0' in body
-        assert f'echomq_worker_jobs_claimed_total{{queue="{q.name}"}} 2.0' in body
-        assert f'echomq_worker_jobs_in_hand{{queue="{q.name}"}} 0.0' in body
+        assert all(line in body for line in expected), body
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=20)

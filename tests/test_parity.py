@@ -229,9 +229,12 @@ class Facade:
 #: The facades and how each is constructed: by URL, or around a client the caller made
 #: (one that decodes replies to ``str``, and one speaking RESP3).
 KINDS = ["sync", "async", "sync-client", "async-client"]
+#: Every scenario runs every verb through each facade: the full run's (``slow``); the
+#: quick loop keeps the check that each verb has a scenario.
+_PARAMS = [pytest.param(kind, marks=pytest.mark.slow) for kind in KINDS]
 
 
-@pytest.fixture(params=KINDS)
+@pytest.fixture(params=_PARAMS)
 async def facade(
     request: pytest.FixtureRequest, server: EmbeddedServer, qname: str, r: redis.Redis
 ) -> AsyncIterator[Facade]:

@@ -26,6 +26,8 @@ from echomq.repeat import fire_due, next_cron_ms
 from echomq.scripts import Eval, Plan, script
 from worker_support import FAST, running, server_ms, wait_until
 
+pytestmark = pytest.mark.both_servers
+
 
 def fire(q: Queue, budget: int = 50) -> list[str]:
     return q.runner.drive(fire_due(q.ctx, budget))

@@ -30,6 +30,8 @@ from echomq.results import Counts
 from echomq.worker import plans
 from worker_support import FAST, job_keys, running, server_ms, wait_until
 
+pytestmark = pytest.mark.both_servers
+
 
 def settled_keys(r: redis.Redis, q: Queue) -> set[str]:
     """What a queue keeps once every job completed, beyond the metrics, the wake
@@ -290,15 +292,20 @@ def test_shutdown_releases_jobs_still_running_after_the_grace(q: Queue, r: redis
 
 def test_shutdown_lets_running_jobs_finish_within_the_grace(q: Queue, r: redis.Redis) -> None:
     started = threading.Semaphore(0)
+    stopping = threading.Event()
 
     def slowish(job: JobContext) -> None:
         started.release()
+        # still running when the stop is asked for, however slow the machine is
+        stopping.wait(10)
         time.sleep(0.15)
 
     q.enqueue_many(range(5))
     with running(Worker(q, slowish, concurrency=2, config=FAST)) as w:
         for _ in range(2):
             assert started.acquire(timeout=10)
+        w.request_stop()
+        stopping.set()
     # the two running jobs finished and were completed; the rest was never claimed
     assert (w.stats.completed, w.stats.released) == (2, 0)
     counts = q.counts()

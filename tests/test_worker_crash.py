@@ -16,11 +16,14 @@ import sys
 import threading
 from typing import Any
 
+import pytest
 import redis
 
 from echomq import JobContext, Queue, Worker
 from echomq.embedded import EmbeddedServer
 from worker_support import FAST, job_keys, running, wait_until
+
+pytestmark = pytest.mark.slow  # worker processes killed and signalled: a fault scenario
 
 CRASHING_WORKER = """
 import sys, threading, time
@@ -48,14 +51,19 @@ def handle(job):
     with lock:
         print("started", job.id, flush=True)
     if job.data == "quick":
-        time.sleep(0.4)  # finishes within the grace
+        # still running when the signal comes, however slow the machine is (else its
+        # slot would take the waiting job); then it finishes within the grace
+        while not worker._engine.stop_requested:
+            time.sleep(0.005)
+        time.sleep(0.2)
         return
     while True:  # would run for ever: stops when told
         time.sleep(0.005)
         job.check_cancelled()
 
 config = WorkerConfig(concurrency=2, lease_ms=5000, grace_ms=1200)
-stats = Worker(sys.argv[1], handle, url=sys.argv[2], config=config).run()
+worker = Worker(sys.argv[1], handle, url=sys.argv[2], config=config)
+stats = worker.run()
 print("stats", json.dumps(dataclasses.asdict(stats)), flush=True)
 """
 

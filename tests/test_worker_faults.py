@@ -22,6 +22,8 @@ from echomq.worker.outage import Outage
 from echomq.worker.waker import WaitState
 from worker_support import FAST, job_keys, running, wait_until
 
+pytestmark = pytest.mark.slow  # a full server, lost replies, outages: fault scenarios
+
 SLOW_BEAT = WorkerConfig(lease_ms=20_000, beat_ms=4_000, grace_ms=2_000)
 
 
@@ -96,6 +98,9 @@ def test_a_refused_claim_behind_the_wait_falls_back_to_a_plain_claim(
         assert q.promote() == 1  # its wake token ends the wait; EXEC is refused (OOM)
         wait_until(lambda: q.metrics()["completed"].get("count") == 1, timeout=3)
         took_full = time.monotonic() - started
+        # the worker counts the completion once the server's answer is back, a moment
+        # after the server counted it: wait on the worker's own counter
+        wait_until(lambda: w.stats.completed == 1)
         assert seen == ["while full"] and q.job_state(jid) is None
         assert waker.plain_until > 0  # the refusal was seen: claims went plainly
         assert (w.stats.claimed, w.stats.completed, w.stats.errors) == (1, 1, 0)
@@ -272,3 +277,63 @@ def test_outcomes_not_sent_by_shutdown_are_counted_abandoned(
     # nothing was completed: the job is still leased, and its lease runs out
     assert r.zrange(q.keys.active, 0, -1) == [jid] and q.job_state(jid) == "active"
     assert job_keys(r, q) >= {q.keys.job(jid)}
+
+
+# ---- a server that is not there yet ---------------------------------------------------------
+
+
+def test_a_worker_started_before_its_server_waits_for_it(
+    qname: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    late = EmbeddedServer(module=False)  # its port is chosen now; nothing listens there yet
+    seen: list[Any] = []
+    failed: list[BaseException] = []
+
+    async def handle(job: JobContext) -> None:
+        seen.append(job.data)
+
+    def main() -> None:
+        try:
+            w.run()
+        except BaseException as exc:  # surfaced below
+            failed.append(exc)
+
+    caplog.set_level(logging.INFO, logger="echomq.worker")
+    w = Worker(qname, handle, url=late.url, config=FAST)
+    thread = threading.Thread(target=main, daemon=True)
+    thread.start()
+    try:
+        # the version check meets no server: retried with the loop's pause, not fatal
+        wait_until(lambda: w.stats.errors >= 3 or failed)
+        assert not failed and thread.is_alive() and not w.ready.is_set()
+        with late:
+            wait_until(w.ready.is_set)
+            q = Queue(qname, url=late.url)
+            jid = q.enqueue("after the wait")
+            wait_until(lambda: seen == ["after the wait"])
+            wait_until(lambda: w.stats.completed == 1)
+            assert q.job_state(jid) is None
+            q.close()
+            assert w.stop(timeout=15)
+    finally:
+        w.stop(timeout=15)
+        thread.join(15)
+    assert not failed, failed
+    worker_records = [rec for rec in caplog.records if rec.name == "echomq.worker"]
+    lines = [rec.getMessage() for rec in worker_records if rec.levelno >= logging.WARNING]
+    assert len(lines) == 2, lines  # the worker's two outage lines (the client logs its own)
+    assert lines[0].startswith(f"worker {qname}: the version check failed: ServerUnavailable(")
+    assert lines[1].startswith(f"worker {qname}: recovered after ")
+    assert w.stats.claimed == 1 == w.stats.accounted
+
+
+def test_a_worker_stopped_while_waiting_for_its_server_returns(qname: str) -> None:
+    nobody = EmbeddedServer(module=False)  # never started: nothing listens on its port
+    w = Worker(qname, lambda job: None, url=nobody.url, config=FAST)
+    thread = threading.Thread(target=w.run, daemon=True)
+    thread.start()
+    wait_until(lambda: w.stats.errors >= 2)
+    assert w.stop(timeout=5)  # the pause between checks ends at the stop
+    thread.join(5)
+    assert not thread.is_alive() and not w.ready.is_set()
+    assert w.stats.claimed == 0

@@ -30,6 +30,8 @@ from echomq.registry import TRIM_PER_READ
 from operator_support import put_job
 from worker_support import FAST, running, wait_until
 
+pytestmark = pytest.mark.both_servers
+
 
 def test_a_running_worker_is_listed_and_leaves_when_it_stops(q: Queue, r: redis.Redis) -> None:
     assert q.workers() == []

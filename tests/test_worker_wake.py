@@ -35,7 +35,8 @@ def test_a_job_wakes_a_worker_waiting_with_a_claim_and_is_served(q: Queue, r: re
 
     with running(Worker(q, handle, config=SLOW_BEAT)) as w:
         wait_until(lambda: waker_state(w) == "waiting_with_claim")
-        assert blocked_on(r, q)
+        # the state is set just before the BLPOP is sent: wait for the server to block it
+        wait_until(lambda: blocked_on(r, q))
         jid = q.enqueue("now")
         wait_until(lambda: q.counts().completed == 1, timeout=2)
         assert seen == ["now"] and q.job_state(jid) is None
@@ -73,6 +74,7 @@ def test_stopping_a_worker_waiting_with_a_claim_unblocks_it_at_once(
     w = Worker(q, handle, config=SLOW_BEAT)
     with running(w):
         wait_until(lambda: waker_state(w) == "waiting_with_claim")
+        wait_until(lambda: blocked_on(r, q))  # the BLPOP follows the state
         assert len(blocked_on(r, q)) == 1
         started = time.monotonic()
         assert w.stop(timeout=10)

@@ -61,7 +61,8 @@ class EmbeddedServer:
         binary: the server executable (found on PATH when omitted).
         extra_args: more server arguments.
         module: load echomq's native module: ``None`` (default) when it is built,
-            ``True`` to require it (built now if need be), ``False`` never, or a path.
+            ``True`` to require it (built already: ``emq native build``), ``False``
+            never, or a path. Starting never builds it.
         appendonly: keep an append-only file, synced on every write
             (``appendfsync always``), so a crash loses no acknowledged write.
         data_dir: the server's directory (kept by :meth:`stop`); a temporary one,
@@ -154,14 +155,18 @@ class EmbeddedServer:
             return None
         if isinstance(self.module, str):
             return self.module
-        found = native.build(quiet=True) if self.module else native.module_path()
+        # only a module already built: building is a step of its own (emq native build)
+        found = native.module_path()
         if found is None:
             if self.module:
-                raise ServerUnavailable("the echomq native module did not build (make -C native)")
+                raise ServerUnavailable(
+                    f"the echomq native module is not built; {native.BUILD_HINT}"
+                )
             if native.source_dir().is_dir():
                 native.log.warning(
-                    "echomq: the native module is not built (make -C native); the embedded "
-                    "server runs without it and the scripts serve"
+                    "echomq: the native module is not built (%s); the embedded server runs "
+                    "without it and the scripts serve",
+                    native.BUILD_HINT,
                 )
             return None
         native.log.info("echomq: the embedded server loads the native module %s", found)

@@ -115,6 +115,11 @@ class Executor:
         return bool(self.native)
 
 
+#: How to build the module, for messages that find it missing: building is a step of
+#: its own (``scripts/setup`` takes it), never a side effect of importing or starting.
+BUILD_HINT = "build it with `emq native build` (make -C native) in an echomq checkout"
+
+
 def source_dir() -> Path:
     """The ``native/`` directory of this checkout (the module's source and build)."""
     return Path(__file__).resolve().parents[2] / "native"
@@ -130,7 +135,9 @@ def module_path() -> Path | None:
 
 
 def build(*, quiet: bool = False) -> Path | None:
-    """Build the module with ``make -C native`` (a no-op when up to date).
+    """Build the module with ``make -C native`` (a no-op when up to date): the explicit
+    step behind ``emq native build``, ``scripts/setup``, the tests and the benches;
+    nothing in the library calls it by itself.
 
     Returns:
         The shared object, or None when it did not build; a failure is logged as a

@@ -22,6 +22,8 @@ from echomq import Queue, QueueNotPaused
 from echomq.errors import EnqueuePartial, ServerFull
 from faults.harness import Rig
 
+pytestmark = pytest.mark.slow  # worker processes under a fault proxy, hundreds of jobs each
+
 JOBS = int(os.environ.get("EMQ_FAULT_JOBS", "600"))
 
 

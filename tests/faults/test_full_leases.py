@@ -16,10 +16,13 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
 import redis
 
 from echomq import Queue
 from echomq.embedded import EmbeddedServer
+
+pytestmark = pytest.mark.slow  # worker processes on a full server, several lease lengths
 
 HANDLER = """
 import time

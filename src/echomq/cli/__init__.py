@@ -18,6 +18,7 @@ from . import (
     group_cmds,  # emq group ..., emq reindex
     history_cmds,  # emq retention
     job_cmds,  # emq job ...
+    native_cmds,  # emq native build|path
     obs_cmds,
     ops_cmds,  # the old home of some of the above (re-exports)
     queue_cmds,  # emq queues, stats, pause, resume, drain, obliterate, enqueue
@@ -36,6 +37,7 @@ __all__ = [
     "history_cmds",
     "job_cmds",
     "main",
+    "native_cmds",
     "obs_cmds",
     "ops_cmds",
     "queue_cmds",

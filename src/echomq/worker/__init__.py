@@ -120,7 +120,8 @@ class Worker:
 
         Raises:
             RuntimeError: the worker already ran (a worker runs once).
-            ServerUnavailable: no server at the start.
+            VersionMismatch: the server speaks another keyspace version. A server
+                not reachable at the start is waited for, as later in the run.
         """
         if self._started:
             raise RuntimeError("a Worker runs once; make a new one")
@@ -131,7 +132,6 @@ class Worker:
         blocker = blocking_client(aq)
         pool = ThreadPoolExecutor(self.config.pool_size, thread_name_prefix="emq-handler")
         try:
-            await aq.runner.fence()
             await self._engine.run(aq, blocker, pool, self.ready)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)

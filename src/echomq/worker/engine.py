@@ -38,7 +38,7 @@ from typing import Any
 import redis
 
 from .. import checks, lifecycle, registry, repeat
-from ..errors import EchoMQError, InvalidArgument, JobGone, StaleToken
+from ..errors import EchoMQError, InvalidArgument, JobGone, ServerUnavailable, StaleToken
 from ..lifecycle import Claimed
 from ..observability.worker import WorkerObserver
 from ..queue import AsyncQueue
@@ -98,12 +98,14 @@ class Engine:
     async def run(
         self, aq: AsyncQueue, blocker: Any, pool: ThreadPoolExecutor, ready: threading.Event
     ) -> None:
-        """Serve until a stop is requested, then wind down."""
+        """Check the keyspace version, serve until a stop is requested, then wind down."""
         loop = asyncio.get_running_loop()
         self._aq = aq
-        self._waker = Waker(blocker, aq.keys.wake, lifecycle.claim_gate(aq.ctx).args)
         self._thread = threading.get_ident()
         self._nudged = loop.create_future()
+        if not await self._fence(aq):
+            return  # stopped before the server ever answered
+        self._waker = Waker(blocker, aq.keys.wake, lifecycle.claim_gate(aq.ctx).args)
         self._beating = True
         beat = loop.create_task(self._beat_loop(aq))
         try:
@@ -130,6 +132,24 @@ class Engine:
         await asyncio.wait([self._nudged], timeout=timeout)
         if self._nudged.done():
             self._nudged = asyncio.get_running_loop().create_future()
+
+    async def _fence(self, aq: AsyncQueue) -> bool:
+        """The version check (``{emq}:version``), tried again while the server is
+        unreachable, with the serve loop's pause and outage lines; a version mismatch
+        still raises. False when a stop came first."""
+        failures = 0
+        while not self.stop_requested:
+            try:
+                await aq.runner.fence()
+            except ServerUnavailable as exc:
+                self.stats.errors += 1
+                self._outage.failed(exc, "the version check")
+                await self._pause(min(_ERROR_PAUSE_CAP_S, _ERROR_PAUSE_S * 2**failures))
+                failures = min(failures + 1, 10)
+            else:
+                self._outage.ok("the version check")
+                return True
+        return False
 
     # ---- the serve loop -----------------------------------------------------------
 
