@@ -30,7 +30,7 @@ from echomq.cli import exits
 from echomq.embedded import EmbeddedServer
 from echomq.scripts import Eval, script
 from echomq.worker import Worker, WorkerConfig
-from test_spine import CountingConnection, counting_client
+from test_lifecycle import CountingConnection, counting_client
 
 
 @pytest.fixture()

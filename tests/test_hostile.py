@@ -34,7 +34,7 @@ from echomq.cli import app as cli_app
 from echomq.cli import exits
 from echomq.embedded import EmbeddedServer
 from echomq.queue import verb_names
-from test_spine import CountingConnection
+from test_lifecycle import CountingConnection
 
 DB = 9  # this test's database on the shared private server
 #: Examples per verb (raise it to search harder: EMQ_HOSTILE_EXAMPLES=500).
