@@ -1,6 +1,6 @@
 """The native executor: echomq's server module and the choice between it and the scripts.
 
-The module (``native/echomq.c``, built into ``native/echomq.so``) adds commands
+The module (``native/*.c``, built into ``native/echomq.so`` by ``emq native build``) adds commands
 ``EMQ.<VERB>`` that take the same keys and arguments as the script of that verb and
 make the same replies, refusals, events and writes. A runner whose :class:`Executor`
 resolved to native sends an :class:`~echomq.scripts.Eval` of a script that has a twin
