@@ -14,12 +14,8 @@ Run: ``.venv/bin/python bench/faults.py`` (issue 12's figure: 10,000 jobs, 0 los
 
 from __future__ import annotations
 
-import sys
-
-if __name__ == "__main__" and sys.path and sys.path[0].rstrip("/").endswith("bench"):
-    sys.path.append(sys.path.pop(0))  # bench/operator.py must not shadow the stdlib
-
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path

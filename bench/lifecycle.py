@@ -23,14 +23,6 @@ jobs/s. Run: ``.venv/bin/python bench/lifecycle.py`` (``EMQ_URL`` measures anoth
 
 from __future__ import annotations
 
-import sys
-
-# bench/ holds an ``operator.py``, which would shadow the stdlib module of that name
-# for every later import while this directory leads sys.path; move it to the end,
-# where ``_common`` is still found.
-if __name__ == "__main__" and sys.path and sys.path[0].rstrip("/").endswith("bench"):
-    sys.path.append(sys.path.pop(0))
-
 import argparse
 import itertools
 import os

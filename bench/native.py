@@ -21,16 +21,10 @@ machine's drift hits them alike. Run: ``.venv/bin/python bench/native.py``
 
 from __future__ import annotations
 
-import sys
-
-# bench/ holds an ``operator.py``, which would shadow the stdlib module of that name
-# for every later import while this directory leads sys.path; move it to the end.
-if __name__ == "__main__" and sys.path and sys.path[0].rstrip("/").endswith("bench"):
-    sys.path.append(sys.path.pop(0))
-
 import argparse
 import itertools
 import os
+import sys
 import time
 from collections.abc import Callable
 from typing import Any

@@ -24,27 +24,24 @@ SLOWLOG settings); ``--quick`` for a short run.
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import os
+import random
+import signal
+import statistics
+import subprocess
 import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
 
-_BENCH_DIR = sys.path.pop(0)  # bench/operator.py shadows the stdlib module
-import argparse  # noqa: E402
-import contextlib  # noqa: E402
-import os  # noqa: E402
-import random  # noqa: E402
-import signal  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+import redis
 
-import redis  # noqa: E402
-
-sys.path.insert(0, _BENCH_DIR)
-from _common import median, report  # noqa: E402
-from echomq import JobContext, Queue, Worker  # noqa: E402
-from echomq.embedded import EmbeddedServer  # noqa: E402
+from _common import median, report
+from echomq import JobContext, Queue, Worker
+from echomq.embedded import EmbeddedServer
 
 HERE = Path(__file__).resolve()
 CHUNK = 20_000

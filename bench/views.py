@@ -12,13 +12,6 @@ longest single server command each call sent. The law: no call holds the server 
 
 from __future__ import annotations
 
-import sys
-
-# bench/ holds an ``operator.py``, which would shadow the stdlib module of that name
-# while this directory leads sys.path; move it to the end (as bench/lanes.py does).
-if __name__ == "__main__" and sys.path and sys.path[0].rstrip("/").endswith("bench"):
-    sys.path.append(sys.path.pop(0))
-
 import argparse
 import time
 from collections.abc import Callable

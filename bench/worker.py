@@ -16,25 +16,20 @@ set); ``--quick`` for a short run. Throughput is the median of ``--repeat`` runs
 
 from __future__ import annotations
 
+import argparse
+import json
+import signal
+import subprocess
 import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
 
-# bench/ is first on sys.path and holds operator.py, which shadows the stdlib module
-# of that name: import the standard library with bench/ set aside, then put it back.
-_BENCH_DIR = sys.path.pop(0)
-import argparse  # noqa: E402
-import json  # noqa: E402
-import signal  # noqa: E402
-import subprocess  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+import redis
 
-import redis  # noqa: E402
-
-sys.path.insert(0, _BENCH_DIR)
-from _common import bench_server, median, report  # noqa: E402
-from echomq import JobContext, Queue, Worker  # noqa: E402
+from _common import bench_server, median, report
+from echomq import JobContext, Queue, Worker
 
 HERE = Path(__file__).resolve()
 

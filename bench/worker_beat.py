@@ -11,12 +11,6 @@ over all of them, and reads ``SLOWLOG`` (threshold 0) for each call's server tim
 
 from __future__ import annotations
 
-import sys
-
-# bench/ holds an ``operator.py``, which would shadow the stdlib module of that name
-if __name__ == "__main__" and sys.path and sys.path[0].rstrip("/").endswith("bench"):
-    sys.path.append(sys.path.pop(0))
-
 import argparse
 import statistics
 from collections.abc import Callable

@@ -31,21 +31,13 @@ log lines through a pipeline of ``RPUSH``; filling is timed separately.
 
 Usage::
 
-    python bench/operator.py                         # every part (a few minutes)
-    python bench/operator.py --only verbs            # the table of the law only
-    python bench/operator.py --only verbs --verb-jobs 100000 --lanes 100   # smaller
-    EMQ_URL=redis://host:port/0 python bench/operator.py   # against another server
+    python bench/operator_plane.py                         # every part (a few minutes)
+    python bench/operator_plane.py --only verbs            # the table of the law only
+    python bench/operator_plane.py --only verbs --verb-jobs 100000 --lanes 100   # smaller
+    EMQ_URL=redis://host:port/0 python bench/operator_plane.py   # against another server
 """
 
 from __future__ import annotations
-
-import sys
-
-# This file shares its name with the stdlib's ``operator``: run as a script, its own
-# directory comes first on sys.path and would shadow it for every later import. Move
-# the directory to the end, where ``_common`` is still found.
-if __name__ == "__main__" and sys.path and sys.path[0].rstrip("/").endswith("bench"):
-    sys.path.append(sys.path.pop(0))
 
 import argparse
 import os
