@@ -25,10 +25,8 @@ import asyncio
 import contextlib
 import inspect
 import logging
-import os
 import random
 import secrets
-import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -43,6 +41,7 @@ from ..lifecycle import Claimed
 from ..observability.worker import WorkerObserver
 from ..queue import AsyncQueue
 from . import plans
+from . import stats as stats_module
 from .config import WorkerConfig
 from .job import CANCELLED, LEASE_LOST, SHUTDOWN, TIMEOUT, JobCancelled, JobContext
 from .outage import Outage
@@ -419,27 +418,6 @@ class Engine:
             else:
                 self._outage.ok("the beat")
 
-    def _record_fields(self, held: list[tuple[str, int]]) -> dict[str, str]:
-        from ..version import __version__
-
-        s, cfg = self.stats, self.config
-        return registry.record_fields(
-            {
-                "host": socket.gethostname(),
-                "pid": os.getpid(),
-                "queues": [self.name],
-                "concurrency": cfg.concurrency,
-                "jobs": len(held),
-                "job_ids": [job_id for job_id, _ in held[: registry.JOB_IDS_SHOWN]],
-                "interval_ms": cfg.beat,
-                "version": __version__,
-                "claimed": s.claimed,
-                "completed": s.completed,
-                "failed": s.retried + s.dead,
-                "cancelled": s.cancelled,
-            }
-        )
-
     async def _beat(self, aq: AsyncQueue) -> None:
         cfg = self.config
         held = {key: run for key, run in self._running.items() if not run.recorded}
@@ -447,7 +425,7 @@ class Engine:
         # the record lives three beats (and two seconds more): a worker that misses
         # one beat under load is not dropped, a crashed one is gone within seconds
         ttl = 3 * cfg.beat + 2000
-        fields = self._record_fields(pairs)
+        fields = stats_module.record_fields(self.name, cfg, self.stats, pairs)
         got = await aq.runner.drive(
             plans.beat(aq.ctx, pairs, cfg.lease_ms, cfg.lock, self.wid, ttl, fields)
         )

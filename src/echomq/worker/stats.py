@@ -1,8 +1,14 @@
-"""What a worker has done: :class:`WorkerStats`."""
+"""What a worker has done: :class:`WorkerStats`, and the registry record it beats."""
 
 from __future__ import annotations
 
+import os
+import socket
 from dataclasses import dataclass
+
+from .. import registry
+from ..version import __version__
+from .config import WorkerConfig
 
 
 @dataclass
@@ -59,3 +65,26 @@ class WorkerStats:
             + self.lost
             + self.abandoned
         )
+
+
+def record_fields(
+    queue: str, config: WorkerConfig, stats: WorkerStats, held: list[tuple[str, int]]
+) -> dict[str, str]:
+    """The worker's registry record as its beat writes it (``echomq.registry``): where it
+    runs, what it holds and what it has done so far."""
+    return registry.record_fields(
+        {
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "queues": [queue],
+            "concurrency": config.concurrency,
+            "jobs": len(held),
+            "job_ids": [job_id for job_id, _ in held[: registry.JOB_IDS_SHOWN]],
+            "interval_ms": config.beat,
+            "version": __version__,
+            "claimed": stats.claimed,
+            "completed": stats.completed,
+            "failed": stats.retried + stats.dead,
+            "cancelled": stats.cancelled,
+        }
+    )
