@@ -27,6 +27,7 @@ from . import checks, ids, journal
 from .context import Context, as_str
 from .errors import InvalidArgument, JobLocked
 from .keyspace import check_name
+from .results import BulkResult as BulkResult
 from .scripts import Cmd, Eval, Plan, script
 
 #: Members one bulk step examines by default (sized so a step stays within a few ms).
@@ -70,34 +71,6 @@ _SHIFT = ids.NODE_BITS + ids.SEQ_BITS
 
 def _clamp(value: int) -> int:
     return max(0, min(value, ids.MAX_VALUE))
-
-
-@dataclass(frozen=True)
-class BulkResult:
-    """Where a bulk verb stands (the final answer, and each progress report).
-
-    Attributes:
-        verb: ``reprocess_jobs``, ``remove_jobs``, ``promote_jobs`` or ``clean``.
-        matched: jobs acted on (on a dry run: that would be).
-        examined: members the walk looked at.
-        locked: matching jobs skipped because a worker holds them (``remove_jobs``).
-        calls: server calls made.
-        cursor: where to resume (``cursor=``), or ``None`` once the walk is done.
-        dry_run: nothing was written.
-    """
-
-    verb: str
-    matched: int = 0
-    examined: int = 0
-    locked: int = 0
-    calls: int = 0
-    cursor: str | None = None
-    dry_run: bool = False
-
-    @property
-    def done(self) -> bool:
-        """The walk reached the end."""
-        return self.cursor is None
 
 
 Progress = Callable[[BulkResult], Any]

@@ -17,10 +17,10 @@ import getpass
 import json
 import os
 import socket
-from dataclasses import dataclass
 from typing import Any
 
 from .context import Context, as_str, positive
+from .results import AuditEntry as AuditEntry
 from .scripts import Cmd, Plan
 
 #: How many entries ``audit()`` answers when the caller does not say.
@@ -34,30 +34,6 @@ def default_actor() -> str:
     except Exception:  # no login name (a container with no passwd entry)
         user = str(os.getuid()) if hasattr(os, "getuid") else "unknown"
     return f"{user}@{socket.gethostname()}:{os.getpid()}"
-
-
-@dataclass(frozen=True)
-class AuditEntry:
-    """One journaled operator act.
-
-    Attributes:
-        id: the stream entry id (``<ms>-<seq>``).
-        time_ms: the server's clock when the verb ran, in ms since the epoch.
-        verb: the verb (``pause``, ``remove_job``, ``reprocess_jobs``, ...).
-        args: the verb's arguments as the script recorded them.
-        outcome: ``ok``; ``more`` or ``done`` for a bounded step; ``gone`` for the
-            obliterate call that finished (journaled with ``keep_audit``).
-        count: how many jobs (or settings) the call changed.
-        actor: who the caller said it was (``""`` when not said).
-    """
-
-    id: str
-    time_ms: int
-    verb: str
-    args: dict[str, Any]
-    outcome: str
-    count: int
-    actor: str
 
 
 def request_id() -> str:

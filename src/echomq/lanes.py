@@ -8,38 +8,19 @@ ring in turn. See ``docs/lanes.md`` for the ring law these verbs keep.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from . import checks, journal
 from .context import Context, as_str
 from .errors import InvalidArgument
 from .keyspace import check_name
+from .results import GroupInfo as GroupInfo
+from .results import ReindexResult as ReindexResult
 from .scripts import Cmd, Eval, Plan, script
 
 #: Groups read per server call by :func:`groups`.
 GROUPS_PAGE = 200
-
-
-@dataclass(frozen=True)
-class GroupInfo:
-    """One group's lane.
-
-    Attributes:
-        name: the group.
-        depth: jobs waiting in its lane.
-        in_flight: its jobs in active.
-        limit: its concurrency limit, or ``None``.
-        weight: jobs served per turn of the ring.
-        paused: whether the group is held back.
-    """
-
-    name: str
-    depth: int
-    in_flight: int
-    limit: int | None
-    weight: int
-    paused: bool
 
 
 def _g(group: str) -> str:
@@ -203,33 +184,6 @@ REINDEX_SCAN = 1000
 #: The largest ``scan`` a reindex step may be asked for.
 MAX_REINDEX_SCAN = 5000
 _REINDEX_PHASES = ("lanes", "index")
-
-
-@dataclass(frozen=True)
-class ReindexResult:
-    """Where a :func:`reindex` stands (the final answer, and each progress report).
-
-    Attributes:
-        added: lane jobs the lanes' index missed (or held at another score), added
-            (on a dry run: that would be).
-        removed: index members no lane holds (stale), removed (or would be).
-        examined: members the walk looked at (lane jobs, then index members).
-        calls: server calls made.
-        cursor: where to resume (``cursor=``), or ``None`` once the walk is done.
-        dry_run: nothing was written.
-    """
-
-    added: int = 0
-    removed: int = 0
-    examined: int = 0
-    calls: int = 0
-    cursor: str | None = None
-    dry_run: bool = False
-
-    @property
-    def done(self) -> bool:
-        """The walk reached the end."""
-        return self.cursor is None
 
 
 def _reindex_cursor(cursor: str | None) -> tuple[str, str, str, int]:

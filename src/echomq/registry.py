@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from . import checks
 from .context import Context, as_str
 from .keyspace import check_worker_id
+from .results import WorkerInfo as WorkerInfo
 from .scripts import Eval, Plan, script
 
 #: Records ``workers()`` answers when the caller does not say (and the most it may ask).
@@ -32,42 +32,6 @@ DEFAULT_WORKERS, MAX_WORKERS = 100, 1000
 TRIM_PER_READ = 20
 #: Job ids a record lists (``jobs`` is the full count).
 JOB_IDS_SHOWN = 20
-
-
-@dataclass(frozen=True)
-class WorkerInfo:
-    """One live worker process, as its last beat wrote it.
-
-    Attributes:
-        id: the worker id (hex, random per run).
-        host, pid: where it runs.
-        queues: the queues it serves.
-        concurrency: the most jobs it runs at once.
-        jobs: jobs in hand at its last beat.
-        job_ids: the first ``JOB_IDS_SHOWN`` of them.
-        started_ms, beat_ms: the server time of its first and its last beat.
-        interval_ms: its beat interval.
-        version: the echomq version it runs.
-        claimed, completed, failed, cancelled: its counts so far.
-        age_ms: ms since its last beat (server clock at the read).
-    """
-
-    id: str
-    host: str
-    pid: int
-    queues: list[str]
-    concurrency: int
-    jobs: int
-    job_ids: list[str]
-    started_ms: int
-    beat_ms: int
-    interval_ms: int
-    version: str
-    claimed: int
-    completed: int
-    failed: int
-    cancelled: int
-    age_ms: int
 
 
 def _num(f: Mapping[str, str], key: str) -> int:

@@ -16,7 +16,6 @@ script checks the slot it replaces.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from croniter import croniter
@@ -26,43 +25,8 @@ from .backoff import Backoff, spec_text
 from .context import Context, as_str
 from .errors import InvalidArgument
 from .keyspace import check_name
+from .results import Repeatable as Repeatable
 from .scripts import Batch, Cmd, Eval, Plan, script
-
-
-@dataclass(frozen=True)
-class Repeatable:
-    """A registered repeatable.
-
-    Attributes:
-        name: its name (also the default name of the jobs it makes).
-        every_ms: the interval, or ``None`` for a cron repeatable.
-        cron: the cron expression, or ``None``.
-        next_run_ms: when it fires next (ms since the epoch, server clock).
-        payload: the deserialized payload of each occurrence.
-        job_name: the name given to each job.
-        group: the group each job goes to, or ``None``.
-        priority: each job's priority.
-        max_attempts: each job's failure limit, or ``None`` (the queue's).
-        backoff: each job's backoff spec, or ``None``.
-        count: how many occurrences it has made.
-        last_run_ms: the slot of the last occurrence, or ``None``.
-        paused: it makes no jobs until ``resume_repeat`` (``next_run_ms`` is then the
-            run it had when paused).
-    """
-
-    name: str
-    every_ms: int | None
-    cron: str | None
-    next_run_ms: int
-    payload: Any
-    job_name: str
-    group: str | None
-    priority: int
-    max_attempts: int | None
-    backoff: str | None
-    count: int
-    last_run_ms: int | None
-    paused: bool = False
 
 
 def next_cron_ms(expr: str, after_ms: int) -> int:

@@ -3,7 +3,7 @@ and the one JSON codec the tools share.
 
 They live in the package of reads (:mod:`echomq.reads`: :mod:`~echomq.reads.job_pages`,
 :mod:`~echomq.reads.one_job`, :mod:`~echomq.reads.queue_state`, with their types in
-:mod:`~echomq.reads.view_types` and the codec in :mod:`~echomq.reads.codec`); this
+:mod:`~echomq.results.views` and the codec in :mod:`~echomq.reads.codec`); this
 module names them as the tools and the facades always have.
 """
 
@@ -28,7 +28,7 @@ from .reads.limits import STATE_ORDERS as ORDERS
 from .reads.limits import VIEW_STATES as STATES
 from .reads.one_job import job_view
 from .reads.queue_state import groups_page, latency, queue_exists, server_time, throughput
-from .reads.view_types import Found, GroupsPage, JobLine, JobPage, JobView, Series, Throughput
+from .results.views import Found, GroupsPage, JobLine, JobPage, JobView, Series, Throughput
 
 __all__ = [
     "ASKED_ORDERS",

@@ -5,31 +5,12 @@ the decoding of its reply into :class:`Claimed` jobs; composed by ``claim``,
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from .. import checks
 from ..context import Context
+from ..results import Claimed as Claimed
 from ..scripts import Cmd, Eval, Plan, script
-
-
-@dataclass(frozen=True)
-class Claimed:
-    """A job leased to a worker.
-
-    Attributes:
-        id: the job id.
-        payload: the deserialized payload.
-        token: the fencing token (the row's ``attempts`` after this claim).
-        name: the job's name, or ``None``.
-        group: the job's group, or ``None`` for a flat job.
-    """
-
-    id: str
-    payload: Any
-    token: int
-    name: str | None = None
-    group: str | None = None
 
 
 def claim_gate(ctx: Context) -> Cmd:

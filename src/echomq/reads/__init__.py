@@ -10,7 +10,7 @@ a cursor to go on from).
 
 By subject: :mod:`.queue_state` (counts, pause, clock, latency, existence, groups,
 throughput), :mod:`.one_job` (a row, a state, a detail view), :mod:`.job_pages`
-(browse, pages, search); :mod:`.view_types` holds what the views answer,
+(browse, pages, search); :mod:`echomq.results.views` holds what the views answer,
 :mod:`.limits` their bounds and orders, :mod:`.codec` the tools' JSON codec and
 :mod:`.decode` the reading of raw replies. :mod:`echomq.views` names the operator's
 views as before.

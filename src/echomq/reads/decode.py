@@ -6,8 +6,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..context import as_str
+from ..results.views import JobLine
 from .limits import LINE_FIELDS
-from .view_types import JobLine
 
 
 def pairs(raw: Any) -> Iterator[tuple[Any, Any]]:
@@ -39,7 +39,7 @@ def int_or_zero(raw: Any) -> int:
 
 
 def line(job_id: str, state: str, values: Sequence[Any], score: int | None) -> JobLine:
-    """A :class:`~.view_types.JobLine` from the ``LINE_FIELDS`` of a row (its own state
+    """A :class:`~echomq.results.views.JobLine` from the ``LINE_FIELDS`` of a row (its own state
     when the row names none)."""
     f = dict(zip(LINE_FIELDS, values))
     return JobLine(

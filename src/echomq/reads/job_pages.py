@@ -15,6 +15,7 @@ from typing import Any
 from .. import checks, ids
 from ..context import Context, as_str
 from ..errors import InvalidArgument
+from ..results.views import Found, JobLine, JobPage
 from ..scripts import Batch, Cmd, Eval, Plan, script
 from . import decode
 from .limits import (
@@ -28,7 +29,6 @@ from .limits import (
     STATE_ORDERS,
     Order,
 )
-from .view_types import Found, JobLine, JobPage
 
 _SETS = {
     "pending": "pending",

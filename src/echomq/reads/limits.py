@@ -3,10 +3,9 @@ view may ask for, and in which order each state is read."""
 
 from __future__ import annotations
 
-from typing import Literal
-
 from .. import checks
 from ..results import JOB_STATES
+from ..results.views import Order as Order
 
 #: Every state a job may be in (what :func:`~echomq.reads.job_state` answers).
 JOB_STATE_NAMES = JOB_STATES
@@ -15,7 +14,7 @@ VIEW_STATES = ("pending", "active", "scheduled", "dead")
 #: Every state a page or a search can read: the four sets and the completed jobs a
 #: queue keeps as history (``set_retention``, ``keep_ms``), newest finished first.
 PAGE_STATES = checks.PAGE_STATES
-Order = Literal["run", "soonest", "newest"]
+
 #: Each state's order in a page: (the order's name, whether the set is read reversed)
 #: (``echomq.views.ORDERS``).
 STATE_ORDERS: dict[str, tuple[Order, bool]] = {

@@ -8,10 +8,10 @@ from typing import Any, cast
 from .. import checks
 from ..context import Context, as_str
 from ..results import ErrorRecord, JobRow, JobState, log_entries
+from ..results.views import JobView
 from ..scripts import Batch, Cmd, Eval, Plan, script
 from . import decode
 from .limits import LOG_TAIL, PAGE_STATES
-from .view_types import JobView
 
 
 def get_job(ctx: Context, job_id: str) -> Plan[JobRow | None]:

@@ -10,10 +10,10 @@ from .. import checks, ids
 from ..context import Context, as_str
 from ..lanes import GroupInfo
 from ..results import Counts
+from ..results.views import GroupsPage, Series, Throughput
 from ..scripts import Batch, Cmd, Eval, Plan, script
 from . import decode
 from .limits import MAX_GROUPS_PAGE, MAX_MINUTES, PRESENCE_KEYS
-from .view_types import GroupsPage, Series, Throughput
 
 
 def counts(ctx: Context) -> Plan[Counts]:

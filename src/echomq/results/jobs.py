@@ -15,7 +15,7 @@ from dataclasses import fields as dataclass_fields
 from enum import Enum
 from typing import Any, Literal, get_args
 
-from .schema import ROW_FIELDS, TIME_ROW_FIELDS
+from ..schema import ROW_FIELDS, TIME_ROW_FIELDS
 
 #: The state a job's row records; a job in a lane is ``pending``; ``completed`` only
 #: for a job kept as history (see ``Queue.set_retention`` and ``keep_ms``).
@@ -268,3 +268,22 @@ class Retention:
     def as_dict(self) -> dict[str, Any]:
         """The retention as a plain dict (for JSON output)."""
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A job leased to a worker.
+
+    Attributes:
+        id: the job id.
+        payload: the deserialized payload.
+        token: the fencing token (the row's ``attempts`` after this claim).
+        name: the job's name, or ``None``.
+        group: the job's group, or ``None`` for a flat job.
+    """
+
+    id: str
+    payload: Any
+    token: int
+    name: str | None = None
+    group: str | None = None

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from ..lanes import GroupInfo
-from ..results import ErrorRecord
-from .limits import Order
+from .jobs import ErrorRecord
+from .queue import GroupInfo
+
+#: The orders a page of jobs comes in.
+Order = Literal["run", "soonest", "newest"]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,53 @@
+"""The typed results the verbs answer, in one place (a module per subject).
+
+- :mod:`.jobs`: one job (``JobRow``, ``JobState``, ``ErrorRecord``, ``LogEntry``,
+  ``RetryOutcome``, ``Claimed``) and the queue's ``Counts`` and ``Retention``;
+- :mod:`.queue`: ``GroupInfo``, ``ReindexResult``, ``WorkerInfo``, ``Repeatable``;
+- :mod:`.operator`: ``BulkResult``, ``AuditEntry``;
+- :mod:`.views`: the operator's pages and views (``JobPage``, ``JobLine``, ``JobView``, ...).
+
+The modules whose verbs answer them re-export them (``echomq.lanes.GroupInfo`` ...).
+"""
+
+from .jobs import (
+    JOB_STATES,
+    Claimed,
+    Counts,
+    ErrorRecord,
+    JobRow,
+    JobState,
+    LogEntry,
+    Retention,
+    RetryOutcome,
+    log_entries,
+)
+from .operator import AuditEntry, BulkResult
+from .queue import GroupInfo, ReindexResult, Repeatable, WorkerInfo
+from .views import Found, GroupsPage, JobLine, JobPage, JobView, Order, Series, Throughput
+
+__all__ = [
+    "JOB_STATES",
+    "AuditEntry",
+    "BulkResult",
+    "Claimed",
+    "Counts",
+    "ErrorRecord",
+    "Found",
+    "GroupInfo",
+    "GroupsPage",
+    "JobLine",
+    "JobPage",
+    "JobRow",
+    "JobState",
+    "JobView",
+    "LogEntry",
+    "Order",
+    "ReindexResult",
+    "Repeatable",
+    "Retention",
+    "RetryOutcome",
+    "Series",
+    "Throughput",
+    "WorkerInfo",
+    "log_entries",
+]
