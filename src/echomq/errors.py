@@ -46,6 +46,9 @@ worker's ``JobCancelled`` (drawn above, exported too) and the console's own
 
 from __future__ import annotations
 
+from .schema import GONE as SCHEMA_GONE
+from .schema import REFUSAL_CODES
+
 
 class EchoMQError(Exception):
     """Base of every error raised by echomq."""
@@ -249,15 +252,13 @@ class StaleToken(Refused):
 #: coded by its first word (``EMQSTALE token 3 is not current``). The missing row is no
 #: error reply but the integer :data:`GONE`, which the runner turns into
 #: :class:`JobGone` for an op that names its job.
+#: Each refusal class by its ``.reason`` (for replies that name a reason, such as the
+#: per-job answers of ``extend_lock``).
+BY_REASON: dict[str, type[Refused]] = {c.reason: c for c in Refused.__subclasses__()}
+
 REPLY_CODES: dict[str, type[EchoMQError]] = {
-    "EMQLOCK": JobLocked,
-    "EMQSTALE": StaleToken,
-    "EMQSTATE not dead": JobNotDead,
-    "EMQSTATE not pending": JobNotPending,
-    "EMQSTATE not scheduled": JobNotScheduled,
-    "EMQSTATE not active": JobNotActive,
-    "EMQSTATE not paused": QueueNotPaused,
-    "EMQSTATE active jobs present": QueueHasActiveJobs,
+    # the refusals: each code's reason is the schema's (echomq.schema.REFUSAL_CODES)
+    **{code: BY_REASON[reason] for code, reason in REFUSAL_CODES.items()},
     # not a refusal: a script's own check of a malformed argument (a raw client's)
     "EMQARG": InvalidArgument,
     # the server's own refusal of a write while over maxmemory (noeviction)
@@ -265,24 +266,10 @@ REPLY_CODES: dict[str, type[EchoMQError]] = {
 }
 
 #: The reply of a script on one job whose row does not exist.
-GONE = -1
+GONE = SCHEMA_GONE
 
-#: Every refusal reason, for CLI exit codes and the console.
-REASONS: tuple[str, ...] = (
-    "gone",
-    "locked",
-    "not_dead",
-    "not_pending",
-    "not_scheduled",
-    "not_active",
-    "not_paused",
-    "active",
-    "stale",
-)
-
-#: Each refusal class by its ``.reason`` (for replies that name a reason, such as the
-#: per-job answers of ``extend_lock``).
-BY_REASON: dict[str, type[Refused]] = {c.reason: c for c in Refused.__subclasses__()}
+#: Every refusal reason, for CLI exit codes and the console: the schema's, and ``gone``.
+REASONS: tuple[str, ...] = ("gone", *dict.fromkeys(REFUSAL_CODES.values()))
 
 
 def from_reply(message: str, job_id: str | None = None) -> EchoMQError | None:

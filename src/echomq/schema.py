@@ -160,13 +160,13 @@ META_FIELDS: tuple[Field, ...] = (
 #: for errors that are no refusal, the error's name.
 REFUSAL_CODES: dict[str, str] = {
     "EMQLOCK": "locked",
-    "EMQSTALE": "stale",
     "EMQSTATE not dead": "not_dead",
     "EMQSTATE not pending": "not_pending",
     "EMQSTATE not scheduled": "not_scheduled",
     "EMQSTATE not active": "not_active",
     "EMQSTATE not paused": "not_paused",
     "EMQSTATE active jobs present": "active",
+    "EMQSTALE": "stale",
 }
 #: A script's integer reply for "no such row" (``JobGone``, reason ``gone``).
 GONE = -1
