@@ -76,7 +76,8 @@ def picture(r: redis.Redis, q: Queue) -> dict[bytes, Any]:
                 for f, v in r.hgetall(key).items()
             ]
         elif kind == b"list":
-            value = r.lrange(key, 0, -1)
+            # an error history and log times carry server times: T, as in a hash
+            value = [norm(v) for v in r.lrange(key, 0, -1)]
         elif kind == b"set":
             value = sorted(r.smembers(key))
         elif kind == b"zset":
