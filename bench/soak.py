@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> Verdict:
         samples: list[Sample] = []
         try:
             workers.start()
-            time.sleep(2)
+            time.sleep(1)  # the first beats
             before = sampler.sample(0.0, [])
             pinger = Pinger(url, stop_ping)
             producers = [Producer(s, url, args.rate * s.share, ledger, stop) for s in QUEUES]
@@ -260,7 +260,7 @@ def _drain(
             samples.append(s)
             if all(s.total(f) == 0 for f in ("pending", "active", "schedule")):
                 break
-        time.sleep(2)
+        time.sleep(1)
     return time.monotonic() - start
 
 
