@@ -32,7 +32,10 @@ _FAMILY = (
 )
 _KEY = re.compile(r"emq:\{([A-Za-z0-9._-]+)\}:(.*)$")
 #: The indexes (sorted sets) and other queue-wide keys sampled by size.
-ZSETS = ("settled", "claimreqs", "workers", "completed", "pending", "active", "schedule", "dead")
+ZSETS = ("settled", "claimreqs", "workers", "completed", "pending", "gindex", "active", "schedule",
+         "dead")  # fmt: skip
+#: The sets a job row is in (a row in none of them is a leak: "loose rows").
+STATES = ("completed", "pending", "gindex", "active", "schedule", "dead")
 #: Indexes trimmed by time: the window of their oldest entry's score, behind the
 #: server's clock (settled: settle time, 60 s; claimreqs: expiry; workers: last beat,
 #: the record's ttl of 3 beats + 2 s).
@@ -77,6 +80,9 @@ class Sampler:
         #: queue -> ids seen settled (tombstone) or kept completed: the completions
         #: (and the operator's removals, which leave tombstones too)
         self.settled: dict[str, set[str]] = {q: set() for q in queues}
+        #: the ids seen in the kept queue's ``completed``: completions only (an operator
+        #: may remove a kept row afterwards, which is not a removal of the job)
+        self.kept_done: set[str] = set()
         self._since: dict[tuple[str, str], float] = {}
 
     def now_ms(self) -> int:
@@ -91,6 +97,8 @@ class Sampler:
                 since = self._since.get((q, key), 0.0)
                 got = self.r.zrangebyscore(key, since - 15_000, "+inf", withscores=True)
                 self.settled[q].update(m for m, _ in got)
+                if key == k.completed:
+                    self.kept_done.update(m for m, _ in got)
                 if got:
                     self._since[(q, key)] = max(since, max(s for _, s in got))
 
@@ -127,6 +135,8 @@ class Sampler:
                 if pattern.match(m.group(2)):
                     sizes[m.group(1)][family] += 1
                     break
+        for c in sizes.values():
+            c["loose rows"] = max(0, c["rows"] - sum(c[z] for z in STATES))
         rss = {pid: kb for pid in pids if (kb := rss_kb(pid)) is not None}
         return Sample(t, sizes, oldest, int(memory["used_memory"]), int(keys), rss)
 
@@ -140,8 +150,8 @@ class Sampler:
         """Per queue, the ids in each state set now (pending includes the lanes)."""
         out: dict[str, dict[str, set[str]]] = {}
         for q, k in self.keys.items():
-            st = {s: set(self.r.zrange(getattr(k, s), 0, -1)) for s in ZSETS[3:]}
-            st["pending"] |= set(self.r.zrange(k.gindex, 0, -1))
+            st = {s: set(self.r.zrange(getattr(k, s), 0, -1)) for s in STATES}
+            st["pending"] |= st.pop("gindex")
             out[q] = st
         return out
 

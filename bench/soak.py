@@ -209,8 +209,8 @@ def run(args: argparse.Namespace) -> Verdict:
             sampler.close()
             srv.stop()
         first, v.same_token_twice, runs = read_runs(base / "runs")
-        rows = account(v, ledger, sampler.settled, states, counted)
-        check_bounds(v, samples, args.rate, args.workers)
+        rows = account(v, ledger, sampler.settled, sampler.kept_done, states, counted)
+        check_bounds(v, samples, args.rate, args.workers, args.duration)
         show(
             f"Accounting ({runs:,} handler runs; {ledger.deduplicated:,} enqueues "
             f"deduplicated, {ledger.retries:,} calls sent again)",
