@@ -209,8 +209,15 @@ class Operator(threading.Thread):
 
     def tend(self, spec: QueueSpec, q: Queue) -> None:
         k = q.keys
-        # the newest delayed and waiting jobs: not yet claimed (a held one is skipped)
-        picks = self.r.zrange(k.schedule, -3, -1) + self.r.zrange(k.pending, -2, -1)
+        # jobs no worker can take before the removal lands: delayed ones due in 2 s or
+        # more, and (where a completed row is deleted: JobGone) the newest waiting ones.
+        # On the kept queue a job taken and completed meanwhile would lose its kept row
+        # to the removal, and the run could not tell it from a removed job
+        sec, usec = self.r.time()
+        later = int(sec) * 1000 + int(usec) // 1000 + 2000
+        picks = self.r.zrangebyscore(k.schedule, later, "+inf", start=0, num=3)
+        if not spec.kept:
+            picks += self.r.zrange(k.pending, -2, -1)
         for jid in picks:
             try:
                 q.remove_job(jid)
