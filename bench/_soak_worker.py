@@ -12,11 +12,6 @@ a progress write (``prog``), and a failure by design while ``attempt <= fail``.
 
 from __future__ import annotations
 
-import sys
-
-if sys.path and sys.path[0].rstrip("/").endswith("bench"):
-    sys.path.pop(0)  # bench/operator.py must not shadow the stdlib
-
 import logging
 import os
 import signal

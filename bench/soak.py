@@ -25,11 +25,6 @@ Run: ``.venv/bin/python bench/soak.py`` (10 minutes at 300 jobs/s; ``--duration`
 
 from __future__ import annotations
 
-import sys
-
-if __name__ == "__main__" and sys.path and sys.path[0].rstrip("/").endswith("bench"):
-    sys.path.append(sys.path.pop(0))  # bench/operator.py must not shadow the stdlib
-
 import argparse
 import os
 import signal

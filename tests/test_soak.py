@@ -12,9 +12,13 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 if str(BENCH) not in sys.path:
-    sys.path.append(str(BENCH))  # last: bench/operator.py must not shadow the stdlib
+    sys.path.append(str(BENCH))
+
+import pytest  # noqa: E402
 
 import soak  # noqa: E402
+
+pytestmark = pytest.mark.slow  # a minute of load, worker processes and a server restart
 
 
 def test_a_minute_of_soak_loses_nothing_and_grows_nothing() -> None:

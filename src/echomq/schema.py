@@ -67,7 +67,7 @@ KEYS: tuple[Key, ...] = (
     _q("METRICS_COMPLETED", "metrics:completed", "hash", "`count` and per-minute buckets"),
     _q("METRICS_FAILED", "metrics:failed", "hash", "`count` and per-minute buckets"),
     _q("AUDIT", "audit", "stream", "the operator verbs' journal (capped)"),
-    _q("SETTLED", "settled", "zset", "tombstones of settled ids; score = expiry (ms)"),
+    _q("SETTLED", "settled", "zset", "tombstones of settled ids (60 s); score = settled at (ms)"),
     _q("WORKERS", "workers", "zset", "the worker registry; score = last beat (ms)"),
     _q("CLAIMREQS", "claimreqs", "zset", "the claim records' index (rid -> expiry ms)"),
     _q("COMPLETED", "completed", "zset", "kept completed jobs (history); score = finish (ms)"),

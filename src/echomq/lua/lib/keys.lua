@@ -41,7 +41,7 @@ local METRICS_COMPLETED = 'metrics:completed'
 local METRICS_FAILED = 'metrics:failed'
 -- the operator verbs' journal (capped)
 local AUDIT = 'audit'
--- tombstones of settled ids; score = expiry (ms)
+-- tombstones of settled ids (60 s); score = settled at (ms)
 local SETTLED = 'settled'
 -- the worker registry; score = last beat (ms)
 local WORKERS = 'workers'
