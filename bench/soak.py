@@ -29,6 +29,7 @@ import argparse
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
