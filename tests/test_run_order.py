@@ -23,15 +23,14 @@ pytestmark = [pytest.mark.both_executors]
 CHOSEN = ["JOB1000000000A", "JOB00000000007", "JOB9zzzzzzzzz1", "JOB00000000003"]
 
 
-def enqueue_interleaved(q: Queue, **opts: object) -> list[str]:
+def enqueue_interleaved(q: Queue, group: str | None = None, priority: int = 0) -> list[str]:
     """Minted and chosen ids, one by one and in a batch, in the order they were sent."""
     order: list[str] = []
     for chosen in CHOSEN:
-        order.append(q.enqueue("m", **opts))  # type: ignore[arg-type]
-        order.append(q.enqueue("c", job_id=chosen, **opts))  # type: ignore[arg-type]
-    batch_opts = {k: v for k, v in opts.items() if k != "job_id"}
-    order += q.enqueue_many(["b1", "b2"], **batch_opts)  # type: ignore[arg-type]
-    order.append(q.enqueue("last", job_id="JOB0000000000z", **opts))  # type: ignore[arg-type]
+        order.append(q.enqueue("m", group=group, priority=priority))
+        order.append(q.enqueue("c", job_id=chosen, group=group, priority=priority))
+    order += q.enqueue_many(["b1", "b2"], group=group, priority=priority)
+    order.append(q.enqueue("last", job_id="JOB0000000000z", group=group, priority=priority))
     return order
 
 
