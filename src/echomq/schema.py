@@ -140,6 +140,10 @@ ROW_FIELDS: tuple[Field, ...] = (
 )
 #: Row fields by name.
 ROW_FIELD: dict[str, Field] = {f.name: f for f in ROW_FIELDS}
+#: Row fields of the server's own bookkeeping that the CLI's and the console's job
+#: views leave out (their output stays as it was before the field existed); the
+#: Python reads (``JobRow``) carry them.
+HIDDEN_ROW_FIELDS: tuple[str, ...] = ("seq",)
 #: Row fields that hold an integer (counts and server times).
 NUMERIC_ROW_FIELDS: tuple[str, ...] = tuple(
     f.name for f in ROW_FIELDS if f.kind in ("count", "time")
