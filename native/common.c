@@ -56,6 +56,18 @@ int tonum(Str text, double *out) {
     return 1;
 }
 
+/* ---- run order ---- */
+/* take n numbers of the queue's enqueue sequence, one write (lib/common's take_seq):
+ * the first; the caller numbers its jobs first, first + 1, ... modulo EMQ_SEQ_SPAN */
+long long take_seq(Queue *queue, long long n) {
+    Str meta = queue_key(queue, EMQ_K_META);
+    char count[24];
+    int len = snprintf(count, sizeof(count), "%lld", n);
+    return reply_int(RedisModule_Call(queue->ctx, "HINCRBY", "!bcb", meta.ptr, meta.len,
+                                      EMQ_F_SEQ, count, (size_t)len)) -
+           n;
+}
+
 /* ---- command framing: EMQ.<VERB> numkeys key... arg... ---- */
 
 /* split argv; 0 and an error reply sent when numkeys is not in [min, max] */

@@ -183,6 +183,17 @@ Str num(Queue *queue, double value);
 Str num14(Queue *queue, double value);
 int tonum(Str text, double *out);
 
+/* ---- run order (common.c) ---- */
+
+/* lib/common's run_score: a ready job's score, priority * EMQ_SEQ_SPAN + seq (a
+ * priority that is absent or no number reads 0) */
+static inline double run_score(Str priority, double seq) {
+    double value = 0;
+    if (!priority.ptr || !tonum(priority, &value)) value = 0;
+    return value * (double)EMQ_SEQ_SPAN + seq;
+}
+long long take_seq(Queue *queue, long long n);
+
 /* ---- a row's field names, made once at load (common.c) ---- */
 
 enum {

@@ -2,7 +2,9 @@
  * written into their backlog (pending, a group's lane, or the schedule). Per job w = 2
  * arguments (id payload) or w = 4 (id payload dedup chosen); w = 4 answers each job's id
  * or the id of the job that holds it, w = 2 the count written. Every argument that can
- * fail is checked before the first write. */
+ * fail is checked before the first write. Each new job takes its place in the queue's
+ * enqueue sequence (one HINCRBY of meta's seq for the call): a ready job's score is
+ * priority * EMQ_SEQ_SPAN + seq, the run order. */
 #include "echomq.h"
 
 /* the options after the jobs; NONE for one left out */
@@ -38,6 +40,11 @@ static const char *bad_number(const Options *opts) {
         double value;
         if (numeric[i].ptr && !(tonum(numeric[i], &value) && isfinite(value))) return refusal[i];
     }
+    /* the run order's score holds the priority exactly only within this range */
+    double priority;
+    if (opts->priority.ptr && tonum(opts->priority, &priority) &&
+        fabs(priority) > (double)EMQ_PRIORITY_MAX)
+        return "EMQARG priority is not within -1048576..1048576";
     return NULL;
 }
 
@@ -45,8 +52,8 @@ static RedisModuleString *mk(RedisModuleCtx *ctx, Str text) {
     return RedisModule_CreateString(ctx, text.ptr, text.len);
 }
 
-/* the row's fields, the same for every job but the payload (slot 5) and dedup; the
- * count of strings in fields */
+/* the row's fields, the same for every job but the payload (slot 5), its seq (slot 7)
+ * and dedup; the count of strings in fields */
 static int row_fields(Queue *queue, const Options *opts, int has_due, long long now,
                       RedisModuleString **fields) {
     RedisModuleCtx *ctx = queue->ctx;
@@ -56,6 +63,8 @@ static int row_fields(Queue *queue, const Options *opts, int has_due, long long 
     fields[n++] = mk(ctx, str_c(EMQ_F_ATTEMPTS));
     fields[n++] = mk(ctx, str_c("0"));
     fields[n++] = mk(ctx, str_c(EMQ_F_PAYLOAD));
+    fields[n++] = NULL;
+    fields[n++] = mk(ctx, str_c(EMQ_F_SEQ));
     fields[n++] = NULL;
     const struct {
         const char *field;
@@ -157,14 +166,15 @@ static int due_of(const Options *opts, long long now, int *has_due, double *due)
     return 1;
 }
 
-/* the backlog the jobs go into and their score there: the schedule at their due time,
- * else their group's lane or pending, at their priority */
-static Str backlog_of(Queue *queue, const Options *opts, int has_due, double due, Str *score) {
+/* the backlog the jobs go into and their base score there: the schedule at their due
+ * time, else their group's lane or pending at priority * EMQ_SEQ_SPAN (each job adds
+ * its seq: lib/common's run_score) */
+static Str backlog_of(Queue *queue, const Options *opts, int has_due, double due, double *base) {
     if (has_due) {
-        *score = num(queue, due);
+        *base = due;
         return queue_key(queue, EMQ_K_SCHEDULE);
     }
-    *score = opts->priority.ptr ? opts->priority : str_c("0");
+    *base = run_score(opts->priority, 0);
     return opts->group.ptr ? lane_key(queue, opts->group) : queue_key(queue, EMQ_K_PENDING);
 }
 
@@ -193,12 +203,15 @@ int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     RedisModuleString *fields[32];
     int nfields = row_fields(&queue, &opts, has_due, now, fields);
     RedisModuleString *dedup_field = mk(ctx, str_c(EMQ_F_DEDUP));
-    Str score, dest = backlog_of(&queue, &opts, has_due, due, &score);
-    RedisModuleString *score_string = mk(ctx, score);
+    double base;
+    Str dest = backlog_of(&queue, &opts, has_due, due, &base);
     RedisModuleString **pairs =
         RedisModule_PoolAlloc(ctx, sizeof(*pairs) * (size_t)(2 * njobs + 1));
-    int npairs = 0;
+    int *fresh = RedisModule_PoolAlloc(ctx, sizeof(*fresh) * (size_t)(njobs + 1));
+    int nfresh = 0, npairs = 0;
     int tombs = seen % 2 == 1; /* the tombstones are read only when there are any */
+    /* first which jobs are new (the argument slot of each), then one take of the
+     * sequence for them all, then their rows */
     if (width == 4) RedisModule_ReplyWithArray(ctx, njobs);
     for (int i = 0; i < njobs; i++) {
         int at = 2 + i * width;
@@ -210,8 +223,17 @@ int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
             Str who = holder.ptr ? holder : id;
             RedisModule_ReplyWithStringBuffer(ctx, who.ptr, who.len);
         }
-        if (holder.ptr) continue;
+        if (!holder.ptr) fresh[nfresh++] = at;
+    }
+    long long first = nfresh > 0 ? take_seq(&queue, nfresh) : 0;
+    RedisModuleString *due_score = has_due ? mk(ctx, num(&queue, base)) : NULL;
+    for (int k = 0; k < nfresh; k++) {
+        int at = fresh[k];
+        Str id = arg_at(&line, at), row = job_key(&queue, id);
+        Str dedup = width == 4 ? opt_at(&line, at + 2) : NONE;
+        double seq = (double)((first + k) % EMQ_SEQ_SPAN);
         fields[5] = line.args[at + 1];
+        fields[7] = mk(ctx, num(&queue, seq));
         int count = nfields;
         if (dedup.ptr) {
             fields[nfields] = dedup_field;
@@ -219,7 +241,7 @@ int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
             count = nfields + 2;
         }
         RedisModule_Call(ctx, "HSET", "!bv", row.ptr, row.len, fields, (size_t)count);
-        pairs[npairs++] = score_string;
+        pairs[npairs++] = has_due ? due_score : mk(ctx, num(&queue, base + seq));
         pairs[npairs++] = line.args[at];
         emit(&queue, event_json(&queue, "enqueued", id));
     }

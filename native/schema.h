@@ -47,6 +47,7 @@
 #define EMQ_F_NAME "name"
 #define EMQ_F_GROUP "group"
 #define EMQ_F_PRIORITY "priority"
+#define EMQ_F_SEQ "seq"
 #define EMQ_F_MAX_ATTEMPTS "max_attempts"
 #define EMQ_F_BACKOFF "backoff"
 #define EMQ_F_DEDUP "dedup"
@@ -72,5 +73,11 @@
 #define EMQ_F_KEEP_COMPLETED_MS "keep_completed_ms"
 #define EMQ_F_KEEP_DEAD "keep_dead"
 #define EMQ_F_KEEP_DEAD_MS "keep_dead_ms"
+#define EMQ_F_SEQ "seq"
+
+/* run order: a ready job's score is priority * EMQ_SEQ_SPAN + seq (its enqueue
+ * sequence, modulo EMQ_SEQ_SPAN), with |priority| <= EMQ_PRIORITY_MAX */
+#define EMQ_SEQ_SPAN 4294967296LL
+#define EMQ_PRIORITY_MAX 1048576LL
 
 #endif

@@ -1,7 +1,8 @@
 """Write (or, with --check, verify) the files generated from src/echomq/schema.py.
 
-- src/echomq/lua/lib/keys.lua: the scripts' key names (constants the loader inlines);
-- native/schema.h: the C module's key suffixes and field names;
+- src/echomq/lua/lib/keys.lua: the scripts' key names and the run order's two numbers
+  (constants the loader inlines);
+- native/schema.h: the C module's key suffixes, field names and the same two numbers;
 - docs/architecture.md: the key and field tables between their markers.
 
 Usage: python scripts/gen_schema.py [--check]
@@ -32,6 +33,12 @@ def lua_keys() -> str:
     for key in schema.KEYS:
         lines.append(f"-- {key.doc}")
         lines.append(f"local {key.name} = '{key.suffix}'")
+    lines += [
+        "-- run order: a ready job's score is priority * SEQ_SPAN + seq (its enqueue",
+        "-- sequence, modulo SEQ_SPAN), with |priority| <= PRIORITY_MAX",
+        f"local SEQ_SPAN = {schema.SEQ_SPAN}",
+        f"local PRIORITY_MAX = {schema.PRIORITY_MAX}",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -48,6 +55,13 @@ def c_header() -> str:
     lines += [f'#define EMQ_F_{f.const} "{f.name}"' for f in schema.ROW_FIELDS]
     lines += ["", "/* the fields of a queue's meta hash */"]
     lines += [f'#define EMQ_F_{f.const} "{f.name}"' for f in schema.META_FIELDS]
+    lines += [
+        "",
+        "/* run order: a ready job's score is priority * EMQ_SEQ_SPAN + seq (its enqueue",
+        " * sequence, modulo EMQ_SEQ_SPAN), with |priority| <= EMQ_PRIORITY_MAX */",
+        f"#define EMQ_SEQ_SPAN {schema.SEQ_SPAN}LL",
+        f"#define EMQ_PRIORITY_MAX {schema.PRIORITY_MAX}LL",
+    ]
     lines += ["", "#endif", ""]
     return "\n".join(lines)
 
@@ -87,13 +101,20 @@ def docs_tables() -> str:
         + [(f"`{schema.GONE}` (integer reply)", "`gone`")],
     )
     opts = ", ".join(f"`{o}`" for o in schema.ENQUEUE_OPTIONS)
+    run_order = (
+        "**Run order**: a ready job's score in `pending`, its lane and `gindex` is "
+        f"`priority * {schema.SEQ_SPAN} + seq` (`SEQ_SPAN` = 2**32; `seq` is the row's "
+        "enqueue sequence, taken from `meta`'s `seq` modulo 2**32), with "
+        f"`|priority| <= {schema.PRIORITY_MAX}` (`PRIORITY_MAX` = 2**20)."
+    )
     return (
         f"<!-- schema: {GENERATED} -->\n\n"
         f"**Keys** (`B` = `emq:{{q}}:`):\n\n{keys}\n\n"
         f'**A job\'s row** (`B+"job:"+id`):\n\n{rows}\n\n'
         f'**A queue\'s meta** (`B+"meta"`):\n\n{meta}\n\n'
         f"**Refusal codes**:\n\n{codes}\n\n"
-        f"**Enqueue options**, in ARGV order after the jobs: {opts}.\n"
+        f"**Enqueue options**, in ARGV order after the jobs: {opts}.\n\n"
+        f"{run_order}\n"
     )
 
 

@@ -12,6 +12,7 @@ from conftest import dump
 from echomq import AsyncQueue, Backoff, InvalidArgument, JobGone, Queue, StaleToken
 from echomq.backoff import HORIZON_MS
 from echomq.worker.plans import fail
+from test_lifecycle import run_score
 from worker_support import server_ms
 
 
@@ -169,7 +170,8 @@ def test_release_hands_an_active_job_back_with_its_counters(q: Queue, r: redis.R
     q.release(jid, c.token)
     row = r.hgetall(q.keys.job(jid))
     assert row["state"] == "pending" and row["attempts"] == "1" and "failures" not in row
-    assert r.zscore(q.keys.pending, jid) == 4 and r.zcard(q.keys.active) == 0
+    # at its priority, in its old place (its enqueue took seq 0)
+    assert r.zscore(q.keys.pending, jid) == run_score(4, 0) and r.zcard(q.keys.active) == 0
     assert not r.exists(q.keys.lock(jid))
     assert r.llen(q.keys.wake) >= 1
     again = q.claim()

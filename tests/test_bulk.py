@@ -25,6 +25,7 @@ from echomq.bulk import JobFilter
 from echomq.embedded import EmbeddedServer
 from echomq.ids import minted_at_ms
 from operator_support import LATER_MS, changed, put_job
+from test_lifecycle import run_score
 
 pytestmark = pytest.mark.both_servers
 
@@ -73,6 +74,7 @@ def test_reprocess_jobs_by_error_moves_only_the_matches(q: Queue, r: redis.Redis
         q.keys.groups,
         q.keys.wake,
         q.keys.audit,
+        q.keys.meta,  # the enqueue sequence: each a fresh place
     }
     journal = q.audit()
     assert {e.verb for e in journal} == {"reprocess_jobs"}
@@ -166,13 +168,16 @@ def test_promote_job_and_promote_jobs(q: Queue, r: redis.Redis) -> None:
         q.promote_job("JOB00000000001")
     assert dump(r, q) == before
     assert q.promote_job(s1) is None
-    assert r.zscore(q.keys.pending, s1) == 5 and r.hget(q.keys.job(s1), "state") == "pending"
+    # at its priority, in the place its enqueue gave it (seq 0)
+    assert r.zscore(q.keys.pending, s1) == run_score(5, 0)
+    assert r.hget(q.keys.job(s1), "state") == "pending"
     assert changed(before, dump(r, q)) == {
         q.keys.schedule, q.keys.pending, q.keys.job(s1), q.keys.wake, q.keys.audit,
     }  # fmt: skip
     res = q.promote_jobs(group="g")
     assert (res.matched, res.examined) == (1, 2)
-    assert r.zscore(q.keys.lane("g"), s2) == 0 and r.lrange(q.keys.ring, 0, -1) == ["g"]
+    assert r.zscore(q.keys.lane("g"), s2) == run_score(0, 1)
+    assert r.lrange(q.keys.ring, 0, -1) == ["g"]
     assert list(r.zrange(q.keys.schedule, 0, -1)) == [s3]
     assert [e.verb for e in q.audit(2)] == ["promote_jobs", "promote_job"]
 

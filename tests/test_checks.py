@@ -30,7 +30,7 @@ from echomq.cli import exits
 from echomq.embedded import EmbeddedServer
 from echomq.scripts import Eval, script
 from echomq.worker import Worker, WorkerConfig
-from test_lifecycle import CountingConnection, counting_client
+from test_lifecycle import CountingConnection, counting_client, run_score
 
 
 @pytest.fixture()
@@ -62,17 +62,18 @@ def test_every_input_error_is_an_invalid_argument() -> None:
 def test_a_huge_priority_half_writes_nothing(cq: Queue, r: redis.Redis) -> None:
     # issue 12, item 2: the row was written, then the ZADD failed
     jid = cq.enqueue("seed")
-    for bad in (2**1100, 2**53 + 1, -(2**53) - 1, 2**63, float("inf"), float("nan"), 1.5, True):
+    huge = (2**1100, 2**53 + 1, -(2**53) - 1, 2**63, 2**20 + 1, -(2**20) - 1)
+    for bad in (*huge, float("inf"), float("nan"), 1.5, True):
         refused_before_io(cq, r, lambda b=bad: cq.enqueue("x", priority=b), InvalidArgument)
         refused_before_io(cq, r, lambda b=bad: cq.enqueue_many(["x"], priority=b), InvalidArgument)
         refused_before_io(
             cq, r, lambda b=bad: cq.repeat("r", every_ms=10, priority=b), InvalidArgument
         )
-    # the edges of the range are exact scores
-    top = cq.enqueue("top", priority=-(2**53))
-    low = cq.enqueue("low", priority=2**53)
-    assert r.zscore(cq.keys.pending, top) == -(2.0**53)
-    assert r.zscore(cq.keys.pending, low) == 2.0**53
+    # the edges of the range are exact scores: priority * 2**32 + seq (seed took seq 0)
+    top = cq.enqueue("top", priority=-(2**20))
+    low = cq.enqueue("low", priority=2**20)
+    assert r.zscore(cq.keys.pending, top) == run_score(-(2**20), 1)
+    assert r.zscore(cq.keys.pending, low) == run_score(2**20, 2)
     assert r.zrange(cq.keys.pending, 0, -1) == [top, jid, low]
 
 
@@ -94,6 +95,23 @@ def test_the_enqueue_script_checks_its_numbers_before_its_first_write(
     with pytest.raises(InvalidArgument, match=field):
         q.runner.execute(op)
     assert dump(r, q) == before
+
+
+@pytest.mark.parametrize("priority", ["1048577", "-1048577", "9007199254740992"])
+def test_the_enqueue_script_refuses_a_priority_past_its_range_before_writing(
+    q: Queue, r: redis.Redis, priority: str
+) -> None:
+    # the run order's score (priority * 2**32 + seq) is exact only within +-2**20
+    q.enqueue("seed")
+    before = dump(r, q)
+    args = ("1", "4", "JOB00000000042", '"x"', "d", "1", priority)
+    with pytest.raises(InvalidArgument, match=r"priority is not within -1048576\.\.1048576"):
+        q.runner.execute(Eval(script("enqueue"), (q.keys.base,), args))
+    assert dump(r, q) == before
+    # the edges are taken
+    edge = "-1048576" if priority.startswith("-") else "1048576"
+    args = ("1", "2", "JOB00000000043", '"x"', edge)
+    assert q.runner.execute(Eval(script("enqueue"), (q.keys.base,), args)) == 1
 
 
 def test_the_enqueue_script_refuses_a_short_argument_list_before_writing(

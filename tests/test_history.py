@@ -485,10 +485,10 @@ def test_a_worker_sends_the_handler_result(q: Queue) -> None:
 def test_a_queue_without_history_writes_nothing_new(q: Queue, r: redis.Redis) -> None:
     a = q.enqueue("a", job_id=J(1), dedup_id="d")
     b = q.enqueue("b", job_id=J(2), max_attempts=1)
-    assert set(r.hgetall(q.keys.job(a))) == {"state", "attempts", "payload", "dedup"}
+    assert set(r.hgetall(q.keys.job(a))) == {"state", "attempts", "payload", "seq", "dedup"}
     got = q.claim()
     assert got is not None and got.id == a
-    assert set(r.hgetall(q.keys.job(a))) == {"state", "attempts", "payload", "dedup"}
+    assert set(r.hgetall(q.keys.job(a))) == {"state", "attempts", "payload", "seq", "dedup"}
     q.complete(a, got.token, result={"ignored": True})  # a result of a job not kept is dropped
     got = q.claim()
     assert got is not None and got.id == b
@@ -497,6 +497,7 @@ def test_a_queue_without_history_writes_nothing_new(q: Queue, r: redis.Redis) ->
         "state",
         "attempts",
         "payload",
+        "seq",
         "max_attempts",
         "failures",
         "last_error",
@@ -509,6 +510,7 @@ def test_a_queue_without_history_writes_nothing_new(q: Queue, r: redis.Redis) ->
         "metrics:failed",
         "settled",
         "wake",
+        "meta",  # the enqueue sequence
     }
     assert q.counts().kept == 0 and q.browse("completed") == []
 

@@ -30,6 +30,7 @@ from echomq import (
     new_id,
 )
 from operator_support import STATES, changed, put_job, ring
+from test_lifecycle import run_score
 from worker_support import wait_until
 
 # run under both executors: the native twins must equal the scripts
@@ -426,10 +427,12 @@ def test_reprocess_moves_a_dead_flat_job_to_pending_keeping_its_counters(
         q.keys.pending,
         q.keys.wake,
         q.keys.audit,
+        q.keys.meta,  # the enqueue sequence
     }
     expected = {k: v for k, v in row.items() if k != "last_error"}
-    assert r.hgetall(q.keys.job(jid)) == {**expected, "state": "pending"}
-    assert r.zscore(q.keys.pending, jid) == 0
+    # a fresh place: the back of its priority, as a new arrival (its enqueue took 0)
+    assert r.hgetall(q.keys.job(jid)) == {**expected, "state": "pending", "seq": "1"}
+    assert r.zscore(q.keys.pending, jid) == run_score(0, 1)
     assert not r.exists(q.keys.dead)
     assert r.llen(q.keys.wake) == min(wake + 1, 64)
     got = q.claim()
@@ -455,8 +458,9 @@ def test_reprocess_returns_a_grouped_job_to_its_lane_and_the_ring(q: Queue, r: r
         q.keys.wake,
         q.keys.groups,
         q.keys.audit,
+        q.keys.meta,
     }
-    assert r.zscore(q.keys.lane("g"), jid) == 0
+    assert r.zscore(q.keys.lane("g"), jid) == run_score(0, 1)
     assert r.zscore(q.keys.pending, jid) is None
     assert r.sismember(q.keys.groups, "g")
     assert ring(r, q) == ["g"]
@@ -464,6 +468,7 @@ def test_reprocess_returns_a_grouped_job_to_its_lane_and_the_ring(q: Queue, r: r
     assert r.hgetall(q.keys.job(jid)) == {
         **{k: v for k, v in row.items() if k != "last_error"},
         "state": "pending",
+        "seq": "1",
     }
     assert r.hget(q.keys.gactive, "g") is None
     got = q.claim()
@@ -475,7 +480,7 @@ def test_reprocess_into_a_paused_group_waits_off_the_ring(q: Queue, r: redis.Red
     jid, _ = put_job(q, "dead", group="g")
     q.pause_group("g")
     q.reprocess_job(jid)
-    assert r.zscore(q.keys.lane("g"), jid) == 0
+    assert r.zscore(q.keys.lane("g"), jid) == run_score(0, 1)
     assert ring(r, q) == []
     assert q.claim() is None
     q.resume_group("g")
@@ -512,7 +517,7 @@ def test_reprocess_on_a_paused_queue_waits_then_claims_with_the_next_token(
     jid, token = put_job(q, "dead")
     q.pause()
     q.reprocess_job(jid)
-    assert r.zscore(q.keys.pending, jid) == 0
+    assert r.zscore(q.keys.pending, jid) == run_score(0, 1)
     assert q.job_state(jid) == "pending"
     before = dump(r, q)
     assert q.claim() is None
@@ -631,7 +636,7 @@ async def test_async_job_verbs(aq: AsyncQueue, r: redis.Redis) -> None:
     assert await aq.unlock_job(jid, got.token) is True
     assert await aq.retry(jid, got.token, "boom") == "dead"
     await aq.reprocess_job(jid)
-    assert r.zscore(aq.keys.pending, jid) == 0
+    assert r.zscore(aq.keys.pending, jid) == run_score(0, 1)
     with pytest.raises(JobNotDead):
         await aq.reprocess_job(jid)
     await aq.remove_job(jid)

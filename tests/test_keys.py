@@ -17,19 +17,27 @@ import pytest
 import redis
 
 from conftest import queue_keys
-from echomq import Queue, new_id
+from echomq import Queue, new_id, schema
 from echomq.keyspace import Keyspace
 from echomq.scripts import all_scripts, script
 
 LUA = resources.files("echomq") / "lua"
 _CONST = re.compile(r"^local ([A-Z_]+) = '([^']*)'$")
+_NUMBER = re.compile(r"^local ([A-Z_]+) = ([0-9]+)$", re.MULTILINE)
+
+
+def lua_numbers() -> dict[str, str]:
+    """``lib/keys``'s whole-number constants (the run order's two numbers)."""
+    text = (LUA / "lib" / "keys.lua").read_text(encoding="utf-8")
+    return dict(_NUMBER.findall(text))
 
 
 def lua_suffixes() -> dict[str, str]:
-    """``lib/keys``'s names and their suffixes; the lib holds nothing else."""
+    """``lib/keys``'s names and their suffixes; the lib holds nothing else but
+    :func:`lua_numbers`."""
     out: dict[str, str] = {}
     for line in (LUA / "lib" / "keys.lua").read_text(encoding="utf-8").splitlines():
-        if not line or line.startswith("--"):
+        if not line or line.startswith("--") or _NUMBER.match(line):
             continue
         m = _CONST.match(line)
         assert m, f"lib/keys holds only constant suffixes, not {line!r}"
@@ -161,6 +169,18 @@ def test_every_key_the_verbs_leave_is_one_keyspace_names(q: Queue, r: redis.Redi
         k.job(laned), k.job(later), k.dedup(DEDUP_ID), k.lane(GROUP),
         k.repeat_record(REPEAT_NAME), k.audit, k.gindex, k.settled,
     }  # fmt: skip
+
+
+def test_lib_keys_numbers_are_the_schema_s() -> None:
+    assert lua_numbers() == {
+        "SEQ_SPAN": str(schema.SEQ_SPAN),
+        "PRIORITY_MAX": str(schema.PRIORITY_MAX),
+    }
+    # put in place of their names like the suffixes: no script names them
+    for s in all_scripts():
+        code = re.sub(r"--[^\n]*", "", s.body)
+        assert not re.search(r"\b(SEQ_SPAN|PRIORITY_MAX)\b", code), s.name
+    assert "* 4294967296 +" in script("enqueue").body  # lib/common's run_score, inlined
 
 
 def test_the_loader_puts_each_suffix_in_place_of_its_name() -> None:

@@ -29,6 +29,7 @@ from echomq import (
 from echomq.embedded import free_port
 from echomq.lifecycle import ENQUEUE_CHUNK
 from echomq.results import Counts, JobRow
+from echomq.schema import SEQ_SPAN
 
 # run under both executors: the native twins must equal the scripts
 pytestmark = [pytest.mark.both_executors, pytest.mark.both_servers]
@@ -53,6 +54,11 @@ BAD_IDS = [
 def server_ms(r: redis.Redis) -> int:
     sec, usec = r.time()
     return int(sec) * 1000 + int(usec) // 1000
+
+
+def run_score(priority: int, seq: int) -> float:
+    """A ready job's score: its priority, then its place in the enqueue sequence."""
+    return float(priority * SEQ_SPAN + seq)
 
 
 def row(r: redis.Redis, q: Queue, jid: str) -> dict[str, str]:
@@ -119,10 +125,17 @@ def claimed(q: Queue, lease_ms: int = 30000) -> Any:
 def test_enqueue_writes_the_row_and_pending(q: Queue, r: redis.Redis) -> None:
     jid = q.enqueue({"a": 1, "s": "é"})
     assert ids.validate(jid) == jid
-    assert row(r, q, jid) == {"state": "pending", "attempts": "0", "payload": '{"a":1,"s":"é"}'}
+    assert row(r, q, jid) == {
+        "state": "pending",
+        "attempts": "0",
+        "payload": '{"a":1,"s":"é"}',
+        "seq": "0",
+    }
     assert r.zrange(q.keys.pending, 0, -1, withscores=True) == [(jid, 0.0)]
     assert r.lrange(q.keys.wake, 0, -1) == ["1"]
-    assert queue_keys(r, q) == {q.keys.job(jid), q.keys.pending, q.keys.wake}
+    # meta holds the enqueue sequence: the last number taken
+    assert r.hgetall(q.keys.meta) == {"seq": "1"}
+    assert queue_keys(r, q) == {q.keys.job(jid), q.keys.pending, q.keys.wake, q.keys.meta}
 
 
 def test_enqueue_options_are_stored(q: Queue, r: redis.Redis) -> None:
@@ -135,8 +148,9 @@ def test_enqueue_options_are_stored(q: Queue, r: redis.Redis) -> None:
         "priority": "4",
         "max_attempts": "7",
         "backoff": "100",
+        "seq": "0",
     }
-    assert r.zscore(q.keys.pending, jid) == 4.0
+    assert r.zscore(q.keys.pending, jid) == run_score(4, 0)
 
 
 @pytest.mark.parametrize(
@@ -155,8 +169,9 @@ def test_each_option_lands_alone(
     # options travel positionally with trailing absent ones left off: each must land
     # in its own field and nothing else may appear
     jid = q.enqueue("p", **kwargs)
-    assert row(r, q, jid) == {"state": "pending", "attempts": "0", "payload": '"p"', **fields}
-    assert r.zscore(q.keys.pending, jid) == float(kwargs.get("priority", 0))
+    want = {"state": "pending", "attempts": "0", "payload": '"p"', "seq": "0", **fields}
+    assert row(r, q, jid) == want
+    assert r.zscore(q.keys.pending, jid) == run_score(kwargs.get("priority", 0), 0)
 
 
 def test_grouped_enqueue_goes_to_its_lane(q: Queue, r: redis.Redis) -> None:
@@ -164,7 +179,12 @@ def test_grouped_enqueue_goes_to_its_lane(q: Queue, r: redis.Redis) -> None:
     many = q.enqueue_many(["b", "c"], group="g1")
     later = q.enqueue("d", group="g1", delay_ms=60_000)
     lane = q.keys.lane("g1")
-    assert r.zrange(lane, 0, -1, withscores=True) == [(many[0], 0.0), (many[1], 0.0), (one, 1.0)]
+    # priority first, then the enqueue order: one took seq 0, the batch 1 and 2
+    assert r.zrange(lane, 0, -1, withscores=True) == [
+        (many[0], run_score(0, 1)),
+        (many[1], run_score(0, 2)),
+        (one, run_score(1, 0)),
+    ]
     assert r.exists(q.keys.pending) == 0
     assert r.smembers(q.keys.groups) == {"g1"} and r.lrange(q.keys.ring, 0, -1) == ["g1"]
     assert row(r, q, later) == {
@@ -172,6 +192,7 @@ def test_grouped_enqueue_goes_to_its_lane(q: Queue, r: redis.Redis) -> None:
         "attempts": "0",
         "payload": '"d"',
         "group": "g1",
+        "seq": "3",  # taken at enqueue: its place when it is due
     }
     assert r.zcard(q.keys.schedule) == 1
     assert q.counts().pending == 3
@@ -243,8 +264,8 @@ def test_delay_ms_schedules_on_the_server_clock(q: Queue, r: redis.Redis) -> Non
     due = r.zscore(q.keys.schedule, jid)
     assert due is not None and lo + 60_000 <= due <= hi + 60_000
     assert row(r, q, jid)["state"] == "scheduled"
-    # no wake token: nothing is ready
-    assert queue_keys(r, q) == {q.keys.job(jid), q.keys.schedule}
+    # no wake token: nothing is ready (meta: the enqueue sequence, taken at enqueue)
+    assert queue_keys(r, q) == {q.keys.job(jid), q.keys.schedule, q.keys.meta}
     assert q.promote() == 0
     assert q.claim() is None
 
@@ -267,7 +288,7 @@ def test_run_at_in_the_past_waits_for_promote(q: Queue, r: redis.Redis) -> None:
     jid = q.enqueue("past", run_at_ms=server_ms(r) - 1000, priority=2)
     assert q.claim() is None
     assert q.promote() == 1
-    assert r.zscore(q.keys.pending, jid) == 2.0
+    assert r.zscore(q.keys.pending, jid) == run_score(2, 0)
     assert r.zcard(q.keys.schedule) == 0
     assert claimed(q).id == jid
 
@@ -322,11 +343,16 @@ def test_enqueue_many_in_one_round_trip(server, qname: str, r: redis.Redis) -> N
     assert len(got) == n and len(set(got)) == n
     assert got == sorted(got)  # minted in order
     assert r.zcard(q.keys.pending) == n
-    assert r.zrange(q.keys.pending, 0, -1) == got  # score 0 each: mint order
-    assert row(r, q, got[0]) == {"state": "pending", "attempts": "0", "payload": '{"i":0}'}
+    assert r.zrange(q.keys.pending, 0, -1) == got  # enqueue order (seq 0, 1, ...)
+    assert row(r, q, got[0]) == {
+        "state": "pending",
+        "attempts": "0",
+        "payload": '{"i":0}',
+        "seq": "0",
+    }
     assert row(r, q, got[-1])["payload"] == f'{{"i":{n - 1}}}'
     assert r.llen(q.keys.wake) == 64  # capped
-    assert len(queue_keys(r, q)) == n + 2
+    assert len(queue_keys(r, q)) == n + 3  # rows, pending, wake, meta
     client.close()
 
 
@@ -342,6 +368,7 @@ def test_enqueue_many_options(q: Queue, r: redis.Redis) -> None:
             "name": "n",
             "priority": "3",
             "max_attempts": "2",
+            "seq": str(got.index(jid)),
         }
         due = r.zscore(q.keys.schedule, jid)
         assert due is not None and lo + 30_000 <= due <= hi + 30_000
@@ -385,11 +412,18 @@ def test_script_long_form_many_jobs_keeps_each_dedup_to_its_own_row(
         "payload": '"a"',
         "name": "nm",
         "dedup": "d-a",
+        "seq": "1",  # after held's 0
     }
-    assert row(r, q, b) == {"state": "pending", "attempts": "0", "payload": '"b"', "name": "nm"}
+    assert row(r, q, b) == {
+        "state": "pending",
+        "attempts": "0",
+        "payload": '"b"',
+        "name": "nm",
+        "seq": "2",
+    }
     assert r.exists(q.keys.job(c)) == 0
     assert r.get(q.keys.dedup("d-a")) == a
-    assert r.zrange(q.keys.pending, 0, -1) == [a, b, held]  # mint order
+    assert r.zrange(q.keys.pending, 0, -1) == [held, a, b]  # enqueue order
 
 
 def test_script_short_form_past_the_unpack_limit(q: Queue, r: redis.Redis) -> None:
@@ -400,7 +434,9 @@ def test_script_short_form_past_the_unpack_limit(q: Queue, r: redis.Redis) -> No
     for i, j in enumerate(minted):
         args += [j, str(i)]
     assert run_enqueue_script(q, [*args, "7"]) == n
-    assert r.zrange(q.keys.pending, 0, -1, withscores=True) == [(j, 7.0) for j in minted]
+    assert r.zrange(q.keys.pending, 0, -1, withscores=True) == [
+        (j, run_score(7, i)) for i, j in enumerate(minted)
+    ]
     assert row(r, q, minted[-1])["payload"] == str(n - 1)
 
 
@@ -419,6 +455,7 @@ def test_claim_leases_the_head(q: Queue, r: redis.Redis) -> None:
         "attempts": "1",
         "payload": '{"k":"v"}',
         "name": "job-name",
+        "seq": "0",
     }
     deadline = r.zscore(q.keys.active, jid)
     assert deadline is not None and lo + 20_000 <= deadline <= hi + 20_000
@@ -426,7 +463,7 @@ def test_claim_leases_the_head(q: Queue, r: redis.Redis) -> None:
     if not native(q):
         (record,) = claim_records(r, q)  # what a re-sent claim would answer
         assert r.get(record) == jid and 0 < r.pttl(record) <= 60_000
-    assert queue_keys(r, q) == {q.keys.job(jid), q.keys.active, q.keys.wake}
+    assert queue_keys(r, q) == {q.keys.job(jid), q.keys.active, q.keys.wake, q.keys.meta}
 
 
 def test_claim_on_an_empty_queue(q: Queue, r: redis.Redis) -> None:
@@ -502,7 +539,12 @@ def test_complete_deletes_the_row_and_counts(q: Queue, r: redis.Redis) -> None:
     tomb = r.zscore(q.keys.settled, jid)
     assert native(q) or (tomb is not None and lo <= tomb <= hi)
     assert len(claim_records(r, q)) == (0 if native(q) else 1)
-    assert queue_keys(r, q) == {q.keys.wake, q.keys.metrics_completed, *tombstones(q)}
+    assert queue_keys(r, q) == {
+        q.keys.wake,
+        q.keys.metrics_completed,
+        q.keys.meta,
+        *tombstones(q),
+    }
     assert q.job_state(jid) is None and q.get_job(jid) is None
 
 
@@ -560,6 +602,7 @@ def test_retry_schedules_and_records(q: Queue, r: redis.Redis) -> None:
         "payload": '"x"',
         "failures": "1",
         "last_error": "boom: it broke",
+        "seq": "0",
     }
     due = r.zscore(q.keys.schedule, jid)
     assert due is not None and lo + 45_000 <= due <= hi + 45_000
@@ -583,6 +626,7 @@ def test_retry_until_dead(q: Queue, r: redis.Redis) -> None:
         "max_attempts": "2",
         "failures": "2",
         "last_error": "second",
+        "seq": "0",
     }
     died = r.zscore(q.keys.dead, jid)
     assert died is not None and lo <= died <= hi
@@ -636,7 +680,7 @@ def test_delay_parks_without_a_failure(q: Queue, r: redis.Redis) -> None:
     hi = server_ms(r)
     assert lo + 30_000 <= due <= hi + 30_000
     assert r.zscore(q.keys.schedule, jid) == due
-    assert row(r, q, jid) == {"state": "scheduled", "attempts": "1", "payload": '"x"'}
+    assert row(r, q, jid) == {"state": "scheduled", "attempts": "1", "payload": '"x"', "seq": "0"}
     assert r.exists(q.keys.active, q.keys.lock(jid)) == 0
     before = dump(r, q)
     with pytest.raises(StaleToken):
@@ -708,8 +752,9 @@ def test_promote_is_bounded(q: Queue, r: redis.Redis) -> None:
     assert q.promote(budget=2) == 1  # below budget: done
     assert q.promote(budget=2) == 0
     assert r.zrange(q.keys.schedule, 0, -1) == [future]
+    # each keeps the place its enqueue gave it (seq i)
     assert {j: r.zscore(q.keys.pending, j) for j in due} == {
-        j: float(i % 2) for i, j in enumerate(due)
+        j: run_score(i % 2, i) for i, j in enumerate(due)
     }
     assert all(row(r, q, j)["state"] == "pending" for j in due)
     assert row(r, q, future)["state"] == "scheduled"
@@ -732,6 +777,7 @@ def test_reap_returns_expired_leases(q: Queue, r: redis.Redis) -> None:
             "state": "pending",
             "attempts": "1",
             "payload": row(r, q, j)["payload"],
+            "seq": str(got.index(j)),
         }
         assert r.exists(q.keys.lock(j)) == 0
     assert [c.token for c in q.claim_many(3)] == [2, 2, 2]
@@ -778,6 +824,7 @@ def test_check_stalled_counts_then_dead_letters(q: Queue, r: redis.Redis) -> Non
         "payload": '"x"',
         "stalled": "2",
         "last_error": "stalled: lease expired 2 times",
+        "seq": "0",
     }
     died = r.zscore(q.keys.dead, jid)
     assert died is not None and lo - 1000 <= died <= hi
@@ -849,6 +896,7 @@ def test_get_job_and_job_state(q: Queue, r: redis.Redis) -> None:
         data={"a": [1, 2]},
         name="nm",
         max_attempts=4,
+        seq=0,
     )
     assert q.job_state(jid) == "pending"
     c = claimed(q)
@@ -860,7 +908,7 @@ def test_get_job_and_job_state(q: Queue, r: redis.Redis) -> None:
     ghost = new_id()
     assert q.get_job(ghost) is None and q.job_state(ghost) is None
     assert len(claim_records(r, q)) == (0 if native(q) else 1)
-    assert queue_keys(r, q) == {q.keys.job(jid), q.keys.schedule, q.keys.wake}
+    assert queue_keys(r, q) == {q.keys.job(jid), q.keys.schedule, q.keys.wake, q.keys.meta}
 
 
 def test_browse_newest_first_with_offset(q: Queue, r: redis.Redis) -> None:

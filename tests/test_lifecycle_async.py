@@ -25,6 +25,7 @@ from echomq import (
 from echomq.embedded import EmbeddedServer, free_port
 from echomq.lifecycle import ENQUEUE_CHUNK
 from echomq.results import Counts
+from test_lifecycle import run_score
 
 # run under both executors: the native twins must equal the scripts
 pytestmark = [pytest.mark.both_executors, pytest.mark.both_servers]
@@ -61,8 +62,9 @@ async def test_enqueue_claim_complete(aq: AsyncQueue, r: redis.Redis) -> None:
         "name": "n",
         "priority": "2",
         "max_attempts": "4",
+        "seq": "0",
     }
-    assert r.zscore(aq.keys.pending, jid) == 2.0
+    assert r.zscore(aq.keys.pending, jid) == run_score(2, 0)
     c = await aq.claim(10_000)
     assert c is not None
     assert (c.id, c.payload, c.token, c.name, c.group) == (jid, {"a": 1}, 1, "n", None)
@@ -71,7 +73,12 @@ async def test_enqueue_claim_complete(aq: AsyncQueue, r: redis.Redis) -> None:
     # the settled tombstone (the native complete keeps none yet: CONTRACTS.md)
     assert (r.zscore(aq.keys.settled, jid) is None) == native(aq)
     assert len(claim_records(r, aq)) == (0 if native(aq) else 1)
-    assert queue_keys(r, aq) == {aq.keys.wake, aq.keys.metrics_completed, *tombstones(aq)}
+    assert queue_keys(r, aq) == {
+        aq.keys.wake,
+        aq.keys.metrics_completed,
+        aq.keys.meta,
+        *tombstones(aq),
+    }
     assert await aq.counts() == Counts(
         pending=0, active=0, scheduled=0, dead=0, completed=1, failed=0, paused=False
     )
@@ -154,7 +161,7 @@ async def test_delay_and_extend(aq: AsyncQueue, r: redis.Redis) -> None:
     assert await aq.extend_locks([(a, ca.token), (b, 9)], 90_000) == [b]
     due = await aq.delay(b, cb.token, 40_000)
     assert r.zscore(aq.keys.schedule, b) == due
-    assert row(r, aq, b) == {"state": "scheduled", "attempts": "1", "payload": '"b"'}
+    assert row(r, aq, b) == {"state": "scheduled", "attempts": "1", "payload": '"b"', "seq": "1"}
 
 
 async def test_refusals_change_nothing(aq: AsyncQueue, r: redis.Redis) -> None:
@@ -211,7 +218,7 @@ async def test_reads(aq: AsyncQueue, r: redis.Redis) -> None:
     assert await aq.is_paused() is False
     assert await aq.metrics() == {"completed": {}, "failed": {}}
     assert await aq.get_job(new_id()) is None
-    assert queue_keys(r, aq) == {aq.keys.job(jid), aq.keys.pending, aq.keys.wake}
+    assert queue_keys(r, aq) == {aq.keys.job(jid), aq.keys.pending, aq.keys.wake, aq.keys.meta}
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ from echomq.embedded import EmbeddedServer
 from echomq.errors import InvalidArgument, JobGone, JobNotDead
 from echomq.native import TWINS, NativeUnavailable
 from echomq.scripts import Eval, all_scripts, script
+from test_lifecycle import run_score
 from worker_support import FAST, running, wait_until
 
 pytestmark = pytest.mark.skipif(_built is None, reason="the echomq native module is not built")
@@ -96,10 +97,11 @@ def test_reprocess_native_line_moves_a_dead_job(
     q = make_queue(qname, executor="scripts")
     jid = dead_job(q)
     assert r.execute_command(*reprocess_line(q, jid)) == 1
-    assert r.zscore(q.keys.pending, jid) == 0
+    # a fresh place in the enqueue sequence: its enqueue took 0, the reprocess 1
+    assert r.zscore(q.keys.pending, jid) == run_score(0, 1)
     assert r.zcard(q.keys.dead) == 0
     row = r.hgetall(q.keys.job(jid))
-    assert row["state"] == "pending" and "last_error" not in row
+    assert row["state"] == "pending" and "last_error" not in row and row["seq"] == "1"
     assert row["attempts"] == "1" and row["failures"] == "1"
     assert r.lrange(q.keys.base + "wake", 0, -1)[-1] == "1"
 
@@ -123,7 +125,7 @@ def test_reprocess_native_grouped_row_returns_to_its_lane_and_the_ring(
     jid = dead_job(q, group="g1")
     assert r.lrange(q.keys.base + "ring", 0, -1) == []
     assert q.reprocess_job(jid) is None
-    assert r.zscore(q.keys.base + "g:g1:pending", jid) == 0
+    assert r.zscore(q.keys.base + "g:g1:pending", jid) == run_score(0, 1)
     assert r.lrange(q.keys.base + "ring", 0, -1) == ["g1"]
     assert r.sismember(q.keys.base + "groups", "g1")
     assert r.zcard(q.keys.pending) == 0
@@ -319,7 +321,7 @@ def test_cli_executor_option(server: EmbeddedServer, qname: str, r: redis.Redis)
     )
     assert res.exit_code == 0, res.output
     assert calls(r, "emq.reprocess") == before + 1
-    assert r.zscore(f"emq:{{{qname}}}:pending", jid) == 0
+    assert r.zscore(f"emq:{{{qname}}}:pending", jid) == run_score(0, 1)
 
 
 def test_bad_executor_on_the_cli_is_a_usage_error(

@@ -190,6 +190,7 @@ def test_a_minted_enqueue_resent_does_not_write_twice(
         "state": "pending",
         "attempts": "0",
         "payload": '{"m":1}',
+        "seq": "0",
     }
 
 

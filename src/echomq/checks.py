@@ -7,7 +7,8 @@ subclass, and nothing has been sent yet. The limits are the documented ones
 
 - **integers** are Python ``int`` (``bool`` is refused): a Lua number is a double, so
   nothing past 2**53 reaches a script, where it would lose precision or fail;
-- **priority** within ``-2**53 .. 2**53`` (a sorted-set score holds it exactly);
+- **priority** within ``-2**20 .. 2**20`` (:data:`~echomq.schema.PRIORITY_MAX`: the
+  score ``priority * 2**32 + seq`` that orders a backlog stays exact);
 - **durations** (``delay_ms``, ``lease_ms``, ``lock_ms``, ``ttl_ms``, ``every_ms``,
   ``first_in_ms``) within the horizon, 0 .. :data:`HORIZON_MS` (ten years);
 - **run_at_ms** within 0 .. :data:`MAX_RUN_AT_MS` (the last ms of the year 9999);
@@ -28,6 +29,7 @@ from typing import Any, Protocol
 from redis import connection as _connection
 
 from .errors import InvalidArgument, InvalidName, InvalidPayload
+from .schema import PRIORITY_MAX
 
 #: The longest delay, lease, lock or interval, in ms (ten years); a computed backoff
 #: delay is clamped to it.
@@ -139,8 +141,9 @@ def run_at(value: Any) -> int:
 
 
 def priority(value: Any) -> int:
-    """A priority: an integer within ``-2**53 .. 2**53`` (exact as a score)."""
-    return integer(value, "priority", -MAX_EXACT, MAX_EXACT)
+    """A priority: an integer within ``-2**20 .. 2**20`` (the run order's score,
+    ``priority * 2**32 + seq``, stays exact)."""
+    return integer(value, "priority", -PRIORITY_MAX, PRIORITY_MAX)
 
 
 def batch(value: Any, what: str) -> int:

@@ -3,7 +3,8 @@
 The snowflake packs, from the top: 41 bits of milliseconds since :data:`EPOCH_MS`,
 10 node bits and 12 sequence bits. Base62 uses ``0-9A-Za-z`` (ASCII order) at a fixed
 width, so byte order equals numeric order equals mint order: a sorted set at one score
-pops oldest first and browses newest first by lex range, with no second index.
+lists oldest first and browses newest first by lex range, with no second index. (The
+backlogs run in enqueue order, not id order: :data:`echomq.schema.SEQ_SPAN`.)
 """
 
 from __future__ import annotations

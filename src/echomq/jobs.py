@@ -179,10 +179,11 @@ def remove_job(ctx: Context, job_id: str, dedup_id: str | None = None) -> Plan[N
 def reprocess_job(ctx: Context, job_id: str) -> Plan[None]:
     """Move a dead job back to the backlog: ``last_error`` cleared, counters kept.
 
-    A flat job goes to pending at score 0; a grouped job to its lane, rejoining the
-    ring when the lane can be served; a wake token is pushed. The pause is not read:
-    on a paused queue the job waits until the first claim after resume, which hands
-    out token ``attempts + 1``.
+    A flat job goes to pending at its priority, a grouped job to its lane (rejoining
+    the ring when the lane can be served), each at a fresh place in the enqueue
+    sequence: the back of its priority, as a new arrival; a wake token is pushed. The
+    pause is not read: on a paused queue the job waits until the first claim after
+    resume, which hands out token ``attempts + 1``.
 
     Args:
         job_id: the job.

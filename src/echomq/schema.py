@@ -48,7 +48,7 @@ def _q(name: str, suffix: str, type_: str, doc: str) -> Key:
 
 #: Every key family of a queue, in the order the generated files list them.
 KEYS: tuple[Key, ...] = (
-    _q("PENDING", "pending", "zset", "ready jobs; score = priority (lower first)"),
+    _q("PENDING", "pending", "zset", "ready jobs; score = priority * SEQ_SPAN + seq (lower first)"),
     _q("ACTIVE", "active", "zset", "leased jobs; score = lease deadline (server ms)"),
     _q("SCHEDULE", "schedule", "zset", "delayed jobs; score = due time (ms)"),
     _q("DEAD", "dead", "zset", "dead-lettered jobs; score = time of death (ms)"),
@@ -58,7 +58,7 @@ KEYS: tuple[Key, ...] = (
     _q("RING", "ring", "list", "the groups that can be served now"),
     _q("GROUPS", "groups", "set", "every group that has a lane"),
     _q("GACTIVE", "gactive", "hash", "per-group in-flight count"),
-    _q("GINDEX", "gindex", "zset", "the lanes' jobs by id (browsing across lanes)"),
+    _q("GINDEX", "gindex", "zset", "the lanes' jobs, at their lane score (browsing across lanes)"),
     _q("GLIMIT", "glimit", "hash", "per-group concurrency limit"),
     _q("GWEIGHT", "gweight", "hash", "per-group weight"),
     _q("GPAUSED", "gpaused", "set", "paused groups (the per-group gate)"),
@@ -118,6 +118,7 @@ ROW_FIELDS: tuple[Field, ...] = (
     Field("name", "text", "the job's name"),
     Field("group", "text", "its lane's group"),
     Field("priority", "count", "lower first"),
+    Field("seq", "count", "its enqueue sequence: its place among equal priorities"),
     Field("max_attempts", "count", "failures before the job is dead"),
     Field("backoff", "text", "the retry delay policy (JSON)"),
     Field("dedup", "text", "the dedup id the job holds"),
@@ -139,6 +140,10 @@ ROW_FIELDS: tuple[Field, ...] = (
 )
 #: Row fields by name.
 ROW_FIELD: dict[str, Field] = {f.name: f for f in ROW_FIELDS}
+#: Row fields of the server's own bookkeeping that the CLI's and the console's job
+#: views leave out (their output stays as it was before the field existed); the
+#: Python reads (``JobRow``) carry them.
+HIDDEN_ROW_FIELDS: tuple[str, ...] = ("seq",)
 #: Row fields that hold an integer (counts and server times).
 NUMERIC_ROW_FIELDS: tuple[str, ...] = tuple(
     f.name for f in ROW_FIELDS if f.kind in ("count", "time")
@@ -153,7 +158,17 @@ META_FIELDS: tuple[Field, ...] = (
     Field("keep_completed_ms", "count", "retention: completed jobs younger than this kept"),
     Field("keep_dead", "count", "retention: newest N dead jobs kept"),
     Field("keep_dead_ms", "count", "retention: dead jobs younger than this kept"),
+    Field("seq", "count", "the enqueue sequence: the last number taken"),
 )
+
+#: Run order. A ready job's score (in ``pending``, its lane and ``gindex``) is
+#: ``priority * SEQ_SPAN + seq``: priority first, then ``seq``, its enqueue sequence
+#: (``meta``'s counter, taken modulo ``SEQ_SPAN``; the row keeps it), so equal
+#: priorities run in enqueue order whoever chose the id. ``PRIORITY_MAX`` bounds
+#: ``|priority|`` so that every score stays an exact integer (below 2**53).
+SEQ_SPAN = 2**32
+#: The largest ``|priority|`` (see :data:`SEQ_SPAN`).
+PRIORITY_MAX = 2**20
 
 #: An error reply's code (its first word, or the whole message where one code has
 #: several meanings) -> the refusal's ``reason`` (:class:`echomq.errors.Refused`), or

@@ -12,6 +12,7 @@ from rich.table import Table
 from .. import ids
 from ..errors import JobGone
 from ..keyspace import check_dedup
+from ..schema import HIDDEN_ROW_FIELDS
 from .app import Env, cli, confirm, pass_env
 from .queue_cmds import parse_json
 from .text import clean
@@ -68,7 +69,8 @@ def show(env: Env, queue: str, job_id: str) -> None:
     if found is None:
         raise JobGone(f"job {job_id} is gone", job_id=job_id)
     row = numbers(found.as_dict())
-    row.pop("payload", None)
+    for hidden in ("payload", *HIDDEN_ROW_FIELDS):
+        row.pop(hidden, None)
     if found.errors:  # a kept job's error history, oldest first
         row["errors"] = [asdict(e) for e in found.errors]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from ..errors import JobGone
+from ..schema import HIDDEN_ROW_FIELDS
 from ..views import SEARCH_BUDGET, SEARCH_FIELDS
 from .body import Reply
 from .core import ConsoleCore
@@ -76,7 +77,7 @@ class JobReads(ConsoleCore):
         if view is None:
             raise JobGone(f"job {job_id} is gone", job_id=job_id)
         return {
-            "job": view.row,
+            "job": {k: v for k, v in view.row.items() if k not in HIDDEN_ROW_FIELDS},
             "logs": view.logs,
             "log_times": view.log_times,
             "log_count": view.log_count,

@@ -5,8 +5,8 @@
 -- index of all lanes, same score), so a page merges two sorted sets, never the lanes.
 -- The merge finds where the page starts in each set by a binary search on ranks
 -- (O(log^2 N) reads by rank), then reads n from each: no call walks `offset` members.
--- (Run order across lanes is priority then age; the ring decides the exact interleave
--- between groups at claim time.)
+-- (Run order across lanes is priority then enqueue order; the ring decides the exact
+-- interleave between groups at claim time.)
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  set name (pending | active | schedule | dead);  ARGV[2] n;  ARGV[3] offset
 -- ARGV[4]  'run' for run order, else '' or 'newest' (optional)

@@ -9,7 +9,8 @@
 -- Reply:   {matched (promoted, or would be), examined, next offset, done}
 -- Refusals: none.
 -- Writes:  (not on a dry run) for each match, as promote does for a due job: ZREM
---          schedule, state pending, ZADD pending|lane (score = priority), `groups` and
+--          schedule, state pending, ZADD pending|lane (score = run_score:
+--          priority, then the seq its enqueue gave it), `groups` and
 --          the ring for a lane; event 'promoted' per job; one wake token per job (capped);
 --          one audit entry (verb promote_jobs) when any job moved.
 local B = KEYS[1]
@@ -33,8 +34,8 @@ if not dry and n > 0 then
   zrem_all(sched, moved)
   for _, id in ipairs(moved) do
     local jk = B .. JOB .. id
-    local r = redis.call('HMGET', jk, 'group', 'priority')
-    make_ready(id, jk, r[1], r[2] or 0)
+    local r = redis.call('HMGET', jk, 'group', 'priority', 'seq')
+    make_ready(id, jk, r[1], run_score(r[2], r[3]))
     emit(ev('promoted', id))
   end
   push_wake(n)

@@ -5,8 +5,8 @@
 -- ARGV[1]  max_stalled;  ARGV[2] budget
 -- Reply:   {recovered ids, dead ids}
 -- Refusals: none.
--- Writes:  ZREM active, lock deleted, lane slot back, stalled+1, then pending|lane
---          (+ ring, wake) or dead (+ last_error, metrics:failed); events 'stalled'/'dead'.
+-- Writes:  ZREM active, lock deleted, lane slot back, stalled+1, then pending|lane at
+--          its run_score (its old place) (+ ring, wake) or dead (+ last_error, metrics:failed); events 'stalled'/'dead'.
 --          A kept row (field `keep`) going dead also gets died_at and the stall in its
 --          error history; when any job went dead, `dead` is trimmed by the queue's dead
 --          retention read from meta (at most 4 by count and 4 by age).
@@ -22,7 +22,7 @@ if #ids == 0 then return {back, dead} end
 zrem_all(B .. ACTIVE, ids)
 for _, id in ipairs(ids) do
   local jk = B .. JOB .. id
-  local f = redis.call('HMGET', jk, 'group', 'priority', 'keep', 'attempts')
+  local f = redis.call('HMGET', jk, 'group', 'priority', 'keep', 'attempts', 'seq')
   redis.call('DEL', jk .. LOCK)
   local s = redis.call('HINCRBY', jk, 'stalled', 1)
   -- a job going dead wakes a worker if its slot re-rings the group; one going back
@@ -41,7 +41,7 @@ for _, id in ipairs(ids) do
     emit(cjson.encode({event = 'dead', job = id, error = err}))
     dead[#dead + 1] = id
   else
-    make_ready(id, jk, f[1], f[2] or 0)
+    make_ready(id, jk, f[1], run_score(f[2], f[5]))
     emit(ev('stalled', id))
     back[#back + 1] = id
   end

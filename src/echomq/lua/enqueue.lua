@@ -23,9 +23,12 @@
 --          w = 2 (minted ids, no dedup): the number of jobs written (duplicates skipped).
 -- Refusals: EMQARG when n or w is not a number, fewer than n jobs' arguments came, or
 --          a numeric option (priority, max_attempts, delay_ms, run_at_ms) is not a
---          finite number; checked before the first write, so a refused call writes
---          nothing (the client checks the same before sending).
--- Writes:  the row (state pending|scheduled, attempts 0), pending/lane/schedule,
+--          finite number, or priority is past +-PRIORITY_MAX (2**20); checked before
+--          the first write, so a refused call writes nothing (the client checks the
+--          same before sending).
+-- Writes:  the row (state pending|scheduled, attempts 0, seq), pending/lane/schedule
+--          (a ready job's score: priority * SEQ_SPAN + seq, lib/common run_score), one
+--          HINCRBY meta seq by the number of jobs written (none when nothing is),
 --          groups + ring + wake for lanes, de:<dedup> (NX), wake; event 'enqueued'.
 --          A kept job's row also gets `keep` (its keep_ms, or 0: as the queue's
 --          retention says) and `enqueued_at` (server ms). An id whose row is still
@@ -67,6 +70,10 @@ for _, opt in ipairs({{prio, 'priority'}, {maxa, 'max_attempts'}, {delay, 'delay
     return redis.error_reply('EMQARG ' .. opt[2] .. ' is not a finite number')
   end
 end
+-- the run order's score holds the priority exactly only within this range
+if prio and math.abs(tonumber(prio)) > PRIORITY_MAX then
+  return redis.error_reply('EMQARG priority is not within -PRIORITY_MAX..PRIORITY_MAX')
+end
 
 -- one read for two questions: settled tombstones (1) and the queue's retention (2)
 local seen = redis.call('EXISTS', B .. SETTLED, B .. KEEPS, B .. KEEPS)
@@ -88,8 +95,10 @@ elseif delayed then
   due = now + tonumber(delay)
 end
 
--- the row's fields are the same for every job but the payload (slot 6)
-local f = {'state', due and 'scheduled' or 'pending', 'attempts', 0, 'payload', ''}
+-- the row's fields are the same for every job but the payload (slot 6) and its
+-- place in the enqueue sequence (slot 8)
+local f = {'state', due and 'scheduled' or 'pending', 'attempts', 0, 'payload', '',
+  'seq', 0}
 if name then f[#f + 1] = 'name'; f[#f + 1] = name end
 if g then f[#f + 1] = 'group'; f[#f + 1] = g end
 if prio then f[#f + 1] = 'priority'; f[#f + 1] = prio end
@@ -102,17 +111,16 @@ if keep then
 end
 local nf = #f
 
-local dest, score
-if due then
-  dest, score = B .. SCHEDULE, due
-elseif g then
-  dest, score = lane_key(g), prio or 0
-else
-  dest, score = B .. PENDING, prio or 0
+-- a scheduled job's score is its due time; a ready one's its run_score (priority,
+-- then seq). A delayed job takes its seq here too: when due it keeps the place its
+-- enqueue gave it, ahead of the jobs enqueued after it.
+local dest, base = B .. SCHEDULE, due
+if not due then
+  dest = g and lane_key(g) or B .. PENDING
+  base = run_score(prio, 0)
 end
 
 local out = (w == 4) and {} or nil
-local zs = {}
 -- the tombstones are read only when there are any (most queues settle nothing lately),
 -- and only for an id checked (the clock then read once)
 local function duplicate(id, jk)
@@ -121,38 +129,49 @@ local function duplicate(id, jk)
   if not now then now = nows and tonumber(nows) or now_ms() end
   return settled_recently(id, now)
 end
+-- first which jobs are new (the argument slot of each), then one take of the
+-- sequence for them all, then their rows
+local fresh = {}
 for i = 0, n - 1 do
   local a = 3 + i * w
   local id = ARGV[a]
-  local jk = B .. JOB .. id
-  local holder, dedup = nil, nil
-  if (resent or (w == 4 and ARGV[a + 3] == '1')) and duplicate(id, jk) then
+  local holder = nil
+  if (resent or (w == 4 and ARGV[a + 3] == '1')) and duplicate(id, B .. JOB .. id) then
     holder = id
   end
   if w == 4 then
-    if ARGV[a + 2] ~= '' then dedup = ARGV[a + 2] end
-    if not holder and dedup then
+    local dedup = ARGV[a + 2]
+    if not holder and dedup ~= '' then
       -- SET NX GET: one command both takes the key and tells who holds it
       holder = redis.call('SET', B .. DEDUP .. dedup, id, 'NX', 'GET') or nil
     end
     out[#out + 1] = holder or id
   end
-  if not holder then
-    f[6] = ARGV[a + 1]
-    if dedup then
-      f[nf + 1] = 'dedup'; f[nf + 2] = dedup
-      redis.call('HSET', jk, unpack(f))
-      f[nf + 1] = nil; f[nf + 2] = nil
-    else
-      redis.call('HSET', jk, unpack(f))
-    end
-    zs[#zs + 1] = score
-    zs[#zs + 1] = id
-    emit(ev('enqueued', id))
-  end
+  if not holder then fresh[#fresh + 1] = a end
 end
 
--- one ZADD for the lot (zadd_desc: last first, in slices)
+local zs = {}
+local first = #fresh > 0 and take_seq(#fresh) or 0
+for k, a in ipairs(fresh) do
+  local id = ARGV[a]
+  local jk = B .. JOB .. id
+  local seq = seq_at(first, k - 1)
+  f[6] = ARGV[a + 1]
+  f[8] = seq
+  local dedup = w == 4 and ARGV[a + 2] or ''
+  if dedup ~= '' then
+    f[nf + 1] = 'dedup'; f[nf + 2] = dedup
+    redis.call('HSET', jk, unpack(f))
+    f[nf + 1] = nil; f[nf + 2] = nil
+  else
+    redis.call('HSET', jk, unpack(f))
+  end
+  zs[#zs + 1] = due and base or base + seq
+  zs[#zs + 1] = id
+  emit(ev('enqueued', id))
+end
+
+-- one ZADD for the lot (zadd_desc: last first, in slices; the scores ascend with seq)
 local nz = #zs
 -- a lane's depth before: an empty lane joins the ring without searching it
 local lane_before = (g and not due and nz > 0) and redis.call('ZCARD', dest) or nil

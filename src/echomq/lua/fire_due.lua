@@ -9,8 +9,10 @@
 -- Reply:   the new job id; 0 when the slot is no longer the registry's (fired by
 --          someone else, re-registered, cancelled) or not due yet: nothing written.
 -- Refusals: none as errors (0, checked before any write).
--- Writes:  the job row (state pending, attempts 0, payload, name, group, priority,
---          max_attempts, backoff, repeat), pending|lane (+ groups, ring), one wake token,
+-- Writes:  the job row (state pending, attempts 0, payload, seq, name, group, priority,
+--          max_attempts, backoff, repeat), HINCRBY meta seq 1 (a fresh place: each
+--          occurrence is a new arrival), pending|lane at its run_score (+ groups,
+--          ring), one wake token,
 --          ZADD repeat next, record count/last; event 'enqueued' (with repeat, slot).
 local B = KEYS[1]
 --! include keys
@@ -32,23 +34,25 @@ else
   if not next_run or next_run <= slot then return 0 end
 end
 local jk = B .. JOB .. id
-local f = {'state', 'pending', 'attempts', 0, 'payload', r[3] or '', 'name', r[4] or name,
-  'repeat', name}
+-- each occurrence is a new arrival: a fresh place in the enqueue sequence
+local seq = seq_at(take_seq(1), 0)
+local f = {'state', 'pending', 'attempts', 0, 'payload', r[3] or '', 'seq', seq,
+  'name', r[4] or name, 'repeat', name}
 local g = r[5]
 if g then f[#f + 1] = 'group'; f[#f + 1] = g end
-local prio = r[6] or '0'
+local score = run_score(r[6], seq)
 if r[6] then f[#f + 1] = 'priority'; f[#f + 1] = r[6] end
 if r[7] then f[#f + 1] = 'max_attempts'; f[#f + 1] = r[7] end
 if r[8] then f[#f + 1] = 'backoff'; f[#f + 1] = r[8] end
 redis.call('HSET', jk, unpack(f))
 if g then
-  redis.call('ZADD', lane_key(g), prio, id)
-  redis.call('ZADD', B .. GINDEX, prio, id)
+  redis.call('ZADD', lane_key(g), score, id)
+  redis.call('ZADD', B .. GINDEX, score, id)
   redis.call('SADD', B .. GROUPS, g)
   -- quiet: the one wake token below covers this job
   ring_sync(g, true)
 else
-  redis.call('ZADD', B .. PENDING, prio, id)
+  redis.call('ZADD', B .. PENDING, score, id)
 end
 push_wake(1)
 redis.call('ZADD', B .. REPEAT, 'XX', next_run, name)

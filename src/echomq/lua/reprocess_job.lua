@@ -7,7 +7,9 @@
 -- Refusals: -1 no row (gone); EMQSTATE not dead (the ZREM on dead is the check, so
 --          nothing is written before it).
 -- Writes:  ZREM dead, HDEL last_error, state pending; attempts/failures/stalled kept;
---          a flat job to pending at score 0; a grouped one to its lane at score 0,
+--          HINCRBY meta seq 1 and the row's seq: a fresh place, the back of its
+--          priority as a new arrival; a flat job to pending at its run_score
+--          (priority, then seq); a grouped one to its lane at the same score,
 --          `groups`, and the ring when its lane can be served; one wake token;
 --          event 'reprocessed'; one audit entry. The pause is not read here: on a paused queue the job
 --          waits in pending until a claim after resume.
@@ -21,16 +23,19 @@ if redis.call('ZREM', KEYS[2], id) ~= 1 then
   return redis.error_reply('EMQSTATE not dead')
 end
 redis.call('HDEL', jk, 'last_error')
-redis.call('HSET', jk, 'state', 'pending')
-local g = redis.call('HGET', jk, 'group')
+-- a fresh place in the enqueue sequence: back of its priority, as a new arrival
+local seq = seq_at(take_seq(1), 0)
+redis.call('HSET', jk, 'state', 'pending', 'seq', seq)
+local r = redis.call('HMGET', jk, 'group', 'priority')
+local g, score = r[1], run_score(r[2], seq)
 if g then
-  redis.call('ZADD', lane_key(g), 0, id)
-  redis.call('ZADD', B .. GINDEX, 0, id)
+  redis.call('ZADD', lane_key(g), score, id)
+  redis.call('ZADD', B .. GINDEX, score, id)
   redis.call('SADD', B .. GROUPS, g)
   -- quiet: the one wake token below covers this job
   ring_sync(g, true)
 else
-  redis.call('ZADD', KEYS[3], 0, id)
+  redis.call('ZADD', KEYS[3], score, id)
 end
 push_wake(1)
 emit(ev('reprocessed', id))

@@ -14,8 +14,9 @@ no groups costs one call), never with the number of jobs.
 
 **The oldest pending job's age, without walking a backlog.** Job ids are time-ordered
 snowflakes (:mod:`echomq.ids`): the id carries its mint millisecond, and within one
-priority a backlog pops in id order, so the first member at a score is the oldest at
-that score. A backlog is ordered by priority first; reading the oldest of every
+priority (a band of scores, :data:`echomq.schema.SEQ_SPAN` wide) a backlog pops in
+enqueue order, so a band's head is the job that waited longest in it. A backlog is
+ordered by priority first; reading the oldest of every
 priority band would walk the bands, so a snapshot reads two: the head of the backlog
 (the band served first, the job served next) and the first member of the last band
 (the band served last, where a starving job waits). That is three ``O(log n)`` reads

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..context import as_str
 from ..results.views import JobLine
+from ..schema import SEQ_SPAN
 from .limits import LINE_FIELDS
 
 
@@ -23,6 +24,18 @@ def pairs(raw: Any) -> Iterator[tuple[Any, Any]]:
 def ms(raw: Any) -> int:
     """A score as whole ms."""
     return int(float(as_str(raw)))
+
+
+def run_priority(raw: Any) -> int:
+    """A ready job's score (``priority * SEQ_SPAN + seq``: the run order) as its
+    priority."""
+    return int(float(as_str(raw))) // SEQ_SPAN
+
+
+def scored(state: str, raw: Any) -> int:
+    """A score of ``state``'s set as a page shows it: the priority for pending (see
+    :func:`run_priority`), else whole ms."""
+    return run_priority(raw) if state == "pending" else ms(raw)
 
 
 def opt(raw: Any) -> str | None:

@@ -2,7 +2,7 @@
 operator's bounded pages and search (:func:`job_page`, :func:`find_jobs`).
 
 Orders (the operator's, not :func:`browse`'s, which stays newest first): pending in
-run order (priority, then mint order), scheduled soonest first, active and dead
+run order (priority, then enqueue order), scheduled soonest first, active and dead
 newest first. A queue's lanes are paged one lane at a time (``group=``): merging
 every lane into one page would walk them all.
 """
@@ -54,7 +54,7 @@ def browse(
         n: page size.
         offset: how many to skip.
         order: ``newest`` (score then id, descending: the default) or ``run`` (the
-            order claims take: priority then age; the schedule soonest first).
+            order claims take: priority then enqueue order; the schedule soonest first).
 
     Raises:
         InvalidArgument: an unknown state or order, or a bad page.
@@ -134,7 +134,7 @@ def job_page(
     page, total, now = yield Batch(
         (_range(key, offset, offset + n - 1, rev), Cmd(("ZCARD", key)), Cmd(("TIME",)))
     )
-    scored = [(as_str(m), decode.ms(s)) for m, s in decode.pairs(page)]
+    scored = [(as_str(m), decode.scored(state, s)) for m, s in decode.pairs(page)]
     jobs = yield from _lines(ctx, state, scored)
     return JobPage(state, group, named, n, offset, int(total), decode.time_ms(now), jobs)
 
@@ -203,7 +203,7 @@ def find_jobs(
     _, rev = _order(state, order)
     key = _set_key(ctx, state, group)
     page, now = yield Batch((_range(key, cursor, cursor + budget - 1, rev), Cmd(("TIME",))))
-    scored = [(as_str(m), decode.ms(s)) for m, s in decode.pairs(page)]
+    scored = [(as_str(m), decode.scored(state, s)) for m, s in decode.pairs(page)]
     lo = -1 if since_ms is None else since_ms
     hi = checks.MAX_RUN_AT_MS if until_ms is None else until_ms
     inside = [lo <= ids.minted_at_ms(j) <= hi for j, _ in scored]

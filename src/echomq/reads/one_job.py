@@ -68,7 +68,7 @@ def job_view(ctx: Context, job_id: str, log_tail: int = LOG_TAIL) -> Plan[JobVie
         row["data"] = ctx.serializer.loads(row["payload"])
     state = row.get("state")
     score = dict(zip(PAGE_STATES, scores)).get(state) if state in PAGE_STATES else None
-    if state == "pending" and score is None:  # in its lane
+    if state == "pending":  # its priority (in its lane: no score read)
         score = decode.int_or_zero(row.get("priority"))
     # the row went between the two reads (the script answers -1): no logs
     lines, times, count = logged if isinstance(logged, list) else ([], [], 0)

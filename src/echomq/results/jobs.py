@@ -90,6 +90,8 @@ class JobRow:
             ``None`` (no history, not completed, or the handler returned ``None``).
         errors: a kept job's error history, oldest first (the newest 20 failures).
         extra: any other field of the row (a field a newer transition added).
+        seq: its place in the queue's enqueue sequence (the run order among equal
+            priorities), ``None`` for a row written before echomq kept it.
     """
 
     id: str
@@ -118,6 +120,7 @@ class JobRow:
     result: str | None = None
     errors: tuple[ErrorRecord, ...] = ()
     extra: dict[str, str] = field(default_factory=dict)
+    seq: int | None = None
 
     @classmethod
     def from_fields(
@@ -150,6 +153,7 @@ class JobRow:
             lock=row.get("lock"),
             repeat=row.get("repeat"),
             keep=_int(row.get("keep"), None),
+            seq=_int(row.get("seq"), None),
             result=row.get("result"),
             errors=errors,
             extra=extra,

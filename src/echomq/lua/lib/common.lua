@@ -155,6 +155,23 @@ local function lane_grew(g, before, quiet)
   end
 end
 
+-- Run order: a ready job's score in pending, its lane and gindex is its priority first,
+-- then its enqueue sequence (the row's `seq`), so equal priorities run in enqueue order
+-- whoever chose the id. Scores stay exact integers: |priority| <= PRIORITY_MAX and
+-- seq < SEQ_SPAN. A row without `seq` (written before the field) reads 0.
+local function run_score(prio, seq)
+  return (tonumber(prio) or 0) * SEQ_SPAN + (tonumber(seq) or 0)
+end
+
+-- take n numbers of the queue's enqueue sequence (one write a call): the first, the
+-- caller numbering its jobs first, first + 1, ... modulo SEQ_SPAN (seq_at)
+local function take_seq(n)
+  return redis.call('HINCRBY', B .. META, 'seq', n) - n
+end
+local function seq_at(first, i)
+  return (first + i) % SEQ_SPAN
+end
+
 -- put a job (row jk) in the ready backlog: its lane when grouped, else pending.
 -- A lane's job is also in `gindex`, the one index of every lane's jobs (same score),
 -- which answers counts and pages of pending without walking the lanes.
@@ -162,7 +179,8 @@ end
 -- and a lane missing from `groups` would be invisible to counts, drain and obliterate.
 -- Every caller pushes one wake token per job it made ready, so the ring stays quiet.
 -- A caller that freed the job's lane slot gives it back first (give_back), so the only
--- change left here is a lane that grew: the ring is never searched.
+-- change left here is a lane that grew: the ring is never searched. `score` is the
+-- job's run_score.
 local function make_ready(id, jk, g, score)
   redis.call('HSET', jk, 'state', 'pending')
   if g then
@@ -211,8 +229,9 @@ local function del_all(keys)
 end
 
 -- One ZADD of the pairs score, member, ... in zs, the last pair first, in slices of 500
--- pairs (Lua's unpack limit). A batch's members come in ascending order (ids are
--- minted ascending, and a batch shares its score), and a small sorted set is a
+-- pairs (Lua's unpack limit). A batch's members come in ascending order (a ready
+-- batch's scores ascend with its seqs; a scheduled one shares its score and its minted
+-- ids ascend), and a small sorted set is a
 -- listpack, where each member is placed by a scan from the head: sent last-first,
 -- each lands at the head, so a batch of n costs n short scans instead of n^2/2 long
 -- ones. The set written is the same in any order.

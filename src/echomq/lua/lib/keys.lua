@@ -3,7 +3,7 @@
 -- suffixes. Include it before lib/common, whose helpers read these names. The
 -- loader puts each constant in place of its name (in the script and its spliced
 -- helpers), so a name costs nothing per call.
--- ready jobs; score = priority (lower first)
+-- ready jobs; score = priority * SEQ_SPAN + seq (lower first)
 local PENDING = 'pending'
 -- leased jobs; score = lease deadline (server ms)
 local ACTIVE = 'active'
@@ -23,7 +23,7 @@ local RING = 'ring'
 local GROUPS = 'groups'
 -- per-group in-flight count
 local GACTIVE = 'gactive'
--- the lanes' jobs by id (browsing across lanes)
+-- the lanes' jobs, at their lane score (browsing across lanes)
 local GINDEX = 'gindex'
 -- per-group concurrency limit
 local GLIMIT = 'glimit'
@@ -75,3 +75,7 @@ local REPEAT_RECORD = 'repeat:'
 local LANE = 'g:'
 -- the end of a lane's key (see LANE)
 local LANE_END = ':pending'
+-- run order: a ready job's score is priority * SEQ_SPAN + seq (its enqueue
+-- sequence, modulo SEQ_SPAN), with |priority| <= PRIORITY_MAX
+local SEQ_SPAN = 4294967296
+local PRIORITY_MAX = 1048576
