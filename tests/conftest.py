@@ -194,11 +194,22 @@ async def aq(server: EmbeddedServer, qname: str, executor: str) -> AsyncIterator
 
 
 def dump(r: redis.Redis, queue: Queue | AsyncQueue) -> dict[str, Any]:
-    """Every key of a queue with its type, value and ttl presence: a byte-for-byte
-    picture to compare before and after a refused call."""
+    """Every key of a queue with its type, value and ttl presence: a picture to compare
+    before and after a refused call. A hash's or a set's content is compared (sorted),
+    not its ``DUMP`` bytes: a hashtable's serialised order follows its incremental
+    rehash, which a read can advance, so equal content can dump differently."""
     out: dict[str, Any] = {}
     for key in sorted(r.scan_iter(match=queue.keys.pattern(), count=1000)):
-        out[key] = (r.type(key), r.dump(key), r.pttl(key) > 0)
+        kind = r.type(key)
+        kind_text = kind.decode() if isinstance(kind, bytes) else kind
+        value: Any
+        if kind_text == "hash":
+            value = sorted(r.hgetall(key).items())
+        elif kind_text == "set":
+            value = sorted(r.smembers(key))
+        else:
+            value = r.dump(key)
+        out[key] = (kind, value, r.pttl(key) > 0)
     return out
 
 
