@@ -60,11 +60,11 @@ int tonum(Str text, double *out) {
 /* take n numbers of the queue's enqueue sequence, one write (lib/common's take_seq):
  * the first; the caller numbers its jobs first, first + 1, ... modulo EMQ_SEQ_SPAN */
 long long take_seq(Queue *queue, long long n) {
-    Str meta = queue_key(queue, EMQ_K_META);
+    Str key = queue_key(queue, EMQ_K_SEQ); /* not meta: a waiting worker WATCHes it */
     char count[24];
     int len = snprintf(count, sizeof(count), "%lld", n);
-    return reply_int(RedisModule_Call(queue->ctx, "HINCRBY", "!bcb", meta.ptr, meta.len,
-                                      EMQ_F_SEQ, count, (size_t)len)) -
+    return reply_int(
+               RedisModule_Call(queue->ctx, "INCRBY", "!bb", key.ptr, key.len, count, (size_t)len)) -
            n;
 }
 

@@ -3,7 +3,7 @@
  * arguments (id payload) or w = 4 (id payload dedup chosen); w = 4 answers each job's id
  * or the id of the job that holds it, w = 2 the count written. Every argument that can
  * fail is checked before the first write. Each new job takes its place in the queue's
- * enqueue sequence (one HINCRBY of meta's seq for the call): a ready job's score is
+ * enqueue sequence (one INCRBY of the key seq for the call): a ready job's score is
  * priority * EMQ_SEQ_SPAN + seq, the run order. */
 #include "echomq.h"
 

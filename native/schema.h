@@ -28,6 +28,7 @@
 #define EMQ_K_COMPLETED "completed"
 #define EMQ_K_KEEPUNTIL "keepuntil"
 #define EMQ_K_KEEPS "keeps"
+#define EMQ_K_SEQ "seq"
 #define EMQ_K_JOB "job:"
 #define EMQ_K_LOGS ":logs"
 #define EMQ_K_LOGTIMES ":logtimes"
@@ -73,7 +74,6 @@
 #define EMQ_F_KEEP_COMPLETED_MS "keep_completed_ms"
 #define EMQ_F_KEEP_DEAD "keep_dead"
 #define EMQ_F_KEEP_DEAD_MS "keep_dead_ms"
-#define EMQ_F_SEQ "seq"
 
 /* run order: a ready job's score is priority * EMQ_SEQ_SPAN + seq (its enqueue
  * sequence, modulo EMQ_SEQ_SPAN), with |priority| <= EMQ_PRIORITY_MAX */

@@ -104,7 +104,7 @@ def docs_tables() -> str:
     run_order = (
         "**Run order**: a ready job's score in `pending`, its lane and `gindex` is "
         f"`priority * {schema.SEQ_SPAN} + seq` (`SEQ_SPAN` = 2**32; `seq` is the row's "
-        "enqueue sequence, taken from `meta`'s `seq` modulo 2**32), with "
+        "enqueue sequence, taken from the key `seq` modulo 2**32), with "
         f"`|priority| <= {schema.PRIORITY_MAX}` (`PRIORITY_MAX` = 2**20)."
     )
     return (

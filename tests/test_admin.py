@@ -43,8 +43,7 @@ def test_pause_is_a_meta_field_and_moves_nothing(q: Queue, r: redis.Redis) -> No
     after = dump(r, q)
     # the gate and the audit journal's entry, nothing else
     assert changed(before, after) == {q.keys.meta, q.keys.audit}
-    # the gate beside the enqueue sequence (7 jobs made)
-    assert r.hgetall(q.keys.meta) == {"seq": "7", "paused": "1"}
+    assert r.hgetall(q.keys.meta) == {"paused": "1"}
     assert q.is_paused() is True
 
 
@@ -84,7 +83,7 @@ def test_resume_serves_the_head_of_pending(q: Queue, r: redis.Redis) -> None:
     q.pause()
     assert q.claim() is None
     q.resume()
-    assert r.hgetall(q.keys.meta) == {"seq": "2"}  # the gate gone, the sequence kept
+    assert r.hgetall(q.keys.meta) == {}
     got = q.claim()
     assert got is not None and got.id == first and got.token == 1
     assert r.zrange(q.keys.pending, 0, -1) == [second]

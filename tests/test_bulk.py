@@ -74,7 +74,7 @@ def test_reprocess_jobs_by_error_moves_only_the_matches(q: Queue, r: redis.Redis
         q.keys.groups,
         q.keys.wake,
         q.keys.audit,
-        q.keys.meta,  # the enqueue sequence: each a fresh place
+        q.keys.seq,  # the enqueue sequence: each a fresh place
     }
     journal = q.audit()
     assert {e.verb for e in journal} == {"reprocess_jobs"}

@@ -155,7 +155,7 @@ def test_enqueue_stats_jobs_and_show(emq: Any, fast: Any, q: Queue, r: redis.Red
     assert queue_keys(r, q) == {
         b + "pending", b + "schedule", b + "groups", b + "ring", b + "wake", b + "g:g1:pending",
         b + "gindex", b + "job:" + first, b + "job:" + grouped, b + "job:" + later,
-        b + "meta",  # the enqueue sequence
+        b + "seq",  # the enqueue sequence
     }  # fmt: skip
 
 
@@ -327,7 +327,7 @@ def test_job_verbs(emq: Any, fast: Any, q: Queue, r: redis.Redis) -> None:
     p = emq("--json", "job", "remove", q.name, jid, "--dedup-id", "once", "--yes")
     assert p.returncode == 0 and as_json(p) == {"id": jid, "removed": True}
     assert r.zscore(q.keys.settled, jid) is not None  # the settled tombstone
-    assert queue_keys(r, q) == {q.keys.base + "wake", q.keys.audit, q.keys.settled, q.keys.meta}
+    assert queue_keys(r, q) == {q.keys.base + "wake", q.keys.audit, q.keys.settled, q.keys.seq}
 
     gone_before = dump(r, q)
     for args in (("job", "show"), ("job", "logs"), ("job", "reprocess")):
@@ -481,7 +481,7 @@ def test_confirmation_on_a_terminal(
     assert dump(r, q) == before
     yes = runner.invoke(cli_app.cli, args, input="y\n")
     assert yes.exit_code == 0 and "drained 2 jobs" in yes.output
-    assert queue_keys(r, q) <= {q.keys.base + "wake", q.keys.audit, q.keys.meta}
+    assert queue_keys(r, q) <= {q.keys.base + "wake", q.keys.audit, q.keys.seq}
 
 
 def test_server_command_serves_until_interrupted() -> None:

@@ -31,10 +31,11 @@ _EMBED = re.compile(r"<!-- example: ([\w.]+) -->\n```python\n(.*?)```", re.DOTAL
 #: at any moment, so whether one is left depends on timing.
 # ``settled`` (the tombstones) lasts 60 s; claim records are not counted (queue_keys).
 LEFT_BEHIND = {
-    "quickstart.py": {"metrics:completed", "settled"},
-    "lease_and_token.py": {"metrics:completed", "settled"},
+    # seq: the queue's enqueue sequence (the run order) stays with the queue
+    "quickstart.py": {"metrics:completed", "settled", "seq"},
+    "lease_and_token.py": {"metrics:completed", "settled", "seq"},
     "operator_plane.py": set(),
-    "queue_events.py": {"meta", "pending", "job:*", "audit"},
+    "queue_events.py": {"meta", "pending", "job:*", "audit", "seq"},
 }
 
 

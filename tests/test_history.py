@@ -510,7 +510,7 @@ def test_a_queue_without_history_writes_nothing_new(q: Queue, r: redis.Redis) ->
         "metrics:failed",
         "settled",
         "wake",
-        "meta",  # the enqueue sequence
+        "seq",  # the enqueue sequence
     }
     assert q.counts().kept == 0 and q.browse("completed") == []
 

@@ -427,7 +427,7 @@ def test_reprocess_moves_a_dead_flat_job_to_pending_keeping_its_counters(
         q.keys.pending,
         q.keys.wake,
         q.keys.audit,
-        q.keys.meta,  # the enqueue sequence
+        q.keys.seq,  # the enqueue sequence
     }
     expected = {k: v for k, v in row.items() if k != "last_error"}
     # a fresh place: the back of its priority, as a new arrival (its enqueue took 0)
@@ -458,7 +458,7 @@ def test_reprocess_returns_a_grouped_job_to_its_lane_and_the_ring(q: Queue, r: r
         q.keys.wake,
         q.keys.groups,
         q.keys.audit,
-        q.keys.meta,
+        q.keys.seq,
     }
     assert r.zscore(q.keys.lane("g"), jid) == run_score(0, 1)
     assert r.zscore(q.keys.pending, jid) is None

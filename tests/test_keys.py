@@ -167,7 +167,7 @@ def test_every_key_the_verbs_leave_is_one_keyspace_names(q: Queue, r: redis.Redi
         k.metrics_failed, k.job(b), k.job(c), k.lock(c), k.job(held), k.logs(held),
         k.logtimes(held),
         k.job(laned), k.job(later), k.dedup(DEDUP_ID), k.lane(GROUP),
-        k.repeat_record(REPEAT_NAME), k.audit, k.gindex, k.settled,
+        k.repeat_record(REPEAT_NAME), k.audit, k.gindex, k.settled, k.seq,
     }  # fmt: skip
 
 

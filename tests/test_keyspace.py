@@ -157,5 +157,5 @@ def test_pattern_matches_exactly_the_queue_keys_on_the_server(
     other.enqueue(1)
     jid = q.enqueue({"a": 1}, dedup_id="d")
     got = set(r.scan_iter(match=q.keys.pattern()))
-    assert got == {q.keys.job(jid), q.keys.pending, q.keys.wake, q.keys.dedup("d")}
+    assert got == {q.keys.job(jid), q.keys.pending, q.keys.wake, q.keys.dedup("d"), q.keys.seq}
     assert all(k.startswith(q.keys.base) for k in got)

@@ -133,9 +133,9 @@ def test_enqueue_writes_the_row_and_pending(q: Queue, r: redis.Redis) -> None:
     }
     assert r.zrange(q.keys.pending, 0, -1, withscores=True) == [(jid, 0.0)]
     assert r.lrange(q.keys.wake, 0, -1) == ["1"]
-    # meta holds the enqueue sequence: the last number taken
-    assert r.hgetall(q.keys.meta) == {"seq": "1"}
-    assert queue_keys(r, q) == {q.keys.job(jid), q.keys.pending, q.keys.wake, q.keys.meta}
+    # the enqueue sequence: the last number taken
+    assert r.get(q.keys.seq) == "1"
+    assert queue_keys(r, q) == {q.keys.job(jid), q.keys.pending, q.keys.wake, q.keys.seq}
 
 
 def test_enqueue_options_are_stored(q: Queue, r: redis.Redis) -> None:
@@ -264,8 +264,8 @@ def test_delay_ms_schedules_on_the_server_clock(q: Queue, r: redis.Redis) -> Non
     due = r.zscore(q.keys.schedule, jid)
     assert due is not None and lo + 60_000 <= due <= hi + 60_000
     assert row(r, q, jid)["state"] == "scheduled"
-    # no wake token: nothing is ready (meta: the enqueue sequence, taken at enqueue)
-    assert queue_keys(r, q) == {q.keys.job(jid), q.keys.schedule, q.keys.meta}
+    # no wake token: nothing is ready (seq: the enqueue sequence, taken at enqueue)
+    assert queue_keys(r, q) == {q.keys.job(jid), q.keys.schedule, q.keys.seq}
     assert q.promote() == 0
     assert q.claim() is None
 
@@ -352,7 +352,7 @@ def test_enqueue_many_in_one_round_trip(server, qname: str, r: redis.Redis) -> N
     }
     assert row(r, q, got[-1])["payload"] == f'{{"i":{n - 1}}}'
     assert r.llen(q.keys.wake) == 64  # capped
-    assert len(queue_keys(r, q)) == n + 3  # rows, pending, wake, meta
+    assert len(queue_keys(r, q)) == n + 3  # rows, pending, wake, seq
     client.close()
 
 
@@ -463,7 +463,7 @@ def test_claim_leases_the_head(q: Queue, r: redis.Redis) -> None:
     if not native(q):
         (record,) = claim_records(r, q)  # what a re-sent claim would answer
         assert r.get(record) == jid and 0 < r.pttl(record) <= 60_000
-    assert queue_keys(r, q) == {q.keys.job(jid), q.keys.active, q.keys.wake, q.keys.meta}
+    assert queue_keys(r, q) == {q.keys.job(jid), q.keys.active, q.keys.wake, q.keys.seq}
 
 
 def test_claim_on_an_empty_queue(q: Queue, r: redis.Redis) -> None:
@@ -542,7 +542,7 @@ def test_complete_deletes_the_row_and_counts(q: Queue, r: redis.Redis) -> None:
     assert queue_keys(r, q) == {
         q.keys.wake,
         q.keys.metrics_completed,
-        q.keys.meta,
+        q.keys.seq,
         *tombstones(q),
     }
     assert q.job_state(jid) is None and q.get_job(jid) is None
@@ -908,7 +908,7 @@ def test_get_job_and_job_state(q: Queue, r: redis.Redis) -> None:
     ghost = new_id()
     assert q.get_job(ghost) is None and q.job_state(ghost) is None
     assert len(claim_records(r, q)) == (0 if native(q) else 1)
-    assert queue_keys(r, q) == {q.keys.job(jid), q.keys.schedule, q.keys.wake, q.keys.meta}
+    assert queue_keys(r, q) == {q.keys.job(jid), q.keys.schedule, q.keys.wake, q.keys.seq}
 
 
 def test_browse_newest_first_with_offset(q: Queue, r: redis.Redis) -> None:

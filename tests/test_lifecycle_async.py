@@ -76,7 +76,7 @@ async def test_enqueue_claim_complete(aq: AsyncQueue, r: redis.Redis) -> None:
     assert queue_keys(r, aq) == {
         aq.keys.wake,
         aq.keys.metrics_completed,
-        aq.keys.meta,
+        aq.keys.seq,
         *tombstones(aq),
     }
     assert await aq.counts() == Counts(
@@ -218,7 +218,7 @@ async def test_reads(aq: AsyncQueue, r: redis.Redis) -> None:
     assert await aq.is_paused() is False
     assert await aq.metrics() == {"completed": {}, "failed": {}}
     assert await aq.get_job(new_id()) is None
-    assert queue_keys(r, aq) == {aq.keys.job(jid), aq.keys.pending, aq.keys.wake, aq.keys.meta}
+    assert queue_keys(r, aq) == {aq.keys.job(jid), aq.keys.pending, aq.keys.wake, aq.keys.seq}
 
 
 @pytest.mark.parametrize(

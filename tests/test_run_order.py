@@ -2,7 +2,7 @@
 whoever chose the id, in the flat set and in a lane; priority still comes first.
 
 A ready job's score is ``priority * 2**32 + seq``, ``seq`` its place in the queue's
-enqueue sequence (``meta``'s counter; the row keeps it), so a job that goes back to
+enqueue sequence (the key ``seq``, a counter; the row keeps it), so a job that goes back to
 pending (reaped, released, promoted) keeps its place, and a reprocessed one takes a
 fresh place at the back of its priority.
 """
@@ -74,15 +74,15 @@ def test_priority_comes_first_in_a_lane(q: Queue) -> None:
     assert claim_all(q) == [first, second, late]
 
 
-def test_the_enqueue_sequence_is_one_counter_in_meta(q: Queue, r: redis.Redis) -> None:
+def test_the_enqueue_sequence_is_one_counter(q: Queue, r: redis.Redis) -> None:
     a = q.enqueue("a")
     b, c = q.enqueue_many(["b", "c"], group="g")
     d = q.enqueue("d", delay_ms=60_000)
     assert [r.hget(q.keys.job(j), "seq") for j in (a, b, c, d)] == ["0", "1", "2", "3"]
-    assert r.hget(q.keys.meta, "seq") == "4"
+    assert r.get(q.keys.seq) == "4"
     # a duplicate writes nothing, the counter included
     assert q.enqueue("again", job_id=a) == a
-    assert r.hget(q.keys.meta, "seq") == "4"
+    assert r.get(q.keys.seq) == "4"
 
 
 def test_a_reaped_job_goes_back_to_its_old_place(q: Queue, r: redis.Redis) -> None:
@@ -150,7 +150,7 @@ def test_bulk_reprocess_gives_fresh_places_in_the_order_of_death(q: Queue, r: re
         assert c is not None and q.retry(jid, c.token, "boom") == "dead"
     waiting = q.enqueue("waiting")
     assert q.reprocess_jobs().matched == 2
-    assert r.hget(q.keys.meta, "seq") == "5"  # one take of two for the step
+    assert r.get(q.keys.seq) == "5"  # one take of two for the step
     assert claim_all(q) == [waiting, first, second]
 
 

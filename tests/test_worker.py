@@ -28,6 +28,7 @@ from echomq import (
 from echomq.embedded import EmbeddedServer
 from echomq.results import Counts
 from echomq.worker import plans
+from test_lifecycle import run_score
 from worker_support import FAST, job_keys, running, server_ms, wait_until
 
 pytestmark = pytest.mark.both_servers
@@ -35,9 +36,9 @@ pytestmark = pytest.mark.both_servers
 
 def settled_keys(r: redis.Redis, q: Queue) -> set[str]:
     """What a queue keeps once every job completed, beyond the metrics, the wake
-    tokens and the 60 s receipts of at-most-once sending (the settled tombstones, one
-    record per claim that leased a job)."""
-    kept = {q.keys.metrics_completed, q.keys.wake, q.keys.settled, q.keys.claimreqs}
+    tokens, the enqueue sequence and the 60 s receipts of at-most-once sending (the
+    settled tombstones, one record per claim that leased a job)."""
+    kept = {q.keys.metrics_completed, q.keys.wake, q.keys.settled, q.keys.claimreqs, q.keys.seq}
     kept |= claim_records(r, q)
     return set(r.scan_iter(match=q.keys.pattern())) - kept
 
@@ -286,7 +287,8 @@ def test_shutdown_releases_jobs_still_running_after_the_grace(q: Queue, r: redis
     attempts = sorted(r.hget(q.keys.job(j), "attempts") for j in ids)
     assert attempts == ["0", "0", "0", "1", "1", "1"]  # kept: the next claim counts on
     assert all(r.hget(q.keys.job(j), "failures") is None for j in ids)
-    assert all(r.zscore(q.keys.pending, j) == 5 for j in ids)  # back at its priority
+    # back at its priority, in its old place (the batch took seqs 0..5)
+    assert all(r.zscore(q.keys.pending, j) == run_score(5, i) for i, j in enumerate(ids))
     assert not any(r.exists(q.keys.lock(j)) for j in ids)
 
 

@@ -73,6 +73,7 @@ KEYS: tuple[Key, ...] = (
     _q("COMPLETED", "completed", "zset", "kept completed jobs (history); score = finish (ms)"),
     _q("KEEPUNTIL", "keepuntil", "zset", "jobs kept by their own keep_ms; score = keep's end"),
     _q("KEEPS", "keeps", "string", "'1' while the queue has a retention (limits in meta)"),
+    _q("SEQ", "seq", "string", "the enqueue sequence: the last number taken (INCRBY)"),
     Key("JOB", "job:", "per_id", "hash", "a job's row: B .. JOB .. id (ROW_FIELDS)"),
     Key("LOGS", ":logs", "row", "list", "the row's log lines, oldest first: row .. LOGS"),
     Key(
@@ -158,12 +159,12 @@ META_FIELDS: tuple[Field, ...] = (
     Field("keep_completed_ms", "count", "retention: completed jobs younger than this kept"),
     Field("keep_dead", "count", "retention: newest N dead jobs kept"),
     Field("keep_dead_ms", "count", "retention: dead jobs younger than this kept"),
-    Field("seq", "count", "the enqueue sequence: the last number taken"),
 )
 
 #: Run order. A ready job's score (in ``pending``, its lane and ``gindex``) is
 #: ``priority * SEQ_SPAN + seq``: priority first, then ``seq``, its enqueue sequence
-#: (``meta``'s counter, taken modulo ``SEQ_SPAN``; the row keeps it), so equal
+#: (the counter ``B + "seq"``, taken modulo ``SEQ_SPAN``; the row keeps it; not a
+#: ``meta`` field: a worker waiting with a claim WATCHes meta for the pause), so equal
 #: priorities run in enqueue order whoever chose the id. ``PRIORITY_MAX`` bounds
 #: ``|priority|`` so that every score stays an exact integer (below 2**53).
 SEQ_SPAN = 2**32

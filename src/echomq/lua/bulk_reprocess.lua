@@ -10,7 +10,7 @@
 --          done (1 when the walk reached the end of dead)}
 -- Refusals: none.
 -- Writes:  (not on a dry run) for each match, as reprocess_job: ZREM dead, HDEL
---          last_error, state pending (counters kept), one HINCRBY meta seq for the step
+--          last_error, state pending (counters kept), one INCRBY of seq for the step
 --          and each row's seq (a fresh place: the back of its priority, as a new
 --          arrival), a flat job to pending at its run_score, a grouped one to its lane
 --          at the same score and the lanes' index (`groups`; a lane

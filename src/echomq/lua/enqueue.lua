@@ -28,7 +28,7 @@
 --          same before sending).
 -- Writes:  the row (state pending|scheduled, attempts 0, seq), pending/lane/schedule
 --          (a ready job's score: priority * SEQ_SPAN + seq, lib/common run_score), one
---          HINCRBY meta seq by the number of jobs written (none when nothing is),
+--          INCRBY seq (the enqueue sequence) by the number of jobs written (none when nothing is),
 --          groups + ring + wake for lanes, de:<dedup> (NX), wake; event 'enqueued'.
 --          A kept job's row also gets `keep` (its keep_ms, or 0: as the queue's
 --          retention says) and `enqueued_at` (server ms). An id whose row is still

@@ -10,7 +10,7 @@
 --          someone else, re-registered, cancelled) or not due yet: nothing written.
 -- Refusals: none as errors (0, checked before any write).
 -- Writes:  the job row (state pending, attempts 0, payload, seq, name, group, priority,
---          max_attempts, backoff, repeat), HINCRBY meta seq 1 (a fresh place: each
+--          max_attempts, backoff, repeat), INCRBY seq 1 (a fresh place: each
 --          occurrence is a new arrival), pending|lane at its run_score (+ groups,
 --          ring), one wake token,
 --          ZADD repeat next, record count/last; event 'enqueued' (with repeat, slot).

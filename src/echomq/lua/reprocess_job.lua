@@ -7,7 +7,7 @@
 -- Refusals: -1 no row (gone); EMQSTATE not dead (the ZREM on dead is the check, so
 --          nothing is written before it).
 -- Writes:  ZREM dead, HDEL last_error, state pending; attempts/failures/stalled kept;
---          HINCRBY meta seq 1 and the row's seq: a fresh place, the back of its
+--          INCRBY seq 1 and the row's seq: a fresh place, the back of its
 --          priority as a new arrival; a flat job to pending at its run_score
 --          (priority, then seq); a grouped one to its lane at the same score,
 --          `groups`, and the ring when its lane can be served; one wake token;

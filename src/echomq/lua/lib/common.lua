@@ -166,7 +166,9 @@ end
 -- take n numbers of the queue's enqueue sequence (one write a call): the first, the
 -- caller numbering its jobs first, first + 1, ... modulo SEQ_SPAN (seq_at)
 local function take_seq(n)
-  return redis.call('HINCRBY', B .. META, 'seq', n) - n
+  -- its own key, not a meta field: a waiting worker WATCHes meta (the pause gate), and
+  -- a write there on every enqueue would abort the claim each wake-up brings
+  return redis.call('INCRBY', B .. SEQ, n) - n
 end
 local function seq_at(first, i)
   return (first + i) % SEQ_SPAN

@@ -53,6 +53,8 @@ local COMPLETED = 'completed'
 local KEEPUNTIL = 'keepuntil'
 -- '1' while the queue has a retention (limits in meta)
 local KEEPS = 'keeps'
+-- the enqueue sequence: the last number taken (INCRBY)
+local SEQ = 'seq'
 -- a job's row: B .. JOB .. id (ROW_FIELDS)
 local JOB = 'job:'
 -- the row's log lines, oldest first: row .. LOGS
