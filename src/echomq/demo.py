@@ -113,14 +113,26 @@ class Runbook:
         return sorted(self.r.scan_iter(match=self.q.keys.pattern(), count=1000))
 
     def snapshot(self, *, worker_running: bool = False) -> dict[str, Any]:
-        """Every key of the queue with its serialized value: equal means unchanged.
+        """Every key of the queue with its value: equal means unchanged.
+
+        A hash's or a set's content is taken (sorted), not its ``DUMP`` bytes: a large
+        one is a hashtable whose serialised order follows its incremental rehash, which
+        a read (a refused verb's own check) can advance; every other key's ``DUMP``.
 
         Args:
             worker_running: leave out the wake list, whose tokens an idle worker
                 takes at any moment (they are hints, not state).
         """
         skip = self.q.keys.wake if worker_running else None
-        return {k: self.r.dump(k) for k in self.keys() if k != skip}
+        return {k: self._value(k) for k in self.keys() if k != skip}
+
+    def _value(self, key: str) -> Any:
+        kind = self.r.type(key)
+        if kind == "hash":
+            return sorted(self.r.hgetall(key).items())
+        if kind == "set":
+            return sorted(self.r.smembers(key))
+        return self.r.dump(key)
 
     # ---- the walk -----------------------------------------------------------------
 
