@@ -47,6 +47,7 @@ from _soak_report import (
     read_runs,
     series,
     show,
+    starts_by_queue,
     waits,
 )
 from _soak_sample import Sample, Sampler
@@ -154,7 +155,7 @@ def run(args: argparse.Namespace) -> Verdict:
             operator = Operator(url, url, ledger, stop_ops, args.operator_every)
             for t in (pinger, *producers, operator):
                 t.start()
-            t0 = time.monotonic()
+            t0, wall0_ms = time.monotonic(), time.time() * 1000
             restarted, next_kill, next_sample = False, args.kill_every, 0.0
             rss_warm: dict[int, int] = {}
             memory_warm = 0
@@ -206,7 +207,8 @@ def run(args: argparse.Namespace) -> Verdict:
             srv.stop()
         first, v.same_token_twice, runs = read_runs(base / "runs")
         rows = account(v, ledger, sampler.settled, sampler.kept_done, states, counted)
-        check_bounds(v, samples, args.rate, args.workers, args.duration)
+        starts = starts_by_queue(base / "runs")
+        check_bounds(v, samples, args.rate, args.workers, args.duration, starts, wall0_ms)
         show(
             f"Accounting ({runs:,} handler runs; {ledger.deduplicated:,} enqueues "
             f"deduplicated, {ledger.retries:,} calls sent again)",
