@@ -1,6 +1,8 @@
 """A rolling upgrade: the previous release's client and this one on one server, one queue.
 
-The previous release (0.1.0, :data:`PREVIOUS`) is taken from git history (``git archive``
+The previous release (0.1.0, :data:`PREVIOUS`: the commit before the changes that
+CHANGELOG.md lists under 0.2.0, and the main line this release's last work branched
+from) is taken from git history (``git archive``
 of its ``src/`` into a temporary directory) and run in a subprocess whose ``sys.path``
 starts there, so it imports its own echomq, sends its own scripts (and, under the
 native executor, its own ``EMQ.*`` calls to this tree's module that the server loaded).
@@ -35,8 +37,9 @@ from echomq.keyspace import KEYSPACE_VERSION, VERSION_KEY
 pytestmark = [pytest.mark.slow, pytest.mark.both_executors]
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The previous release: 0.1.0 is the code at this commit.
-PREVIOUS = "9dc108d"
+#: The previous release's clients, as commits: 0.1.0 (the code before the changes
+#: CHANGELOG.md lists under 0.2.0), and the main line 0.2.0's last work branched from.
+PREVIOUS = {"0.1.0": "84512ff", "main-9dc108d": "9dc108d"}
 PREVIOUS_VERSION = "0.1.0"
 
 #: The old client's side: one action per call, its answer as JSON on stdout.
@@ -73,28 +76,29 @@ print(json.dumps(out))
 """
 
 
-def _history_reason() -> str | None:
+def _history_reason(commit: str) -> str | None:
     if shutil.which("git") is None:
         return "git is not installed"
     probe = subprocess.run(
-        ["git", "-C", str(ROOT), "cat-file", "-e", f"{PREVIOUS}^{{commit}}"],
+        ["git", "-C", str(ROOT), "cat-file", "-e", f"{commit}^{{commit}}"],
         capture_output=True,
     )
     if probe.returncode != 0:
-        return f"the git history with the previous release ({PREVIOUS}) is not here"
+        return f"the git history with the previous release (commit {commit}) is not here"
     return None
 
 
-@pytest.fixture(scope="module")
-def old_src() -> Iterator[Path]:
+@pytest.fixture(scope="module", params=sorted(PREVIOUS), ids=sorted(PREVIOUS))
+def old_src(request: pytest.FixtureRequest) -> Iterator[Path]:
     """The previous release's ``src/`` (its echomq package), from git history."""
-    why = _history_reason()
+    commit = PREVIOUS[request.param]
+    why = _history_reason(commit)
     if why is not None:
         pytest.skip(why)
     tmp = Path(tempfile.mkdtemp(prefix="echomq-previous-"))
     try:
         archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", "--format=tar", PREVIOUS, "src"],
+            ["git", "-C", str(ROOT), "archive", "--format=tar", commit, "src"],
             capture_output=True,
             check=True,
         )
