@@ -136,4 +136,5 @@ class NativeWheel(bdist_wheel):
         return "py3", "none", plat
 
 
-setup(cmdclass={"bdist_wheel": NativeWheel})
+if __name__ == "__main__":  # as the build backend runs it (tests import the helpers)
+    setup(cmdclass={"bdist_wheel": NativeWheel})
