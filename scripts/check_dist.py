@@ -123,9 +123,10 @@ def main() -> int:
         venv = tmp / "venv"
         t0 = time.monotonic()
         run([sys.executable, "-m", "venv", str(venv)], cwd=work, env=env)
+        made = time.monotonic() - t0
         py, emq = str(venv / "bin" / "python"), str(venv / "bin" / "emq")
         run([py, "-m", "pip", "install", "-q", str(wheel)], cwd=work, env=env)
-        installed = time.monotonic() - t0
+        installed = time.monotonic() - t0 - made
         found = run([emq, "native", "path"], cwd=work, env=env).stdout.strip()
         if not found.startswith(str(venv)) or not found.endswith("echomq/native/echomq.so"):
             raise SystemExit(f"check_dist: emq native path gave {found!r}, not the installed one")
@@ -134,8 +135,9 @@ def main() -> int:
         demo = time.monotonic() - t0
         print(run([py, "-I", "-c", SMOKE], cwd=work, env=env).stdout.strip())
         print(
-            f"check_dist: fresh venv + pip install of the platform wheel {installed:.1f} s, "
-            f"emq demo {demo:.1f} s (together {installed + demo:.1f} s)"
+            f"check_dist: a fresh venv {made:.1f} s, pip install of the platform wheel "
+            f"{installed:.1f} s, emq demo {demo:.1f} s (together {made + installed + demo:.1f} s;"
+            f" load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
         )
     finally:
         if keep:
