@@ -116,6 +116,7 @@ class NativeWheel(bdist_wheel):
             except RuntimeError as exc:
                 if choice == "1":
                     raise SystemExit(f"echomq: the native module did not build: {exc}") from None
+                del self.distribution.has_ext_modules  # the pure wheel after all: purelib
                 print(
                     f"WARNING: echomq: the native module did not build; making the pure "
                     f"wheel (the scripts serve every verb): {exc}",
