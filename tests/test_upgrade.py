@@ -105,7 +105,10 @@ def old_src(request: pytest.FixtureRequest) -> Iterator[Path]:
         tar = tmp / "previous.tar"
         tar.write_bytes(archive.stdout)
         with tarfile.open(tar) as tf:
-            tf.extractall(tmp, filter="data")
+            if hasattr(tarfile, "data_filter"):  # Python 3.10.12+ (the archive is our own)
+                tf.extractall(tmp, filter="data")
+            else:
+                tf.extractall(tmp)
         yield tmp / "src"
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
