@@ -4,9 +4,10 @@ It listens on a free loopback port (or a unix socket), keeps nothing on disk
 (``--save "" --appendonly no``) unless asked for an append-only file, and is stopped
 by its own pid. The fault suite also kills it (SIGKILL, a crash) and starts it again
 on the same port and directory, where its AOF brings the data back. When echomq's server
-module is built (``native/echomq.so``, see docs/native.md) the server loads it with
-``--loadmodule`` and says so in the log; when it is not, a warning says the scripts
-serve.
+module is there (installed by the platform wheel, or built in a checkout as
+``native/echomq.so``: :func:`echomq.native.module_path`, see docs/native.md) the server
+loads it with ``--loadmodule`` and says so in the log; when it is not, the scripts serve
+(in a checkout, a warning says how to build it).
 """
 
 from __future__ import annotations
@@ -60,9 +61,9 @@ class EmbeddedServer:
         unix_socket: listen on this unix socket path instead of TCP.
         binary: the server executable (found on PATH when omitted).
         extra_args: more server arguments.
-        module: load echomq's native module: ``None`` (default) when it is built,
-            ``True`` to require it (built already: ``emq native build``), ``False``
-            never, or a path. Starting never builds it.
+        module: load echomq's native module: ``None`` (default) when it is installed
+            or built, ``True`` to require it (installed, or built already: ``emq native
+            build``), ``False`` never, or a path. Starting never builds it.
         appendonly: keep an append-only file, synced on every write
             (``appendfsync always``), so a crash loses no acknowledged write.
         data_dir: the server's directory (kept by :meth:`stop`); a temporary one,
@@ -155,7 +156,7 @@ class EmbeddedServer:
             return None
         if isinstance(self.module, str):
             return self.module
-        # only a module already built: building is a step of its own (emq native build)
+        # only a module installed or already built: building is a step of its own
         found = native.module_path()
         if found is None:
             if self.module:

@@ -1,8 +1,9 @@
-"""``emq native``: build echomq's server module, and say where the built one is.
+"""``emq native``: build echomq's server module in a checkout, and say where it is.
 
-Building is a step of its own (``scripts/setup`` takes it, or ``emq native build``):
-the library never runs ``make`` by itself, and the embedded server only loads a
-module already built (docs/native.md).
+The platform wheel installs the module already built; in a checkout, building is a
+step of its own (``scripts/setup`` takes it, or ``emq native build``): the library
+never runs ``make`` by itself, and the embedded server only loads a module already
+built (docs/native.md).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ def native() -> None:
 @native.command()
 @pass_env
 def build(env: Env) -> None:
-    """Build the module (make -C native; a no-op when up to date); print its path."""
+    """Build the module in a checkout (make -C native; a no-op when up to date); print
+    its path (in an installed package: the installed module's)."""
     made = native_module.build(quiet=True)
     if made is None:
         raise CommandFailed(
@@ -34,8 +36,8 @@ def build(env: Env) -> None:
 @native.command()
 @pass_env
 def path(env: Env) -> None:
-    """Print the built module's path (EMQ_MODULE, else native/echomq.so); exit 1 when
-    there is none."""
+    """Print the module's path, for a server's loadmodule line (EMQ_MODULE, else a
+    checkout's native/echomq.so, else the installed one); exit 1 when there is none."""
     found = native_module.module_path()
     if found is None:
         raise CommandFailed(

@@ -1,6 +1,7 @@
 """The native executor: echomq's server module and the choice between it and the scripts.
 
-The module (``native/*.c``, built into ``native/echomq.so`` by ``emq native build``) adds commands
+The module (``native/*.c``; installed by the platform wheel as ``echomq/native/echomq.so``,
+or built in a checkout into ``native/echomq.so`` by ``emq native build``) adds commands
 ``EMQ.<VERB>`` that take the same keys and arguments as the script of that verb and
 make the same replies, refusals, events and writes. A runner whose :class:`Executor`
 resolved to native sends an :class:`~echomq.scripts.Eval` of a script that has a twin
@@ -20,11 +21,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from .errors import InvalidArgument, NativeUnavailable
+from ..errors import InvalidArgument, NativeUnavailable
 
 # the twins and the gated ones, declared in echomq.transitions (re-exported)
-from .transitions import GATED as GATED
-from .transitions import NATIVE as TWINS
+from ..transitions import GATED as GATED
+from ..transitions import NATIVE as TWINS
 
 log = logging.getLogger("echomq.native")
 
@@ -100,7 +101,7 @@ class Executor:
         if self.choice == "native" and not found:
             raise NativeUnavailable(
                 "executor='native' but the server has not loaded the echomq module "
-                "(build it with `make -C native`, load it with --loadmodule; see docs/native.md)"
+                "(`emq native path` prints its path for a loadmodule line; see docs/native.md)"
             )
         self.native = found
         return found
@@ -115,23 +116,44 @@ class Executor:
         return bool(self.native)
 
 
-#: How to build the module, for messages that find it missing: building is a step of
-#: its own (``scripts/setup`` takes it), never a side effect of importing or starting.
-BUILD_HINT = "build it with `emq native build` (make -C native) in an echomq checkout"
+#: How to get the module, for messages that find it missing: it comes in the platform
+#: wheel, or a checkout builds it as a step of its own (``scripts/setup`` takes it),
+#: never as a side effect of importing or starting.
+BUILD_HINT = (
+    "install the platform wheel (pip install echomq on Linux x86_64), or build it with "
+    "`emq native build` (make -C native) in an echomq checkout"
+)
+#: The module's file name, in a checkout's ``native/`` and in the installed package.
+FILE_NAME = "echomq.so"
 
 
 def source_dir() -> Path:
-    """The ``native/`` directory of this checkout (the module's source and build)."""
-    return Path(__file__).resolve().parents[2] / "native"
+    """The ``native/`` directory of this checkout (the module's source and build); it
+    does not exist in an installed package."""
+    return Path(__file__).resolve().parents[3] / "native"
+
+
+def packaged_path() -> Path:
+    """Where the platform wheel puts the module: ``echomq/native/echomq.so`` beside this
+    file (package data; the pure wheel has none)."""
+    return Path(__file__).resolve().with_name(FILE_NAME)
 
 
 def module_path() -> Path | None:
-    """The built module: ``EMQ_MODULE`` when set, else ``native/echomq.so`` if built."""
+    """The module a server should load, or None when there is none.
+
+    The first of: ``EMQ_MODULE`` when set (None if that file is missing: an explicit
+    choice is never passed over); a checkout's own build ``native/echomq.so`` (a
+    developer's fresh ``make`` wins over anything installed); the module the platform
+    wheel installed (:func:`packaged_path`). Nothing is built here.
+    """
     env = os.environ.get("EMQ_MODULE")
     if env:
         return Path(env) if Path(env).is_file() else None
-    so = source_dir() / "echomq.so"
-    return so if so.is_file() else None
+    for candidate in (source_dir() / FILE_NAME, packaged_path()):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def build(*, quiet: bool = False) -> Path | None:
