@@ -243,6 +243,7 @@ void audit(Queue *queue, const char *verb, Str args, const char *outcome, long l
 #define WAKE_CAP 64
 
 void push_wake(Queue *queue, long long count);
+void cap_freed(Queue *queue, long long count);
 int serveable(Queue *queue, Str group);
 void ring_sync(Queue *queue, Str group, int quiet);
 void give_back(Queue *queue, Str group, int quiet);

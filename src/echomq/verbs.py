@@ -235,6 +235,11 @@ RUNTIME_VERBS: tuple[RuntimeVerb, ...] = (
     RuntimeVerb(
         "fire_due", "the repeat scheduler (repeat.fire_due)", ("fire_due_list", "fire_due")
     ),
+    RuntimeVerb(
+        "rate_limited",
+        "the worker, on a handler's RateLimited (worker.limits.rate_limited)",
+        ("rate_limited",),
+    ),
     RuntimeVerb("scrape", "the metrics scrape", ("obs_queue", "obs_groups")),
 )
 

@@ -20,39 +20,36 @@ local B = KEYS[1]
 --! include keys
 --! include common
 --! include audit
-local which, a, b = ARGV[1], ARGV[2], ARGV[3]
+local which, a, b, actor, rid = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local meta = B .. META
-local verb, args
+local function rate_args()
+  return cjson.encode({max_jobs = tonumber(a), per_ms = tonumber(b)})
+end
 if which == 'rate' then
   if a == '' then
     redis.call('HDEL', meta, 'rate_max', 'rate_ms', 'limited_until')
     redis.call('DEL', B .. RATE)
-    verb, args = 'clear_rate_limit', '{}'
+    audit('clear_rate_limit', '{}', 'ok', 1, actor, rid)
   else
     redis.call('HSET', meta, 'rate_max', a, 'rate_ms', b)
     -- the log lives as long as the window it answers for
     redis.call('PEXPIRE', B .. RATE, b)
-    verb = 'set_rate_limit'
-    args = cjson.encode({max_jobs = tonumber(a), per_ms = tonumber(b)})
+    audit('set_rate_limit', rate_args(), 'ok', 1, actor, rid)
   end
 elseif which == 'concurrency' then
   if a == '' then
     redis.call('HDEL', meta, 'concurrency')
-    verb, args = 'clear_concurrency', '{}'
+    audit('clear_concurrency', '{}', 'ok', 1, actor, rid)
   else
     redis.call('HSET', meta, 'concurrency', a)
-    verb, args = 'set_concurrency', cjson.encode({n = tonumber(a)})
+    audit('set_concurrency', cjson.encode({n = tonumber(a)}), 'ok', 1, actor, rid)
   end
   push_wake(WAKE_CAP)
+elseif a == '' then
+  redis.call('HDEL', meta, 'group_rate_max', 'group_rate_ms')
+  audit('clear_group_rate_default', '{}', 'ok', 1, actor, rid)
 else
-  if a == '' then
-    redis.call('HDEL', meta, 'group_rate_max', 'group_rate_ms')
-    verb, args = 'clear_group_rate_default', '{}'
-  else
-    redis.call('HSET', meta, 'group_rate_max', a, 'group_rate_ms', b)
-    verb = 'set_group_rate_default'
-    args = cjson.encode({max_jobs = tonumber(a), per_ms = tonumber(b)})
-  end
+  redis.call('HSET', meta, 'group_rate_max', a, 'group_rate_ms', b)
+  audit('set_group_rate_default', rate_args(), 'ok', 1, actor, rid)
 end
-audit(verb, args, 'ok', 1, ARGV[4], ARGV[5])
 return 1

@@ -114,6 +114,12 @@ local function ring_sync(g, quiet)
   end
 end
 
+-- a queue under a concurrency cap (meta `concurrency`, lib/limits) pushes a wake token
+-- per slot an ending frees: a worker the cap held back waits on the wake list
+local function cap_freed(n)
+  if redis.call('HEXISTS', B .. META, 'concurrency') == 1 then push_wake(n) end
+end
+
 -- give back the lane slot a claim took (exactly once per claimed grouped job)
 local function slot_back(g)
   if redis.call('HINCRBY', B .. GACTIVE, g, -1) <= 0 then
