@@ -55,7 +55,7 @@ int serveable(Queue *queue, Str group) {
 }
 
 /* forget a group that holds nothing any more */
-static void prune_group(Queue *queue, Str group) {
+void prune_group(Queue *queue, Str group) {
     RedisModuleCtx *ctx = queue->ctx;
     Str lane = lane_key(queue, group), actives = queue_key(queue, EMQ_K_GACTIVE),
         limits = queue_key(queue, EMQ_K_GLIMIT), weights = queue_key(queue, EMQ_K_GWEIGHT),

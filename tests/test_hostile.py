@@ -263,6 +263,28 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
         "group": h(groups, optional=False),
         "weight": h(counters, optional=False),
     },
+    # flow control
+    "set_rate_limit": {
+        "max_jobs": h(st.integers(1, 100_000), optional=False),
+        "per_ms": h(st.integers(1, 86_400_000), optional=False),
+    },
+    "clear_rate_limit": {},
+    "rate_limit": {},
+    "set_concurrency": {"n": h(counters, optional=False)},
+    "clear_concurrency": {},
+    "set_group_rate_limit": {
+        "group": h(groups, optional=False),
+        "max_jobs": h(st.integers(1, 100_000), optional=False),
+        "per_ms": h(st.integers(1, 86_400_000), optional=False),
+    },
+    "clear_group_rate_limit": {"group": h(groups, optional=False)},
+    "set_group_rate_default": {
+        "max_jobs": h(st.integers(1, 100_000), optional=False),
+        "per_ms": h(st.integers(1, 86_400_000), optional=False),
+    },
+    "clear_group_rate_default": {},
+    "group_rate_limit": {"group": h(groups, optional=False)},
+    "limits": {},
     "group_depth": {"group": h(groups, optional=False)},
     "groups": {"page": h(budgets)},
     "drain_group": {"group": h(groups, optional=False), "budget": h(budgets)},
