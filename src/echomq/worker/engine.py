@@ -257,7 +257,7 @@ class Engine:
             # the queue's limit allows no start before then, whatever is enqueued: sleep
             # exactly that (a stop cancels the sleep), then the serve loop claims
             await asyncio.sleep(delay)
-            self.throttle.limited_s += delay
+            self.stats.limited_ms += round(delay * 1000)
             self._more = True
             return
         op = lifecycle.claim_op(aq.ctx, want, cfg.lease_ms, cfg.lock)

@@ -34,14 +34,11 @@ class Throttle:
         not_before: no claim before this time (a full rate window or a handler's hold).
         lane_wait_s: wait on the wake list at most this long (a held lane is due
             again then), or ``None``.
-        limited_s: the seconds this worker spent held back by a full rate window or
-            a handler's hold (its share of "time spent limited").
     """
 
     def __init__(self) -> None:
         self.not_before = 0.0
         self.lane_wait_s: float | None = None
-        self.limited_s = 0.0
 
     def note(self, got: Any, now: float) -> bool:
         """Read a claim's answer (its ``hold``, if any); True when it was held back by

@@ -41,6 +41,8 @@ class WorkerStats:
         timed_out: handlers cancelled for running past the job timeout (each also
             counted as a failure).
         errors: server errors the loops recovered from.
+        limited_ms: the time this worker waited because the queue's rate limit (a
+            full window) or a handler's ``RateLimited`` let no claim start a job.
     """
 
     claimed: int = 0
@@ -55,6 +57,7 @@ class WorkerStats:
     abandoned: int = 0
     timed_out: int = 0
     errors: int = 0
+    limited_ms: int = 0
 
     @property
     def accounted(self) -> int:
