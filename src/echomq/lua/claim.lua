@@ -192,7 +192,7 @@ while #out < count * 5 do
   out[#out + 1] = tok
   out[#out + 1] = f[3] or ''
   out[#out + 1] = g or ''
-  starts[#starts + 1] = id .. ':' .. tok
+  starts[#starts + 1] = id .. SEP .. tok
   if gper then
     local l = lanelogs[g]
     if not l then l = {gper}; lanelogs[g] = l end

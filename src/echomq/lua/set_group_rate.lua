@@ -15,13 +15,14 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include limits
 --! include audit
 local g = ARGV[1]
 if ARGV[2] == '' then
   redis.call('HDEL', B .. GRATE, g)
   redis.call('DEL', B .. GSTARTS .. g)
 else
-  redis.call('HSET', B .. GRATE, g, ARGV[2] .. ':' .. ARGV[3])
+  redis.call('HSET', B .. GRATE, g, ARGV[2] .. SEP .. ARGV[3])
   redis.call('SADD', B .. GROUPS, g)
 end
 redis.call('ZREM', B .. GWAIT, g)

@@ -11,6 +11,10 @@
 -- ring's head, a bounded few a call, so a held lane is never passed over claim after
 -- claim and gets its turn as soon as its window frees.
 
+-- the separator inside a start's member (id:token) and a lane's limit (max:per): text
+-- within a value, not a key's suffix
+local SEP = ':'
+
 -- the queue's limits from meta, one read: rate max/ms, concurrency, limited until,
 -- the lanes' default rate max/ms (each nil when unset)
 local function limits_read()
