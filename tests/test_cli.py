@@ -121,12 +121,17 @@ def test_enqueue_stats_jobs_and_show(emq: Any, fast: Any, q: Queue, r: redis.Red
 
     stats = as_json(emq("--json", "stats", q.name))
     assert isinstance(stats.pop("latency_ms"), int)  # an age: timing alone
+    assert stats.pop("limits") == {
+        "rate": None, "concurrency": None, "group_rate_default": None, "limited_for_ms": 0,
+        "starts_in_window": 0, "active": 0, "held_lanes": 0, "rate_limited": False,
+    }  # fmt: skip
     assert stats == {
         "queue": q.name,
         "pending": 2, "active": 0, "scheduled": 1, "dead": 0, "completed": 0, "failed": 0,
         "paused": False, "kept": 0,
         "groups": [
-            {"name": "g1", "depth": 1, "in_flight": 0, "limit": None, "weight": 1, "paused": False}
+            {"name": "g1", "depth": 1, "in_flight": 0, "limit": None, "weight": 1, "paused": False,
+             "rate_limit": None, "held_until_ms": None}
         ],
     }  # fmt: skip
     text = fast("stats", q.name)

@@ -7,13 +7,20 @@ the ring, meta); a refused or invalid call is checked to change nothing.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import redis
+from click.testing import CliRunner
+from prometheus_client import generate_latest
 
 from conftest import dump
 from echomq import InvalidArgument, InvalidName, Queue, RateLimited, StaleToken
+from echomq.cli import app as cli_app
+from echomq.observability.prometheus import SnapshotCollector as _Collector
+from echomq.observability.scrape import snapshots
 from echomq.results import ClaimHold, Limits, RateLimit
 from echomq.worker.limits import rate_limited
 from lanes_law import assert_law
@@ -325,3 +332,69 @@ def test_a_stale_rate_limited_changes_nothing(q: Queue, r: redis.Redis) -> None:
     with pytest.raises(StaleToken):
         q.runner.drive(rate_limited(q.ctx, job.id, job.token + 1, 1000, False))
     assert dump(r, q) == before
+
+
+# ---- the operator's tools -------------------------------------------------------------
+
+
+def test_the_cli_sets_shows_and_clears_limits(q: Queue, r: redis.Redis, server: Any) -> None:
+    runner = CliRunner()
+
+    def emq(*args: str) -> Any:
+        res = runner.invoke(cli_app.cli, ["--url", server.url, "--json", *args])
+        assert res.exit_code == 0, res.output
+        return json.loads(res.stdout)
+
+    got = emq("limit", "rate", q.name, "100", "1s")
+    assert got["rate"] == {"max_jobs": 100, "per_ms": 1000} and got["rate_limited"] is False
+    assert emq("limit", "concurrency", q.name, "4")["concurrency"] == 4
+    assert emq("limit", "group-default", q.name, "5", "500ms")["group_rate_default"] == {
+        "max_jobs": 5,
+        "per_ms": 500,
+    }
+    assert emq("limit", "group", q.name, "t1", "2", "2s")["rate_limit"] == {
+        "max_jobs": 2,
+        "per_ms": 2000,
+    }
+    assert r.hgetall(q.keys.grate) == {"t1": "2:2000"}
+    shown = emq("limit", "show", q.name)
+    assert (shown["concurrency"], shown["starts_in_window"]) == (4, 0)
+    stats = emq("stats", q.name)
+    assert stats["limits"]["rate"] == {"max_jobs": 100, "per_ms": 1000}
+    assert stats["groups"][0]["rate_limit"] == [2, 2000]
+    for args in (
+        ("rate", q.name, "--clear"),
+        ("concurrency", q.name, "--clear"),
+        ("group-default", q.name, "--clear"),
+        ("group", q.name, "t1", "--clear"),
+    ):
+        emq("limit", *args)
+    assert r.hgetall(q.keys.meta) == {} and not r.exists(q.keys.grate)
+    assert [e.verb for e in q.audit()][:4] == [
+        "clear_group_rate_limit",
+        "clear_group_rate_default",
+        "clear_concurrency",
+        "clear_rate_limit",
+    ]
+    # a usage error sends nothing
+    before = dump(r, q)
+    res = runner.invoke(cli_app.cli, ["--url", server.url, "limit", "rate", q.name, "5"])
+    assert res.exit_code == 2
+    res = runner.invoke(cli_app.cli, ["--url", server.url, "limit", "rate", q.name, "0", "1s"])
+    assert res.exit_code == 2
+    assert dump(r, q) == before
+    text = runner.invoke(cli_app.cli, ["--url", server.url, "limit", "show", q.name])
+    assert text.exit_code == 0 and "rate limit" in text.stdout
+
+
+def test_the_scrape_reports_a_limited_queue(q: Queue, r: redis.Redis) -> None:
+    q.set_rate_limit(1, 60_000)
+    q.enqueue({})
+    q.enqueue({}, group="a")
+    (snap,) = q.runner.drive(snapshots([q.ctx]))
+    assert (snap.rate_limited, snap.rate_limited_for_s, snap.held_lanes) == (False, 0.0, 0)
+    assert len(q.claim_many(5)) == 1
+    (snap,) = q.runner.drive(snapshots([q.ctx]))
+    assert snap.rate_limited and 59.0 <= snap.rate_limited_for_s <= 60.0
+    text = generate_latest(_Collector([snap])).decode()
+    assert f'echomq_queue_rate_limited{{queue="{q.name}"}} 1.0' in text
