@@ -132,8 +132,9 @@ def group_rate_limit(ctx: Context, group: str) -> Plan[RateLimit | None]:
 
 def limits(ctx: Context) -> Plan[Limits]:
     """The queue's flow control at once: its limits, the starts in the rate window
-    ending now (server clock), a handler's hold, the active jobs and the held lanes.
-    Two round trips (the window is counted from the server's clock)."""
+    ending now (server clock), a handler's hold, the active jobs, the held lanes and
+    when the next start is allowed. Up to three round trips (the window is counted
+    from the server's clock)."""
     meta = (
         "rate_max",
         "rate_ms",
@@ -154,9 +155,18 @@ def limits(ctx: Context) -> Plan[Limits]:
     now = int(as_str(t[0])) * 1000 + int(as_str(t[1])) // 1000
     rate = _rate(r[0], r[1])
     starts = 0
-    if rate is not None:
-        starts = int((yield Cmd(("ZCOUNT", k.rate, now - rate.per_ms + 1, "+inf"))))
     until = int(as_str(r[3])) if r[3] is not None else 0
+    next_start = max(0, until - now)
+    if rate is not None:
+        low = now - rate.per_ms + 1
+        starts = int((yield Cmd(("ZCOUNT", k.rate, low, "+inf"))))
+        if starts >= rate.max_jobs:
+            # the start that leaves the window first frees a place (lib/limits)
+            at = starts - rate.max_jobs
+            first = yield Cmd(("ZRANGEBYSCORE", k.rate, low, "+inf", "WITHSCORES", "LIMIT", at, 1))
+            if first:
+                score = first[0][1] if isinstance(first[0], (list, tuple)) else first[1]
+                next_start = max(next_start, int(float(score)) + rate.per_ms - now)
     return Limits(
         rate=rate,
         concurrency=int(as_str(r[2])) if r[2] is not None else None,
@@ -165,6 +175,7 @@ def limits(ctx: Context) -> Plan[Limits]:
         starts_in_window=starts,
         active=int(active),
         held_lanes=int(held),
+        next_start_in_ms=next_start,
     )
 
 

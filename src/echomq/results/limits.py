@@ -65,6 +65,8 @@ class Limits:
             rate limit).
         active: the queue's active jobs.
         held_lanes: lanes held off the ring by their rate limit or a handler.
+        next_start_in_ms: how long until the rate window or a handler's hold allows
+            the next start (0: one may start now, the cap permitting).
     """
 
     rate: RateLimit | None
@@ -74,13 +76,14 @@ class Limits:
     starts_in_window: int
     active: int
     held_lanes: int
+    next_start_in_ms: int = 0
 
     @property
     def rate_limited(self) -> bool:
         """Whether no claim may start now (a full window, a handler's block or the cap)."""
         full = self.rate is not None and self.starts_in_window >= self.rate.max_jobs
         capped = self.concurrency is not None and self.active >= self.concurrency
-        return full or capped or self.limited_for_ms > 0
+        return full or capped or self.limited_for_ms > 0 or self.next_start_in_ms > 0
 
     def as_dict(self) -> dict[str, Any]:
         """The limits as a plain dict (for JSON output)."""
