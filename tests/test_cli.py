@@ -391,9 +391,11 @@ def test_group_verbs(emq: Any, fast: Any, q: Queue, r: redis.Redis) -> None:
     assert r.hget(b + "gweight", "g1") == "3"
     listing = as_json(fast("--json", "group", "list", q.name))
     assert listing["groups"] == [
-        {"name": "g1", "depth": 3, "in_flight": 0, "limit": 2, "weight": 3, "paused": True},
-        {"name": "g2", "depth": 1, "in_flight": 0, "limit": None, "weight": 1, "paused": False},
-    ]
+        {"name": "g1", "depth": 3, "in_flight": 0, "limit": 2, "weight": 3, "paused": True,
+         "rate_limit": None, "held_until_ms": None},
+        {"name": "g2", "depth": 1, "in_flight": 0, "limit": None, "weight": 1, "paused": False,
+         "rate_limit": None, "held_until_ms": None},
+    ]  # fmt: skip
     assert "g2" in fast("group", "list", q.name).stdout
     assert fast("group", "limit", q.name, "g1", "--clear").returncode == 0
     assert r.hexists(b + "glimit", "g1") is False
