@@ -365,6 +365,29 @@ static long lease_jobs(Queue *queue, int flat, double count, double lease, doubl
     return out;
 }
 
+/* the queue's rate windows as the claim read them (claim.lua's rate_wait) */
+typedef struct {
+    Queue *queue;
+    Str log;
+    double per, max;
+    long long now, in_win;
+    double span, burst;
+    long long in_span; /* -1: no spreading window (burst = max) */
+} RateWindows;
+
+/* ms until the rate's windows admit one more start, given `made` starts of this call */
+static long long rate_wait(const RateWindows *w, long long made) {
+    double at = (double)w->now;
+    if ((double)(w->in_win + made) >= w->max)
+        at = window_free_at(w->queue, w->log, w->per, w->now, w->in_win, made, w->max);
+    if (w->in_span >= 0 && (double)(w->in_span + made) >= w->burst) {
+        double span_at =
+            window_free_at(w->queue, w->log, w->span, w->now, w->in_span, made, w->burst);
+        if (span_at > at) at = span_at;
+    }
+    return (long long)at - w->now;
+}
+
 /* a claim held back before anything was popped: only its {scope, ms} entry */
 static int hold_only(RedisModuleCtx *ctx, const char *scope, long long ms) {
     RedisModule_ReplyWithArray(ctx, 1);
@@ -410,13 +433,26 @@ int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
         if ((double)in_act >= cap) return hold_only(ctx, "concurrency", 0);
         if (cap - (double)in_act < count) count = cap - (double)in_act;
     }
+    RateWindows windows = {&queue, rate, rper, rmax, now, 0, 0, 0, -1};
     if (lim.has[LIM_RATE_MAX] && lim.has[LIM_RATE_MS]) {
         in_win = window_count(&queue, rate, rper, now, (long long)asked + 8);
-        if ((double)in_win >= rmax)
-            return hold_only(
-                ctx, "rate",
-                (long long)window_free_at(&queue, rate, rper, now, in_win, 0, rmax) - now);
+        windows.in_win = in_win;
+        double burst = lim.has[LIM_RATE_BURST] ? lim.value[LIM_RATE_BURST] : rmax;
+        if (burst > rmax) burst = rmax;
+        if (burst < rmax) {
+            /* the spreading window: at most burst starts in ceil(burst * per / max) ms */
+            double span = ceil(burst * rper / rmax);
+            windows.span = span < 1 ? 1 : span;
+            windows.burst = burst;
+            Str low = num(&queue, (double)now - windows.span + 1);
+            windows.in_span = reply_int(RedisModule_Call(ctx, "ZCOUNT", "!bbc", rate.ptr,
+                                                         rate.len, low.ptr, low.len, "+inf"));
+        }
+        long long wait = rate_wait(&windows, 0);
+        if (wait > 0) return hold_only(ctx, "rate", wait);
         if (rmax - (double)in_win < count) count = rmax - (double)in_win;
+        if (windows.in_span >= 0 && windows.burst - (double)windows.in_span < count)
+            count = windows.burst - (double)windows.in_span;
     }
     unpark(&queue, now, 32);
     Str claimed = NONE;
@@ -428,11 +464,11 @@ int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     const char *held = NULL;
     long long wait = 0;
     if (in_win >= 0) {
+        long long rate_left = rate_wait(&windows, (long long)starts.count);
         if (starts.count > 0) log_starts(&queue, rate, starts.members, starts.count, now, rper);
-        long long n = in_win + (long long)starts.count;
-        if ((double)n >= rmax) {
+        if (rate_left > 0) {
             held = "rate";
-            wait = (long long)window_free_at(&queue, rate, rper, now, n, 0, rmax) - now;
+            wait = rate_left;
         }
     }
     if (!held && in_act >= 0 && (double)(in_act + (long long)starts.count) >= cap)

@@ -250,6 +250,7 @@ enum {
     LIM_LIMITED_UNTIL,
     LIM_GROUP_RATE_MAX,
     LIM_GROUP_RATE_MS,
+    LIM_RATE_BURST,
     LIM_COUNT
 };
 typedef struct {

@@ -8,9 +8,10 @@
 /* the queue's limits from meta, one HMGET (each absent or not a number: unset) */
 Limits limits_read(Queue *queue) {
     Str meta = queue_key(queue, EMQ_K_META);
-    Reply *reply = RedisModule_Call(queue->ctx, "HMGET", "!bcccccc", meta.ptr, meta.len,
+    Reply *reply = RedisModule_Call(queue->ctx, "HMGET", "!bccccccc", meta.ptr, meta.len,
                                     EMQ_F_RATE_MAX, EMQ_F_RATE_MS, EMQ_F_CONCURRENCY,
-                                    EMQ_F_LIMITED_UNTIL, EMQ_F_GROUP_RATE_MAX, EMQ_F_GROUP_RATE_MS);
+                                    EMQ_F_LIMITED_UNTIL, EMQ_F_GROUP_RATE_MAX, EMQ_F_GROUP_RATE_MS,
+                                    EMQ_F_RATE_BURST);
     Limits lim;
     for (int i = 0; i < LIM_COUNT; i++) {
         lim.value[i] = 0;

@@ -80,6 +80,7 @@
 #define EMQ_F_KEEP_DEAD_MS "keep_dead_ms"
 #define EMQ_F_RATE_MAX "rate_max"
 #define EMQ_F_RATE_MS "rate_ms"
+#define EMQ_F_RATE_BURST "rate_burst"
 #define EMQ_F_CONCURRENCY "concurrency"
 #define EMQ_F_LIMITED_UNTIL "limited_until"
 #define EMQ_F_GROUP_RATE_MAX "group_rate_max"

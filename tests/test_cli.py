@@ -123,7 +123,8 @@ def test_enqueue_stats_jobs_and_show(emq: Any, fast: Any, q: Queue, r: redis.Red
     assert isinstance(stats.pop("latency_ms"), int)  # an age: timing alone
     assert stats.pop("limits") == {
         "rate": None, "concurrency": None, "group_rate_default": None, "limited_for_ms": 0,
-        "starts_in_window": 0, "active": 0, "held_lanes": 0, "rate_limited": False,
+        "starts_in_window": 0, "active": 0, "held_lanes": 0, "next_start_in_ms": 0,
+        "rate_limited": False,
     }  # fmt: skip
     assert stats == {
         "queue": q.name,

@@ -42,13 +42,14 @@ def starts(r: redis.Redis, q: Queue) -> list[int]:
 
 def test_set_read_and_clear_the_queue_limits_each_journaled(q: Queue, r: redis.Redis) -> None:
     assert q.rate_limit() is None
-    assert q.set_rate_limit(5, 1000) is None
+    assert q.set_rate_limit(5, 1000, burst=2) is None
     assert q.set_concurrency(3) is None
     assert q.set_group_rate_default(2, 500) is None
-    assert q.rate_limit() == RateLimit(5, 1000)
+    assert q.rate_limit() == RateLimit(5, 1000, 2)
     assert r.hgetall(q.keys.meta) == {
         "rate_max": "5",
         "rate_ms": "1000",
+        "rate_burst": "2",
         "concurrency": "3",
         "group_rate_max": "2",
         "group_rate_ms": "500",
@@ -56,7 +57,7 @@ def test_set_read_and_clear_the_queue_limits_each_journaled(q: Queue, r: redis.R
     got = q.limits()
     assert isinstance(got, Limits)
     assert (got.rate, got.concurrency, got.group_rate_default) == (
-        RateLimit(5, 1000),
+        RateLimit(5, 1000, 2),
         3,
         RateLimit(2, 500),
     )
@@ -75,7 +76,7 @@ def test_set_read_and_clear_the_queue_limits_each_journaled(q: Queue, r: redis.R
         "clear_concurrency",
         "clear_group_rate_default",
     ]
-    assert q.audit()[-1].args == {"max_jobs": 5, "per_ms": 1000}
+    assert q.audit()[-1].args == {"max_jobs": 5, "per_ms": 1000, "burst": 2}
 
 
 def test_group_rate_limit_set_read_clear_journaled(q: Queue, r: redis.Redis) -> None:
@@ -100,6 +101,8 @@ INVALID: dict[str, Callable[[Queue], None]] = {
     "cap_float": lambda q: q.set_concurrency(1.5),
     "default_neg": lambda q: q.set_group_rate_default(1, -1),
     "lane0": lambda q: q.set_group_rate_limit("g", 0, 10),
+    "burst0": lambda q: q.set_rate_limit(10, 1000, burst=0),
+    "burst_big": lambda q: q.set_rate_limit(10, 1000, burst=11),
 }
 
 
@@ -135,7 +138,7 @@ def test_rate_limited_checks_its_arguments_where_raised() -> None:
 
 
 def test_the_rate_limit_admits_max_starts_then_answers_the_wait(q: Queue, r: redis.Redis) -> None:
-    q.set_rate_limit(3, 60_000)
+    q.set_rate_limit(3, 60_000, burst=3)  # the plain window: all three at once
     ids = [q.enqueue({"n": i}) for i in range(5)]
     got = q.claim_many(5)
     assert [c.id for c in got] == ids[:3]
@@ -155,7 +158,7 @@ def test_the_rate_limit_admits_max_starts_then_answers_the_wait(q: Queue, r: red
 
 
 def test_the_window_slides_a_start_frees_its_place_per_ms_later(q: Queue, r: redis.Redis) -> None:
-    q.set_rate_limit(2, 1000)
+    q.set_rate_limit(2, 1000, burst=2)
     for i in range(4):
         q.enqueue({"n": i})
     now = server_ms(r)
@@ -168,6 +171,31 @@ def test_the_window_slides_a_start_frees_its_place_per_ms_later(q: Queue, r: red
     assert 500 <= got.hold.wait_ms <= 600
     # the expired start was trimmed from the log's oldest end
     assert "JOB00000000000:1" not in r.zrange(q.keys.rate, 0, -1)
+
+
+def test_the_burst_spreads_the_starts_over_the_window(q: Queue, r: redis.Redis) -> None:
+    # 20 per 60 s, 5 at once: at most 5 starts in any 15 s (ceil(5 * 60000 / 20))
+    q.set_rate_limit(20, 60_000, burst=5)
+    assert q.rate_limit() == RateLimit(20, 60_000, 5)
+    for i in range(30):
+        q.enqueue({"n": i})
+    got = q.claim_many(30)
+    assert len(got) == 5
+    assert got.hold is not None and got.hold.scope == "rate"
+    assert 14_000 <= got.hold.wait_ms <= 15_000
+    # five starts 15 s ago have left the spreading window, not the window of 60 s
+    now = server_ms(r)
+    old = {m: now - 15_000 for m in r.zrange(q.keys.rate, 0, -1)}
+    r.zadd(q.keys.rate, old)
+    assert len(q.claim_many(30)) == 5
+    assert r.zcard(q.keys.rate) == 10
+
+
+def test_the_default_burst_is_a_twentieth_of_the_limit(q: Queue) -> None:
+    q.set_rate_limit(200, 1000)
+    assert q.rate_limit() == RateLimit(200, 1000, 10)
+    q.set_rate_limit(3, 1000)
+    assert q.rate_limit() == RateLimit(3, 1000, 1)
 
 
 def test_clear_rate_limit_lets_claims_through_and_removes_the_log(q: Queue, r: redis.Redis) -> None:
@@ -346,11 +374,15 @@ def test_the_cli_sets_shows_and_clears_limits(q: Queue, r: redis.Redis, server: 
         return json.loads(res.stdout)
 
     got = emq("limit", "rate", q.name, "100", "1s")
-    assert got["rate"] == {"max_jobs": 100, "per_ms": 1000} and got["rate_limited"] is False
+    assert got["rate"] == {"max_jobs": 100, "per_ms": 1000, "burst": 5}
+    assert got["rate_limited"] is False
+    got = emq("limit", "rate", q.name, "100", "1s", "--burst", "100")
+    assert got["rate"] == {"max_jobs": 100, "per_ms": 1000, "burst": 100}
     assert emq("limit", "concurrency", q.name, "4")["concurrency"] == 4
     assert emq("limit", "group-default", q.name, "5", "500ms")["group_rate_default"] == {
         "max_jobs": 5,
         "per_ms": 500,
+        "burst": None,
     }
     assert emq("limit", "group", q.name, "t1", "2", "2s")["rate_limit"] == {
         "max_jobs": 2,
@@ -360,7 +392,7 @@ def test_the_cli_sets_shows_and_clears_limits(q: Queue, r: redis.Redis, server: 
     shown = emq("limit", "show", q.name)
     assert (shown["concurrency"], shown["starts_in_window"]) == (4, 0)
     stats = emq("stats", q.name)
-    assert stats["limits"]["rate"] == {"max_jobs": 100, "per_ms": 1000}
+    assert stats["limits"]["rate"] == {"max_jobs": 100, "per_ms": 1000, "burst": 100}
     assert stats["groups"][0]["rate_limit"] == [2, 2000]
     for args in (
         ("rate", q.name, "--clear"),

@@ -54,18 +54,25 @@ steps = st.lists(
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(max_jobs=st.integers(1, 4), per_ms=st.sampled_from([15, 40, 80]), plan=steps)
+@given(
+    max_jobs=st.integers(1, 4),
+    per_ms=st.sampled_from([15, 40, 80]),
+    burst=st.integers(1, 4),
+    plan=steps,
+)
 def test_no_window_holds_more_than_max_starts_across_clients(
     make_queue: Callable[..., Queue],
     qname: str,
     r: redis.Redis,
     max_jobs: int,
     per_ms: int,
+    burst: int,
     plan: list[tuple[int, int, int]],
 ) -> None:
     name = f"{qname}-{time.monotonic_ns()}"
     clients = [make_queue(name) for _ in range(3)]
-    clients[0].set_rate_limit(max_jobs, per_ms)
+    burst = min(burst, max_jobs)
+    clients[0].set_rate_limit(max_jobs, per_ms, burst=burst)
     clients[0].enqueue_many([{"n": i} for i in range(200)])
     claimed = 0
     for who, count, pause_ms in plan:
@@ -87,6 +94,9 @@ def test_no_window_holds_more_than_max_starts_across_clients(
     starts = [int(s) - LEASE for _, s in r.zrange(clients[0].keys.active, 0, -1, withscores=True)]
     assert len(starts) >= min(claimed, max_jobs)
     assert max_in_window(starts, per_ms) <= max_jobs
+    # and the spreading window: at most `burst` in any ceil(burst * per / max) ms
+    span = max(1, -(-burst * per_ms // max_jobs))
+    assert max_in_window(starts, span) <= burst
     # the start log never outgrows its window by more than a call's trim allowance
     assert r.zcard(clients[0].keys.rate) <= max_jobs + 8 + 4
 
@@ -98,7 +108,7 @@ def test_the_worker_waits_until_the_window_frees_not_sooner(
     make_queue: Callable[..., Queue], qname: str, r: redis.Redis
 ) -> None:
     q = make_queue(qname)
-    q.set_rate_limit(2, 1000)
+    q.set_rate_limit(2, 1000, burst=2)
     started: list[int] = []
 
     def handle(job: JobContext) -> None:

@@ -267,6 +267,7 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
     "set_rate_limit": {
         "max_jobs": h(st.integers(1, 100_000), optional=False),
         "per_ms": h(st.integers(1, 86_400_000), optional=False),
+        "burst": h(st.integers(1, 5)),
     },
     "clear_rate_limit": {},
     "rate_limit": {},

@@ -150,7 +150,7 @@ step = st.one_of(
     st.tuples(st.just("limit"), st.sampled_from(["ga", "gb"]), st.sampled_from([None, 1, 2])),
     st.tuples(st.just("promote")),
     # flow control (windows long enough that no step's timing frees a start)
-    st.tuples(st.just("rate"), st.sampled_from([None, 1, 2, 3])),
+    st.tuples(st.just("rate"), st.sampled_from([None, 1, 2, 3]), st.sampled_from([None, 1, 3])),
     st.tuples(st.just("concurrency"), st.sampled_from([None, 1, 2])),
     st.tuples(st.just("lane_rate"), st.sampled_from(["ga", "gb"]), st.sampled_from([None, 1, 2])),
     st.tuples(st.just("lane_rate_default"), st.sampled_from([None, 1])),
@@ -180,7 +180,10 @@ def run(q: Queue, tokens: dict[str, int], op: tuple[Any, ...]) -> Any:
         # what held the claim back (its wait in ms is a time: the two servers differ)
         return got, hold and hold.scope
     if verb == "rate":
-        return q.clear_rate_limit() if op[1] is None else q.set_rate_limit(op[1], 3_600_000)
+        if op[1] is None:
+            return q.clear_rate_limit()
+        burst = None if op[2] is None else min(op[2], op[1])
+        return q.set_rate_limit(op[1], 3_600_000, burst=burst)
     if verb == "concurrency":
         return q.clear_concurrency() if op[1] is None else q.set_concurrency(op[1])
     if verb == "lane_rate":

@@ -537,7 +537,7 @@ async def test_flow_control(facade: Facade, r: redis.Redis) -> None:
     day = 86_400_000  # a window this long reads as a time ("T") in the transcript
     for n, g in ((1, None), (2, None), (3, "a"), (4, "a"), (5, "b")):
         await t("enqueue", n, job_id=J(n), group=g)
-    assert await t("set_rate_limit", 3, day) is None
+    assert await t("set_rate_limit", 3, day, burst=3) is None
     assert await t("set_concurrency", 10) is None
     assert await t("set_group_rate_limit", "a", 1, day) is None
     assert await t("set_group_rate_default", 5, day) is None

@@ -17,26 +17,45 @@ from .results import Limits, RateLimit
 from .scripts import Batch, Cmd, Eval, Plan, script
 
 
-def _set(ctx: Context, which: str, a: str, b: str) -> Eval:
-    argv = (which, a, b, ctx.actor, journal.request_id())
+def _set(ctx: Context, which: str, a: str, b: str, burst: str = "") -> Eval:
+    argv = (which, a, b, ctx.actor, journal.request_id(), burst)
     return Eval(script("set_limits"), (ctx.keys.base,), argv)
 
 
-def set_rate_limit(ctx: Context, max_jobs: int, per_ms: int) -> Plan[None]:
+#: The default burst: a twentieth of the limit (at least 1), so with a backlog every
+#: window of ``per_ms`` holds between 95% and 100% of ``max_jobs`` starts.
+BURST_SHARE = 20
+
+
+def default_burst(max_jobs: int) -> int:
+    """The burst :func:`set_rate_limit` uses when none is given."""
+    return max(1, -(-max_jobs // BURST_SHARE))
+
+
+def set_rate_limit(
+    ctx: Context, max_jobs: int, per_ms: int, *, burst: int | None = None
+) -> Plan[None]:
     """Let at most ``max_jobs`` claims of the queue start in any window of ``per_ms``
     ms of server time, across every worker (a sliding window: no window, at any edge,
-    holds more). A claim held back answers how long until the next start is allowed
-    and the worker waits exactly that. Journaled.
+    holds more). The starts are spread too: at most ``burst`` of them in any
+    ``ceil(burst * per_ms / max_jobs)`` ms. A claim held back answers how long until
+    the next start is allowed and the worker waits exactly that. Journaled.
 
     Args:
         max_jobs: starts per window, ``1 .. 100000``.
         per_ms: the window, ``1 .. 86400000`` ms.
+        burst: the most starts at once, ``1 .. max_jobs``; default a twentieth of
+            ``max_jobs`` (at least 1). ``burst=max_jobs`` lets a whole window's starts
+            go at once (the plain sliding window).
 
     Raises:
         InvalidArgument: a value out of range (nothing is sent).
     """
     max_jobs, per_ms = checks.rate(max_jobs, per_ms)
-    yield _set(ctx, "rate", str(max_jobs), str(per_ms))
+    if burst is None:
+        burst = default_burst(max_jobs)
+    burst = checks.integer(burst, "burst", 1, max_jobs)
+    yield _set(ctx, "rate", str(max_jobs), str(per_ms), str(burst))
 
 
 def clear_rate_limit(ctx: Context) -> Plan[None]:
@@ -46,9 +65,9 @@ def clear_rate_limit(ctx: Context) -> Plan[None]:
 
 
 def rate_limit(ctx: Context) -> Plan[RateLimit | None]:
-    """The queue's rate limit, or ``None`` when it has none."""
-    r = yield Cmd(("HMGET", ctx.keys.meta, "rate_max", "rate_ms"))
-    return _rate(r[0], r[1])
+    """The queue's rate limit (with its burst), or ``None`` when it has none."""
+    r = yield Cmd(("HMGET", ctx.keys.meta, "rate_max", "rate_ms", "rate_burst"))
+    return _rate(r[0], r[1], r[2])
 
 
 def set_concurrency(ctx: Context, n: int) -> Plan[None]:
@@ -142,6 +161,7 @@ def limits(ctx: Context) -> Plan[Limits]:
         "limited_until",
         "group_rate_max",
         "group_rate_ms",
+        "rate_burst",
     )
     k = ctx.keys
     t, r, active, held = yield Batch(
@@ -153,7 +173,7 @@ def limits(ctx: Context) -> Plan[Limits]:
         )
     )
     now = int(as_str(t[0])) * 1000 + int(as_str(t[1])) // 1000
-    rate = _rate(r[0], r[1])
+    rate = _rate(r[0], r[1], r[6])
     starts = 0
     until = int(as_str(r[3])) if r[3] is not None else 0
     next_start = max(0, until - now)
@@ -179,7 +199,7 @@ def limits(ctx: Context) -> Plan[Limits]:
     )
 
 
-def _rate(m: Any, p: Any) -> RateLimit | None:
+def _rate(m: Any, p: Any, b: Any = None) -> RateLimit | None:
     if m is None or p is None:
         return None
-    return RateLimit(int(as_str(m)), int(as_str(p)))
+    return RateLimit(int(as_str(m)), int(as_str(p)), int(as_str(b)) if b is not None else None)

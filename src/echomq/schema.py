@@ -165,6 +165,7 @@ META_FIELDS: tuple[Field, ...] = (
     Field("keep_dead_ms", "count", "retention: dead jobs younger than this kept"),
     Field("rate_max", "count", "rate limit: at most this many claims start ..."),
     Field("rate_ms", "count", "... in any window of this many ms (server clock)"),
+    Field("rate_burst", "count", "rate limit: at most this many starts in burst * per / max ms"),
     Field("concurrency", "count", "at most this many jobs of the queue active at once"),
     Field("limited_until", "time", "no claim starts before this (a handler's RateLimited)"),
     Field("group_rate_max", "count", "every lane's default rate limit: max_jobs ..."),

@@ -20,7 +20,12 @@ def limit() -> None:
 
 
 def _rate_text(rate: RateLimit | None) -> str:
-    return "-" if rate is None else f"{rate.max_jobs} per {rate.per_ms} ms"
+    if rate is None:
+        return "-"
+    text = f"{rate.max_jobs} per {rate.per_ms} ms"
+    if rate.burst is not None and rate.burst < rate.max_jobs:
+        text += f", {rate.burst} at once"
+    return text
 
 
 def limits_lines(limits: Limits) -> list[tuple[str, str]]:
@@ -68,17 +73,24 @@ def show_limits(env: Env, queue: str) -> None:
 @click.argument("max_jobs", type=click.IntRange(min=1), required=False)
 @click.argument("per", type=_Duration(), required=False)
 @click.option("--clear", is_flag=True, help="Remove the limit (and a handler's hold).")
+@click.option(
+    "--burst",
+    type=click.IntRange(min=1),
+    help="The most starts at once (default: a twentieth of MAX_JOBS; MAX_JOBS: all at once).",
+)
 @pass_env
-def rate(env: Env, queue: str, max_jobs: int | None, per: int | None, clear: bool) -> None:
+def rate(
+    env: Env, queue: str, max_jobs: int | None, per: int | None, clear: bool, burst: int | None
+) -> None:
     """At most MAX_JOBS claims of QUEUE start in any window of PER (500ms, 1s, 1m ...),
-    across every worker (or --clear)."""
+    across every worker, spread BURST at a time (or --clear)."""
     _either((max_jobs, per), clear, "MAX_JOBS PER")
     q = env.queue(queue)
     if clear:
         q.clear_rate_limit()
     else:
         assert max_jobs is not None and per is not None
-        q.set_rate_limit(max_jobs, per)
+        q.set_rate_limit(max_jobs, per, burst=burst)
     _emit_limits(env, queue, q.limits())
 
 

@@ -23,9 +23,10 @@
 --          'lanes' (fewer jobs than asked, and a held lane is due again in ms). A
 --          re-send's answer carries none.
 -- Refusals: none (an empty array when nothing is ready).
--- Limits:  read from meta in one HMGET (rate_max/rate_ms, concurrency, limited_until,
---          group_rate_max/group_rate_ms) before anything is popped, and counted in the
---          same step as the pops: the queue's start log `rate` and each limited lane's
+-- Limits:  read from meta in one HMGET (rate_max/rate_ms/rate_burst, concurrency,
+--          limited_until, group_rate_max/group_rate_ms) before anything is popped, and
+--          counted in the same step as the pops: the queue's start log `rate` (its
+--          window of rate_ms, and a spreading window for rate_burst) and each limited lane's
 --          `gs:<group>` (sliding window logs, member id:token, score = start ms);
 --          lanes held by a full window or a handler wait in `gwait` off the ring, and
 --          up to 32 due ones return to the ring's head first.
@@ -70,17 +71,33 @@ local lim = limits_read()
 if lim[4] and lim[4] > now then return {{'blocked', lim[4] - now}} end
 local asked = count
 local in_act, in_win  -- the queue's active count and rate window count, when limited
+local burst, span, in_span  -- the rate's burst, its spreading window (ms) and count
 if lim[3] then
   in_act = redis.call('ZCARD', B .. ACTIVE)
   if in_act >= lim[3] then return {{'concurrency', 0}} end
   count = math.min(count, lim[3] - in_act)
 end
+-- ms until the rate's windows admit one more start, given `made` starts of this call
+local function rate_wait(made)
+  local at = now
+  if in_win + made >= lim[1] then
+    at = window_free_at(B .. RATE, lim[2], now, in_win, made, lim[1])
+  end
+  if in_span and in_span + made >= burst then
+    at = math.max(at, window_free_at(B .. RATE, span, now, in_span, made, burst))
+  end
+  return at - now
+end
 if lim[1] and lim[2] then
   in_win = window_count(B .. RATE, lim[2], now, asked + 8)
-  if in_win >= lim[1] then
-    return {{'rate', window_free_at(B .. RATE, lim[2], now, in_win, 0, lim[1]) - now}}
+  burst = math.min(lim[7] or lim[1], lim[1])
+  if burst < lim[1] then
+    span = math.max(1, math.ceil(burst * lim[2] / lim[1]))
+    in_span = redis.call('ZCOUNT', B .. RATE, now - span + 1, '+inf')
   end
-  count = math.min(count, lim[1] - in_win)
+  local w = rate_wait(0)
+  if w > 0 then return {{'rate', w}} end
+  count = math.min(count, lim[1] - in_win, in_span and burst - in_span or count)
 end
 unpark(now, 32)
 local deadline = now + lease
@@ -205,10 +222,9 @@ if #act > 0 then zadd_desc(B .. ACTIVE, act) end
 -- the starts, in the queue's log and each limited lane's (lib/limits)
 local held = nil
 if in_win then
+  local w = rate_wait(#starts)
   if #starts > 0 then log_starts(B .. RATE, starts, nows, lim[2]) end
-  if in_win + #starts >= lim[1] then
-    held = {'rate', window_free_at(B .. RATE, lim[2], now, in_win + #starts, 0, lim[1]) - now}
-  end
+  if w > 0 then held = {'rate', w} end
 end
 for g, l in pairs(lanelogs) do
   log_starts(B .. GSTARTS .. g, {unpack(l, 2)}, nows, l[1])

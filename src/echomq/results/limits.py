@@ -41,10 +41,13 @@ class ClaimedBatch(list[Claimed]):
 
 @dataclass(frozen=True)
 class RateLimit:
-    """At most ``max_jobs`` claims start in any window of ``per_ms`` ms (server clock)."""
+    """At most ``max_jobs`` claims start in any window of ``per_ms`` ms (server clock);
+    ``burst`` (the queue's limit only): at most that many in any ``ceil(burst * per_ms
+    / max_jobs)`` ms (``None``: a lane's limit, or ``burst = max_jobs``: none)."""
 
     max_jobs: int
     per_ms: int
+    burst: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The limit as a plain dict (for JSON output)."""

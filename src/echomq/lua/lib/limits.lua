@@ -6,6 +6,11 @@
 -- holds more than `max` starts, at any edge. The log holds at most `max` live entries
 -- plus the expired ones not trimmed yet (each call trims a few more than it adds), and
 -- expires `per` ms after its last start, so an idle queue keeps nothing.
+-- The queue's limit also spreads its starts: at most `burst` of them in any window of
+-- ceil(burst * per / max) ms, counted on the same log (a shorter window), so with a
+-- backlog the starts come `burst` at a time all through the window, not all `max` at
+-- its start (every window of `per` ms then holds between max - burst and max starts).
+-- burst = max is the plain sliding window.
 -- A lane whose window is full (or that a handler blocked) leaves the ring for `gwait`
 -- (score = when it may be served again); the claim brings due lanes back to the
 -- ring's head, a bounded few a call, so a held lane is never passed over claim after
@@ -16,12 +21,12 @@
 local SEP = ':'
 
 -- the queue's limits from meta, one read: rate max/ms, concurrency, limited until,
--- the lanes' default rate max/ms (each nil when unset)
+-- the lanes' default rate max/ms, the rate's burst (each nil when unset)
 local function limits_read()
   local f = redis.call('HMGET', B .. META, 'rate_max', 'rate_ms', 'concurrency',
-    'limited_until', 'group_rate_max', 'group_rate_ms')
+    'limited_until', 'group_rate_max', 'group_rate_ms', 'rate_burst')
   return {tonumber(f[1]), tonumber(f[2]), tonumber(f[3]), tonumber(f[4]),
-    tonumber(f[5]), tonumber(f[6])}
+    tonumber(f[5]), tonumber(f[6]), tonumber(f[7])}
 end
 
 -- how many starts of log `key` lie in the window of `per` ms ending at now, after
