@@ -1,9 +1,18 @@
 /* EMQ.CLAIM 1 base lease count side lockttl [rid [resent]]: claim.lua's twin, up to
  * count jobs leased from the flat backlog and the lanes' ring, alternating, starting
  * with the side named ("f": flat). Each claimed job answers five entries: id, payload,
- * token, name, group. Unlike the script it reads the queue's pause itself. A claim with
+ * token, name, group; then, when flow control held the claim back, one entry {scope,
+ * ms} (limits.c). Unlike the script it reads the queue's pause itself. A claim with
  * a rid records what it claimed, so that a re-send answers the same jobs. */
 #include "echomq.h"
+
+typedef struct LaneLog LaneLog;
+
+/* every start of a call (id:token), for the queue's log */
+typedef struct {
+    Str *members;
+    size_t count, cap;
+} Starts;
 
 /* the claim loop's sources: the ring, and the ids popped ahead from pending */
 typedef struct {
@@ -15,7 +24,51 @@ typedef struct {
     size_t ahead_next, ahead_count;
     RedisModuleString *last; /* the id's string when pop_flat answered it (the claim loop
                               * clears it before each pop) */
+    const Limits *lim;       /* the queue's limits (flow control) */
+    long long now;
+    LaneLog *logs; /* the limited lanes served by this call, their starts logged after */
+    size_t nlogs, logs_cap;
 } Claim;
+
+/* a limited lane's starts made by this call (logged after the loop, with their tokens) */
+struct LaneLog {
+    Str group;
+    double per;
+    Str *members; /* id:token each */
+    size_t count, cap;
+};
+
+/* the log of `group` among the call's (made when absent) */
+static LaneLog *lane_log(Claim *claim, Str group, double per) {
+    for (size_t i = 0; i < claim->nlogs; i++)
+        if (str_eq(claim->logs[i].group, group)) return &claim->logs[i];
+    RedisModuleCtx *ctx = claim->queue->ctx;
+    if (claim->nlogs == claim->logs_cap) {
+        size_t cap = claim->logs_cap ? claim->logs_cap * 2 : 8;
+        LaneLog *more = RedisModule_PoolAlloc(ctx, sizeof(*more) * cap);
+        if (claim->nlogs) memcpy(more, claim->logs, sizeof(*more) * claim->nlogs);
+        claim->logs = more;
+        claim->logs_cap = cap;
+    }
+    LaneLog *log = &claim->logs[claim->nlogs++];
+    log->group = group;
+    log->per = per;
+    log->members = NULL;
+    log->count = log->cap = 0;
+    return log;
+}
+
+/* one more member of a growing list of strings */
+static void push_member(RedisModuleCtx *ctx, Str **list, size_t *count, size_t *cap, Str item) {
+    if (*count == *cap) {
+        size_t more_cap = *cap ? *cap * 2 : 16;
+        Str *more = RedisModule_PoolAlloc(ctx, sizeof(*more) * more_cap);
+        if (*count) memcpy(more, *list, sizeof(*more) * *count);
+        *list = more;
+        *cap = more_cap;
+    }
+    (*list)[(*count)++] = item;
+}
 
 /* what a leased row answers: its new token (and as text), payload and name */
 typedef struct {
@@ -100,8 +153,10 @@ static void take_turn(Queue *queue, Str ring, Str turns, Str group) {
 }
 
 /* claim.lua's pop_lane: the next id of the first serveable group on the ring (*group_out:
- * its group); groups found not serveable leave the ring */
-static Str pop_lane(Claim *claim, Str *group_out) {
+ * its group; *per_out: its rate window when it is limited, else 0); groups found not
+ * serveable leave the ring; a limited lane whose window is (or this start makes it)
+ * full is held in gwait */
+static Str pop_lane(Claim *claim, Str *group_out, double *per_out) {
     Queue *queue = claim->queue;
     RedisModuleCtx *ctx = queue->ctx;
     if (claim->ring_dry) return NONE;
@@ -114,6 +169,22 @@ static Str pop_lane(Claim *claim, Str *group_out) {
             drop_head(queue, ring, turns, group);
             continue;
         }
+        double rmax = 0, rper = 0;
+        int limited = lane_rate(queue, group, claim->lim, &rmax, &rper);
+        Str starts = NONE;
+        long long logged = 0, made = 0; /* starts in its window: logged, made by this call */
+        if (limited) {
+            starts = cat3(queue, queue->base, str_c(EMQ_K_GSTARTS), group);
+            logged = window_count(queue, starts, rper, claim->now, 8);
+            for (size_t k = 0; k < claim->nlogs; k++)
+                if (str_eq(claim->logs[k].group, group)) made = (long long)claim->logs[k].count;
+        }
+        if (limited && (double)(logged + made) >= rmax) {
+            /* its window is full (a limit lowered, or a lane brought back early) */
+            park_head(queue, group,
+                      window_free_at(queue, starts, rper, claim->now, logged, made, rmax));
+            continue;
+        }
         Str lane = lane_key(queue, group), actives = queue_key(queue, EMQ_K_GACTIVE);
         Str id = reply_str(
             reply_elem(RedisModule_Call(ctx, "ZPOPMIN", "!b", lane.ptr, lane.len), 0));
@@ -121,11 +192,16 @@ static Str pop_lane(Claim *claim, Str *group_out) {
         RedisModule_Call(ctx, "ZREM", "!bb", index.ptr, index.len, id.ptr, id.len);
         RedisModule_Call(ctx, "HINCRBY", "!bbc", actives.ptr, actives.len, group.ptr, group.len,
                          "1");
-        if (!serveable(queue, group))
+        if (limited) lane_log(claim, group, rper); /* its start, logged by the loop */
+        if (limited && (double)(logged + made + 1) >= rmax)
+            park_head(queue, group,
+                      window_free_at(queue, starts, rper, claim->now, logged, made + 1, rmax));
+        else if (!serveable(queue, group))
             drop_head(queue, ring, turns, group);
         else
             take_turn(queue, ring, turns, group);
         *group_out = group;
+        *per_out = limited ? rper : 0;
         return id;
     }
     claim->ring_dry = 1;
@@ -228,9 +304,10 @@ static void record_request(Queue *queue, Str rid, Str record_key, Str claimed, l
  * after the loop; the count of entries. *claimed (when not NULL): their ids,
  * space-separated, for the request's record */
 static long lease_jobs(Queue *queue, int flat, double count, double lease, double lockttl,
-                       long long now, Str *claimed) {
+                       long long now, Str *claimed, const Limits *lim, Starts *starts) {
     RedisModuleCtx *ctx = queue->ctx;
-    Claim claim = {.queue = queue, .ring = queue_key(queue, EMQ_K_RING)};
+    Claim claim = {
+        .queue = queue, .ring = queue_key(queue, EMQ_K_RING), .lim = lim, .now = now};
     /* deadline, id, ...: one ZADD active for the batch, after the loop */
     size_t nleased = 0, cap = 64;
     RedisModuleString **leases = RedisModule_PoolAlloc(ctx, sizeof(*leases) * cap);
@@ -238,12 +315,13 @@ static long lease_jobs(Queue *queue, int flat, double count, double lease, doubl
     long out = 0;
     while ((double)out < count * 5) {
         Str id, group = NONE;
+        double per = 0;
         claim.last = NULL; /* set by pop_flat when the id is its */
         if (flat) {
             id = pop_flat(&claim, ahead(&claim, count, out));
-            if (!id.ptr) id = pop_lane(&claim, &group);
+            if (!id.ptr) id = pop_lane(&claim, &group, &per);
         } else {
-            id = pop_lane(&claim, &group);
+            id = pop_lane(&claim, &group, &per);
             if (!id.ptr) id = pop_flat(&claim, ahead(&claim, count, out));
         }
         if (!id.ptr) break;
@@ -264,6 +342,12 @@ static long lease_jobs(Queue *queue, int flat, double count, double lease, doubl
         }
         reply_job(ctx, id, leased.payload, leased.token, leased.name, group);
         out += 5;
+        Str member = cat3(queue, id, str_c(":"), leased.token_text);
+        push_member(ctx, &starts->members, &starts->count, &starts->cap, member);
+        if (per > 0) {
+            LaneLog *log = lane_log(&claim, group, per);
+            push_member(ctx, &log->members, &log->count, &log->cap, member);
+        }
         if (claimed)
             *claimed = claimed->ptr ? cat3(queue, *claimed, str_c(" "), id)
                                     : cat3(queue, id, NONE, NONE);
@@ -273,7 +357,42 @@ static long lease_jobs(Queue *queue, int flat, double count, double lease, doubl
         flat = !flat;
     }
     if (nleased > 0) zadd_desc(queue, queue_key(queue, EMQ_K_ACTIVE), leases, nleased);
+    for (size_t i = 0; i < claim.nlogs; i++) {
+        LaneLog *log = &claim.logs[i];
+        Str key = cat3(queue, queue->base, str_c(EMQ_K_GSTARTS), log->group);
+        if (log->count > 0) log_starts(queue, key, log->members, log->count, now, log->per);
+    }
     return out;
+}
+
+/* the queue's rate windows as the claim read them (claim.lua's rate_wait) */
+typedef struct {
+    Queue *queue;
+    Str log;
+    double per, max;
+    long long now, in_win;
+    double span, burst;
+    long long in_span; /* -1: no spreading window (burst = max) */
+} RateWindows;
+
+/* ms until the rate's windows admit one more start, given `made` starts of this call */
+static long long rate_wait(const RateWindows *w, long long made) {
+    double at = (double)w->now;
+    if ((double)(w->in_win + made) >= w->max)
+        at = window_free_at(w->queue, w->log, w->per, w->now, w->in_win, made, w->max);
+    if (w->in_span >= 0 && (double)(w->in_span + made) >= w->burst) {
+        double span_at =
+            window_free_at(w->queue, w->log, w->span, w->now, w->in_span, made, w->burst);
+        if (span_at > at) at = span_at;
+    }
+    return (long long)at - w->now;
+}
+
+/* a claim held back before anything was popped: only its {scope, ms} entry */
+static int hold_only(RedisModuleCtx *ctx, const char *scope, long long ms) {
+    RedisModule_ReplyWithArray(ctx, 1);
+    reply_hold(ctx, scope, ms);
+    return REDISMODULE_OK;
 }
 
 int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
@@ -300,11 +419,72 @@ int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
         if (record.ptr) return answer_repeat(&queue, record);
     }
     long long now = now_ms();
+    /* flow control: the queue's limits, before anything is popped (limits.c) */
+    Limits lim = limits_read(&queue);
+    if (lim.has[LIM_LIMITED_UNTIL] && lim.value[LIM_LIMITED_UNTIL] > (double)now)
+        return hold_only(ctx, "blocked", (long long)lim.value[LIM_LIMITED_UNTIL] - now);
+    double asked = count;
+    long long in_act = -1, in_win = -1;
+    double cap = lim.value[LIM_CONCURRENCY], rmax = lim.value[LIM_RATE_MAX],
+           rper = lim.value[LIM_RATE_MS];
+    Str rate = queue_key(&queue, EMQ_K_RATE);
+    if (lim.has[LIM_CONCURRENCY]) {
+        in_act = zcard(&queue, queue_key(&queue, EMQ_K_ACTIVE));
+        if ((double)in_act >= cap) return hold_only(ctx, "concurrency", 0);
+        if (cap - (double)in_act < count) count = cap - (double)in_act;
+    }
+    RateWindows windows = {&queue, rate, rper, rmax, now, 0, 0, 0, -1};
+    if (lim.has[LIM_RATE_MAX] && lim.has[LIM_RATE_MS]) {
+        in_win = window_count(&queue, rate, rper, now, (long long)asked + 8);
+        windows.in_win = in_win;
+        double burst = lim.has[LIM_RATE_BURST] ? lim.value[LIM_RATE_BURST] : rmax;
+        if (burst > rmax) burst = rmax;
+        if (burst < rmax) {
+            /* the spreading window: at most burst starts in ceil(burst * per / max) ms */
+            double span = ceil(burst * rper / rmax);
+            windows.span = span < 1 ? 1 : span;
+            windows.burst = burst;
+            Str low = num(&queue, (double)now - windows.span + 1);
+            windows.in_span = reply_int(RedisModule_Call(ctx, "ZCOUNT", "!bbc", rate.ptr,
+                                                         rate.len, low.ptr, low.len, "+inf"));
+        }
+        long long wait = rate_wait(&windows, 0);
+        if (wait > 0) return hold_only(ctx, "rate", wait);
+        if (rmax - (double)in_win < count) count = rmax - (double)in_win;
+        if (windows.in_span >= 0 && windows.burst - (double)windows.in_span < count)
+            count = windows.burst - (double)windows.in_span;
+    }
+    unpark(&queue, now, 32);
     Str claimed = NONE;
+    Starts starts = {NULL, 0, 0};
     RedisModule_ReplyWithArray(ctx, REDISMODULE_POSTPONED_LEN);
     long out = lease_jobs(&queue, flat, count, lease, lockttl, now,
-                          record_key.ptr ? &claimed : NULL);
+                          record_key.ptr ? &claimed : NULL, &lim, &starts);
+    /* the starts, in the queue's log (the lanes' are logged by the loop) */
+    const char *held = NULL;
+    long long wait = 0;
+    if (in_win >= 0) {
+        long long rate_left = rate_wait(&windows, (long long)starts.count);
+        if (starts.count > 0) log_starts(&queue, rate, starts.members, starts.count, now, rper);
+        if (rate_left > 0) {
+            held = "rate";
+            wait = rate_left;
+        }
+    }
+    if (!held && in_act >= 0 && (double)(in_act + (long long)starts.count) >= cap)
+        held = "concurrency";
+    if (!held && (double)starts.count < asked) {
+        long long lanes = lanes_wait(&queue, now);
+        if (lanes >= 0) {
+            held = "lanes";
+            wait = lanes;
+        }
+    }
     if (record_key.ptr && out > 0) record_request(&queue, rid, record_key, claimed, now);
+    if (held) {
+        reply_hold(ctx, held, wait);
+        out += 1;
+    }
     RedisModule_ReplySetArrayLength(ctx, out);
     return REDISMODULE_OK;
 }

@@ -147,6 +147,7 @@ static void settle(Queue *queue, Done *jobs, size_t ndone) {
         RedisModule_Call(ctx, "DEL", "!v", rows + i, nrows - i < 1000 ? nrows - i : 1000);
     if (ngone > 0) tombstones(queue, id_list, ids, ngone, now);
     count_metric(queue, EMQ_K_METRICS_COMPLETED, (long long)ndone, now);
+    cap_freed(queue, (long long)ndone);
     for (size_t i = 0; i < ndone; i++) emit(queue, event_json(queue, "completed", jobs[i].id));
 }
 

@@ -242,7 +242,35 @@ void audit(Queue *queue, const char *verb, Str args, const char *outcome, long l
 
 #define WAKE_CAP 64
 
+/* ---- flow control (limits.c; lib/limits.lua) ---- */
+enum {
+    LIM_RATE_MAX,
+    LIM_RATE_MS,
+    LIM_CONCURRENCY,
+    LIM_LIMITED_UNTIL,
+    LIM_GROUP_RATE_MAX,
+    LIM_GROUP_RATE_MS,
+    LIM_RATE_BURST,
+    LIM_COUNT
+};
+typedef struct {
+    double value[LIM_COUNT];
+    int has[LIM_COUNT];
+} Limits;
+Limits limits_read(Queue *queue);
+long long window_count(Queue *queue, Str key, double per, long long now, long long k);
+double window_free_at(Queue *queue, Str key, double per, long long now, long long n,
+                      long long extra, double max);
+void log_starts(Queue *queue, Str key, Str *members, size_t count, long long now, double per);
+int lane_rate(Queue *queue, Str group, const Limits *lim, double *max, double *per);
+void park_head(Queue *queue, Str group, double at);
+void unpark(Queue *queue, long long now, long long k);
+long long lanes_wait(Queue *queue, long long now);
+void reply_hold(RedisModuleCtx *ctx, const char *scope, long long ms);
+void prune_group(Queue *queue, Str group);
+
 void push_wake(Queue *queue, long long count);
+void cap_freed(Queue *queue, long long count);
 int serveable(Queue *queue, Str group);
 void ring_sync(Queue *queue, Str group, int quiet);
 void give_back(Queue *queue, Str group, int quiet);

@@ -17,6 +17,15 @@ void push_wake(Queue *queue, long long count) {
     }
 }
 
+/* lib/common.lua's cap_freed: under a concurrency cap (meta `concurrency`) a wake token
+ * per slot an ending frees, for the workers the cap held back */
+void cap_freed(Queue *queue, long long count) {
+    Str meta = queue_key(queue, EMQ_K_META);
+    if (reply_int(RedisModule_Call(queue->ctx, "HEXISTS", "!bc", meta.ptr, meta.len,
+                                   EMQ_F_CONCURRENCY)) == 1)
+        push_wake(queue, count);
+}
+
 /* the group's lane has jobs, the group is not paused and is under its limit */
 int serveable(Queue *queue, Str group) {
     RedisModuleCtx *ctx = queue->ctx;
@@ -25,6 +34,11 @@ int serveable(Queue *queue, Str group) {
     if (reply_int(RedisModule_Call(ctx, "ZCARD", "!b", lane.ptr, lane.len)) == 0) return 0;
     if (reply_int(RedisModule_Call(ctx, "SISMEMBER", "!bb", paused.ptr, paused.len, group.ptr,
                                    group.len)) == 1)
+        return 0;
+    /* held off the ring by its rate limit or a handler's block (lib/limits.lua) */
+    Str held = queue_key(queue, EMQ_K_GWAIT);
+    if (!reply_is_nil(
+            RedisModule_Call(ctx, "ZSCORE", "!bb", held.ptr, held.len, group.ptr, group.len)))
         return 0;
     Str limit = reply_str(
         RedisModule_Call(ctx, "HGET", "!bb", limits.ptr, limits.len, group.ptr, group.len));
@@ -41,11 +55,12 @@ int serveable(Queue *queue, Str group) {
 }
 
 /* forget a group that holds nothing any more */
-static void prune_group(Queue *queue, Str group) {
+void prune_group(Queue *queue, Str group) {
     RedisModuleCtx *ctx = queue->ctx;
     Str lane = lane_key(queue, group), actives = queue_key(queue, EMQ_K_GACTIVE),
         limits = queue_key(queue, EMQ_K_GLIMIT), weights = queue_key(queue, EMQ_K_GWEIGHT),
-        paused = queue_key(queue, EMQ_K_GPAUSED), groups = queue_key(queue, EMQ_K_GROUPS);
+        paused = queue_key(queue, EMQ_K_GPAUSED), groups = queue_key(queue, EMQ_K_GROUPS),
+        rates = queue_key(queue, EMQ_K_GRATE), held = queue_key(queue, EMQ_K_GWAIT);
     if (reply_int(RedisModule_Call(ctx, "EXISTS", "!b", lane.ptr, lane.len)) == 0 &&
         reply_is_nil(RedisModule_Call(ctx, "HGET", "!bb", actives.ptr, actives.len, group.ptr,
                                       group.len)) &&
@@ -54,7 +69,11 @@ static void prune_group(Queue *queue, Str group) {
         reply_int(RedisModule_Call(ctx, "HEXISTS", "!bb", weights.ptr, weights.len, group.ptr,
                                    group.len)) == 0 &&
         reply_int(RedisModule_Call(ctx, "SISMEMBER", "!bb", paused.ptr, paused.len, group.ptr,
-                                   group.len)) == 0)
+                                   group.len)) == 0 &&
+        reply_int(RedisModule_Call(ctx, "HEXISTS", "!bb", rates.ptr, rates.len, group.ptr,
+                                   group.len)) == 0 &&
+        reply_is_nil(
+            RedisModule_Call(ctx, "ZSCORE", "!bb", held.ptr, held.len, group.ptr, group.len)))
         RedisModule_Call(ctx, "SREM", "!bb", groups.ptr, groups.len, group.ptr, group.len);
 }
 

@@ -74,6 +74,7 @@ int cmd_retry(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     RedisModule_Call(ctx, "DEL", "!b", lock.ptr, lock.len);
     Str group = fields[2];
     if (group.ptr) give_back(&queue, group, 0);
+    cap_freed(&queue, 1);
     int kept = fields[4].ptr != NULL;
     if (kept) record_error(&queue, row, token, now, error);
     Str failures_text = num14(&queue, (double)failures);

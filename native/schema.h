@@ -29,6 +29,9 @@
 #define EMQ_K_KEEPUNTIL "keepuntil"
 #define EMQ_K_KEEPS "keeps"
 #define EMQ_K_SEQ "seq"
+#define EMQ_K_RATE "rate"
+#define EMQ_K_GRATE "grate"
+#define EMQ_K_GWAIT "gwait"
 #define EMQ_K_JOB "job:"
 #define EMQ_K_LOGS ":logs"
 #define EMQ_K_LOGTIMES ":logtimes"
@@ -38,6 +41,7 @@
 #define EMQ_K_CLAIMREQ "claimreq:"
 #define EMQ_K_WORKER "worker:"
 #define EMQ_K_REPEAT_RECORD "repeat:"
+#define EMQ_K_GSTARTS "gs:"
 #define EMQ_K_LANE "g:"
 #define EMQ_K_LANE_END ":pending"
 
@@ -74,6 +78,13 @@
 #define EMQ_F_KEEP_COMPLETED_MS "keep_completed_ms"
 #define EMQ_F_KEEP_DEAD "keep_dead"
 #define EMQ_F_KEEP_DEAD_MS "keep_dead_ms"
+#define EMQ_F_RATE_MAX "rate_max"
+#define EMQ_F_RATE_MS "rate_ms"
+#define EMQ_F_RATE_BURST "rate_burst"
+#define EMQ_F_CONCURRENCY "concurrency"
+#define EMQ_F_LIMITED_UNTIL "limited_until"
+#define EMQ_F_GROUP_RATE_MAX "group_rate_max"
+#define EMQ_F_GROUP_RATE_MS "group_rate_ms"
 
 /* run order: a ready job's score is priority * EMQ_SEQ_SPAN + seq (its enqueue
  * sequence, modulo EMQ_SEQ_SPAN), with |priority| <= EMQ_PRIORITY_MAX */

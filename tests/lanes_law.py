@@ -1,7 +1,8 @@
 """Readers of the lane structures and the checker of the ring law, shared by the lane tests.
 
 The law (DESIGN.md section 5, docs/lanes.md): a group is on the ring exactly once iff
-its lane is non-empty, it is not paused and it is under its limit; ``gactive`` of every
+its lane is non-empty, it is not paused, not held by a rate limit (``gwait``,
+docs/flow-control.md) and it is under its limit; ``gactive`` of every
 group equals the number of its jobs in active; every lane is recorded in ``groups``.
 """
 
@@ -31,6 +32,8 @@ class Lanes:
     schedule: list[str]
     dead: list[str]
     wake: int
+    gwait: set[str]
+    grate: set[str]
 
 
 def lanes_of(r: redis.Redis, q: Queue | AsyncQueue) -> Lanes:
@@ -49,10 +52,12 @@ def lanes_of(r: redis.Redis, q: Queue | AsyncQueue) -> Lanes:
     for z in (k.pending, k.active, k.schedule, k.dead, *lane_keys):
         pipe.zrange(z, 0, -1)
     pipe.llen(k.wake)
+    pipe.zrange(k.gwait, 0, -1)
+    pipe.hkeys(k.grate)
     ring, gactive, glimit, gweight, gpaused, groups, pending, active, schedule, dead, *rest = (
         pipe.execute()
     )
-    *lanes, wake = rest
+    *lanes, wake, gwait, grate = rest
     return Lanes(
         ring=ring,
         gactive={g: int(v) for g, v in gactive.items()},
@@ -66,6 +71,8 @@ def lanes_of(r: redis.Redis, q: Queue | AsyncQueue) -> Lanes:
         schedule=schedule,
         dead=dead,
         wake=int(wake),
+        gwait=set(gwait),
+        grate=set(grate),
     )
 
 
@@ -73,7 +80,7 @@ def serveable(snap: Lanes, group: str) -> bool:
     """What the law says: work in the lane, not paused, under the limit."""
     if not snap.lanes.get(group):
         return False
-    if group in snap.gpaused:
+    if group in snap.gpaused or group in snap.gwait:
         return False
     limit = snap.glimit.get(group)
     return limit is None or snap.gactive.get(group, 0) < limit
@@ -98,6 +105,7 @@ def assert_law(r: redis.Redis, q: Queue | AsyncQueue) -> Lanes:
     assert set(snap.lanes) <= snap.groups, (snap.lanes, snap.groups)
     # ...and only live groups are: work waiting or in flight, or a setting
     live = set(snap.lanes) | set(snap.gactive) | set(snap.glimit) | set(snap.gweight)
+    live |= snap.gwait | snap.grate
     assert snap.groups <= live | snap.gpaused, (snap.groups, live)
     # gactive is exact: a slot taken by a claim was given back exactly once
     assert snap.gactive == active_by_group(r, q, snap.active), snap

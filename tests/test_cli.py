@@ -121,12 +121,18 @@ def test_enqueue_stats_jobs_and_show(emq: Any, fast: Any, q: Queue, r: redis.Red
 
     stats = as_json(emq("--json", "stats", q.name))
     assert isinstance(stats.pop("latency_ms"), int)  # an age: timing alone
+    assert stats.pop("limits") == {
+        "rate": None, "concurrency": None, "group_rate_default": None, "limited_for_ms": 0,
+        "starts_in_window": 0, "active": 0, "held_lanes": 0, "next_start_in_ms": 0,
+        "rate_limited": False,
+    }  # fmt: skip
     assert stats == {
         "queue": q.name,
         "pending": 2, "active": 0, "scheduled": 1, "dead": 0, "completed": 0, "failed": 0,
         "paused": False, "kept": 0,
         "groups": [
-            {"name": "g1", "depth": 1, "in_flight": 0, "limit": None, "weight": 1, "paused": False}
+            {"name": "g1", "depth": 1, "in_flight": 0, "limit": None, "weight": 1, "paused": False,
+             "rate_limit": None, "held_until_ms": None}
         ],
     }  # fmt: skip
     text = fast("stats", q.name)
@@ -386,9 +392,11 @@ def test_group_verbs(emq: Any, fast: Any, q: Queue, r: redis.Redis) -> None:
     assert r.hget(b + "gweight", "g1") == "3"
     listing = as_json(fast("--json", "group", "list", q.name))
     assert listing["groups"] == [
-        {"name": "g1", "depth": 3, "in_flight": 0, "limit": 2, "weight": 3, "paused": True},
-        {"name": "g2", "depth": 1, "in_flight": 0, "limit": None, "weight": 1, "paused": False},
-    ]
+        {"name": "g1", "depth": 3, "in_flight": 0, "limit": 2, "weight": 3, "paused": True,
+         "rate_limit": None, "held_until_ms": None},
+        {"name": "g2", "depth": 1, "in_flight": 0, "limit": None, "weight": 1, "paused": False,
+         "rate_limit": None, "held_until_ms": None},
+    ]  # fmt: skip
     assert "g2" in fast("group", "list", q.name).stdout
     assert fast("group", "limit", q.name, "g1", "--clear").returncode == 0
     assert r.hexists(b + "glimit", "g1") is False

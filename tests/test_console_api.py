@@ -188,6 +188,22 @@ def test_queue_summary(api: TestClient, q: Queue, r: redis.Redis) -> None:
     assert dump(r, q) == before
 
 
+def test_queue_summary_shows_the_flow_control_badge_data(
+    api: TestClient, q: Queue, r: redis.Redis
+) -> None:
+    q.set_rate_limit(1, 60_000)
+    q.enqueue({"x": 1})
+    q.enqueue({"x": 2})
+    body = api.get(qp(q)).json()
+    assert body["rate_limited"] is False and body["limited_until_ms"] is None
+    assert len(q.claim_many(2)) == 1
+    before = dump(r, q)
+    body = api.get(qp(q)).json()
+    assert body["rate_limited"] is True
+    assert 59_000 <= body["limited_until_ms"] - body["now_ms"] <= 60_000
+    assert dump(r, q) == before
+
+
 def test_jobs_page_in_run_order_with_rows(api: TestClient, q: Queue, r: redis.Redis) -> None:
     ids = [q.enqueue({"n": i}, name=f"job{i}") for i in range(5)]
     dead = dead_job(q)

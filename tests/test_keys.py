@@ -59,6 +59,7 @@ COMPOSED: dict[str, tuple[tuple[str, ...], Callable[[Keyspace], str], str]] = {
     "errors": (("JOB", "ERRORS"), lambda k: k.errors(ID), ID),
     "dedup": (("DEDUP",), lambda k: k.dedup(DEDUP_ID), DEDUP_ID),
     "lane": (("LANE", "LANE_END"), lambda k: k.lane(GROUP), GROUP),
+    "lane_starts": (("GSTARTS",), lambda k: k.lane_starts(GROUP), GROUP),
     "repeat_record": (("REPEAT_RECORD",), lambda k: k.repeat_record(REPEAT_NAME), REPEAT_NAME),
     "claim_request": (("CLAIMREQ",), lambda k: k.claim_request("0123abcd"), "0123abcd"),
     "worker": (("WORKER",), lambda k: k.worker("0123abcd"), "0123abcd"),

@@ -4,7 +4,8 @@ Two private servers, both with the module loaded; the same queue name on each. O
 runs the scripts, the other the native commands. Hypothesis draws a sequence of verbs
 (enqueue flat/grouped/delayed/deduplicated/kept, enqueue_many, claim, claim_many with
 locks, complete with or without a result, retry to schedule or dead, extend, reprocess,
-remove, pause/resume, group pause/limit, promote, the queue's retention) with the same
+remove, pause/resume, group pause/limit, promote, the queue's retention, the flow
+control limits: rate, concurrency, lane rates) with the same
 ids on both sides. After every step the replies must be equal (a refusal: the same
 exception and message) and every key of the queue equal on both servers: its type, its
 value byte for byte in the server's own order (hash fields, list items), ttl presence,
@@ -148,6 +149,11 @@ step = st.one_of(
     st.tuples(st.just("pause_group"), st.sampled_from(["ga", "gb"]), st.booleans()),
     st.tuples(st.just("limit"), st.sampled_from(["ga", "gb"]), st.sampled_from([None, 1, 2])),
     st.tuples(st.just("promote")),
+    # flow control (windows long enough that no step's timing frees a start)
+    st.tuples(st.just("rate"), st.sampled_from([None, 1, 2, 3]), st.sampled_from([None, 1, 3])),
+    st.tuples(st.just("concurrency"), st.sampled_from([None, 1, 2])),
+    st.tuples(st.just("lane_rate"), st.sampled_from(["ga", "gb"]), st.sampled_from([None, 1, 2])),
+    st.tuples(st.just("lane_rate_default"), st.sampled_from([None, 1])),
 )
 
 
@@ -170,7 +176,24 @@ def run(q: Queue, tokens: dict[str, int], op: tuple[Any, ...]) -> Any:
         for c in got:
             if c is not None:
                 tokens[c.id] = c.token
-        return got
+        hold = getattr(got, "hold", None)
+        # what held the claim back (its wait in ms is a time: the two servers differ)
+        return got, hold and hold.scope
+    if verb == "rate":
+        if op[1] is None:
+            return q.clear_rate_limit()
+        burst = None if op[2] is None else min(op[2], op[1])
+        return q.set_rate_limit(op[1], 3_600_000, burst=burst)
+    if verb == "concurrency":
+        return q.clear_concurrency() if op[1] is None else q.set_concurrency(op[1])
+    if verb == "lane_rate":
+        if op[2] is None:
+            return q.clear_group_rate_limit(op[1])
+        return q.set_group_rate_limit(op[1], op[2], 3_600_000)
+    if verb == "lane_rate_default":
+        if op[1] is None:
+            return q.clear_group_rate_default()
+        return q.set_group_rate_default(op[1], 3_600_000)
     if verb == "complete":
         return q.complete(op[1], tokens.get(op[1], 1) + (0 if op[2] else 7), result=op[3])
     if verb == "complete_batch":

@@ -519,6 +519,43 @@ async def test_lanes(facade: Facade, r: redis.Redis) -> None:
     assert "pending" in t.key_names()
 
 
+@scenario(
+    "set_rate_limit",
+    "clear_rate_limit",
+    "rate_limit",
+    "set_concurrency",
+    "clear_concurrency",
+    "set_group_rate_limit",
+    "clear_group_rate_limit",
+    "set_group_rate_default",
+    "clear_group_rate_default",
+    "group_rate_limit",
+    "limits",
+)
+async def test_flow_control(facade: Facade, r: redis.Redis) -> None:
+    t = facade
+    day = 86_400_000  # a window this long reads as a time ("T") in the transcript
+    for n, g in ((1, None), (2, None), (3, "a"), (4, "a"), (5, "b")):
+        await t("enqueue", n, job_id=J(n), group=g)
+    assert await t("set_rate_limit", 3, day, burst=3) is None
+    assert await t("set_concurrency", 10) is None
+    assert await t("set_group_rate_limit", "a", 1, day) is None
+    assert await t("set_group_rate_default", 5, day) is None
+    assert field(await t("rate_limit"), "max_jobs") == 3
+    assert field(await t("group_rate_limit", "a"), "per_ms") == day
+    got = await t("claim_many", 10)
+    assert len(got) == 3
+    limits = await t("limits")
+    assert (field(limits, "starts_in_window"), field(limits, "active")) == (3, 3)
+    assert await t("claim_many", 10) == []
+    assert await t("clear_rate_limit") is None
+    assert await t("clear_concurrency") is None
+    assert await t("clear_group_rate_limit", "a") is None
+    assert await t("clear_group_rate_default") is None
+    assert len(await t("claim_many", 10)) == 2
+    assert "meta" not in t.key_names()
+
+
 @scenario("reindex")
 async def test_reindex(facade: Facade, r: redis.Redis) -> None:
     t = facade

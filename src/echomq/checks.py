@@ -156,6 +156,21 @@ def count(value: Any, what: str, *, zero: bool = False) -> int:
     return integer(value, what, 0 if zero else 1, MAX_COUNT)
 
 
+#: The most starts a rate limit may admit per window (its start log holds that many).
+MAX_RATE_JOBS = 100_000
+#: The longest window of a rate limit: one day.
+MAX_RATE_MS = 86_400_000
+
+
+def rate(max_jobs: Any, per_ms: Any) -> tuple[int, int]:
+    """A rate limit: ``max_jobs`` within ``1 .. MAX_RATE_JOBS`` starts per ``per_ms``
+    within ``1 .. MAX_RATE_MS`` (the start log a limit keeps is bounded by both)."""
+    return (
+        integer(max_jobs, "max_jobs", 1, MAX_RATE_JOBS),
+        integer(per_ms, "per_ms", 1, MAX_RATE_MS),
+    )
+
+
 def token(value: Any) -> int:
     """A fencing token: ``1 .. 2**53``."""
     return integer(value, "token", 1, MAX_EXACT)

@@ -12,6 +12,7 @@ and carries a stable ``.reason`` string::
     ├── VersionMismatch        the server's {emq}:version differs from this client's
     ├── NativeUnavailable      executor="native" on a server without the echomq module
     ├── JobCancelled           raised in a handler whose job was cancelled (echomq.worker.job)
+    ├── RateLimited            raised BY a handler: put the job back, hold the queue or its lane
     ├── ScriptError            a script failed in a way that is not a refusal
     ├── ServerUnavailable      no server answers at the configured address
     │   ├── OutcomeUnknown     a write was sent and no reply came; it is never sent again
@@ -79,6 +80,36 @@ class VersionMismatch(EchoMQError):
 
 class NativeUnavailable(EchoMQError):
     """``executor="native"`` on a server that has not loaded the echomq module."""
+
+
+class RateLimited(EchoMQError):
+    """Raise it from a handler when the service it calls says "too many requests"
+    (e.g. an HTTP 429 with a Retry-After): the worker puts the job back where it came
+    from (its place in the run order, no failure counted) and holds the whole queue,
+    or with ``group=True`` only the job's lane, for ``retry_after_ms``. A job with no
+    group holds the queue.
+
+    Args:
+        retry_after_ms: how long to hold, in ms (``1 .. 86400000``).
+        group: hold only the job's lane (its tenant), not the queue.
+
+    Raises:
+        InvalidArgument: ``retry_after_ms`` is not an int in range, or ``group`` not a
+            bool (raised where it is constructed, in the handler).
+    """
+
+    def __init__(self, retry_after_ms: int, *, group: bool = False) -> None:
+        # checked here, not in echomq.checks (which imports this module)
+        if type(retry_after_ms) is not int or not 1 <= retry_after_ms <= 86_400_000:
+            raise InvalidArgument(
+                f"retry_after_ms must be an integer within 1..86400000, got {retry_after_ms!r:.80}"
+            )
+        if not isinstance(group, bool):
+            raise InvalidArgument(f"group must be True or False, got {group!r:.80}")
+        self.retry_after_ms = retry_after_ms
+        self.group = group
+        scope = "its lane" if group else "the queue"
+        super().__init__(f"rate limited: hold {scope} for {self.retry_after_ms} ms")
 
 
 class ScriptError(EchoMQError):

@@ -26,7 +26,7 @@ _JOB, _LOGS, _LOGTIMES = KEY["JOB"].suffix, KEY["LOGS"].suffix, KEY["LOGTIMES"].
 _LOCK, _ERRORS, _DEDUP = KEY["LOCK"].suffix, KEY["ERRORS"].suffix, KEY["DEDUP"].suffix
 _CLAIMREQ, _WORKER = KEY["CLAIMREQ"].suffix, KEY["WORKER"].suffix
 _LANE, _LANE_END = KEY["LANE"].suffix, KEY["LANE_END"].suffix
-_REPEAT_RECORD = KEY["REPEAT_RECORD"].suffix
+_REPEAT_RECORD, _GSTARTS = KEY["REPEAT_RECORD"].suffix, KEY["GSTARTS"].suffix
 
 VERSION_KEY = "{emq}:version"
 KEYSPACE_VERSION = "1"
@@ -62,8 +62,10 @@ class Keyspace:
     gindex: str
     glimit: str
     gpaused: str
+    grate: str
     groups: str
     gturn: str
+    gwait: str
     gweight: str
     keeps: str
     keepuntil: str
@@ -71,6 +73,7 @@ class Keyspace:
     metrics_completed: str
     metrics_failed: str
     pending: str
+    rate: str
     repeat: str
     ring: str
     schedule: str
@@ -121,6 +124,10 @@ class Keyspace:
     def lane(self, group: str) -> str:
         """The pending lane of ``group`` (checked)."""
         return self.base + _LANE + check_name(group, "group") + _LANE_END
+
+    def lane_starts(self, group: str) -> str:
+        """The start log of ``group``'s lane (checked): its rate limit's sliding window."""
+        return self.base + _GSTARTS + check_name(group, "group")
 
     def repeat_record(self, name: str) -> str:
         """The record of the repeatable ``name`` (checked)."""

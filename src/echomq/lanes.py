@@ -23,6 +23,21 @@ from .scripts import Cmd, Eval, Plan, script
 GROUPS_PAGE = 200
 
 
+#: Entries per group in the ``groups`` script's reply.
+GROUP_FIELDS = 8
+
+
+def lane_rate_fields(rate: Any, held: Any) -> dict[str, Any]:
+    """A group's rate limit and hold, from the ``groups`` script's last two entries."""
+    text = as_str(rate)
+    m, _, p = text.partition(":")
+    until = int(held)
+    return {
+        "rate_limit": (int(m), int(p)) if text else None,
+        "held_until_ms": until if until > 0 else None,
+    }
+
+
 def _g(group: str) -> str:
     return check_name(group, "group")
 
@@ -120,7 +135,7 @@ def groups(ctx: Context, page: int = GROUPS_PAGE) -> Plan[list[GroupInfo]]:
     while True:
         r = yield Eval(script("groups"), (ctx.keys.base,), (cursor, str(page)))
         cursor = r[0]
-        for i in range(1, len(r), 6):
+        for i in range(1, len(r), GROUP_FIELDS):
             lim = r[i + 3]
             info = GroupInfo(
                 name=r[i],
@@ -129,6 +144,7 @@ def groups(ctx: Context, page: int = GROUPS_PAGE) -> Plan[list[GroupInfo]]:
                 limit=int(lim) if lim else None,
                 weight=int(r[i + 4]),
                 paused=bool(int(r[i + 5])),
+                **lane_rate_fields(r[i + 6], r[i + 7]),
             )
             # SSCAN may return a member twice across pages: keep one per name
             by_name[info.name] = info

@@ -74,6 +74,9 @@ KEYS: tuple[Key, ...] = (
     _q("KEEPUNTIL", "keepuntil", "zset", "jobs kept by their own keep_ms; score = keep's end"),
     _q("KEEPS", "keeps", "string", "'1' while the queue has a retention (limits in meta)"),
     _q("SEQ", "seq", "string", "the enqueue sequence: the last number taken (INCRBY)"),
+    _q("RATE", "rate", "zset", "the queue's start log (rate limit): id:token at start ms"),
+    _q("GRATE", "grate", "hash", "per-group rate limit, 'max_jobs:per_ms'"),
+    _q("GWAIT", "gwait", "zset", "lanes held off the ring by a rate limit; score = free at (ms)"),
     Key("JOB", "job:", "per_id", "hash", "a job's row: B .. JOB .. id (ROW_FIELDS)"),
     Key("LOGS", ":logs", "row", "list", "the row's log lines, oldest first: row .. LOGS"),
     Key(
@@ -89,6 +92,7 @@ KEYS: tuple[Key, ...] = (
     Key("CLAIMREQ", "claimreq:", "per_id", "list", "a claim's record: B .. CLAIMREQ .. rid"),
     Key("WORKER", "worker:", "per_id", "hash", "a worker's registry record: B .. WORKER .. wid"),
     Key("REPEAT_RECORD", "repeat:", "per_id", "hash", "a repeatable: B .. REPEAT_RECORD .. name"),
+    Key("GSTARTS", "gs:", "per_id", "zset", "a lane's start log (rate limit): B .. GSTARTS .. g"),
     Key("LANE", "g:", "per_id", "zset", "a group's lane: B .. LANE .. group .. LANE_END"),
     Key("LANE_END", ":pending", "lane_end", "zset", "the end of a lane's key (see LANE)"),
 )
@@ -159,6 +163,13 @@ META_FIELDS: tuple[Field, ...] = (
     Field("keep_completed_ms", "count", "retention: completed jobs younger than this kept"),
     Field("keep_dead", "count", "retention: newest N dead jobs kept"),
     Field("keep_dead_ms", "count", "retention: dead jobs younger than this kept"),
+    Field("rate_max", "count", "rate limit: at most this many claims start ..."),
+    Field("rate_ms", "count", "... in any window of this many ms (server clock)"),
+    Field("rate_burst", "count", "rate limit: at most this many starts in burst * per / max ms"),
+    Field("concurrency", "count", "at most this many jobs of the queue active at once"),
+    Field("limited_until", "time", "no claim starts before this (a handler's RateLimited)"),
+    Field("group_rate_max", "count", "every lane's default rate limit: max_jobs ..."),
+    Field("group_rate_ms", "count", "... per this many ms (a lane's own in grate wins)"),
 )
 
 #: Run order. A ready job's score (in ``pending``, its lane and ``gindex``) is

@@ -89,6 +89,7 @@ TRANSITIONS: dict[str, Transition] = {
             native="EMQ.RETRY",
         ),
         _t("delay", False, "a repeat answers stale for a change that happened"),
+        _t("rate_limited", False, "a repeat answers stale for a change that happened"),
         _t("release", False, "a repeat answers stale for a change that happened"),
         _t(
             "extend_lock",
@@ -123,6 +124,9 @@ TRANSITIONS: dict[str, Transition] = {
             "sets the same limits again; its trim is one more bounded sweep",
             journals=True,
         ),
+        # ---- flow control
+        _t("set_limits", True, _FLAG, journals=True),
+        _t("set_group_rate", True, _FLAG, journals=True),
         # ---- the operator plane: job scope
         _t("update_data", True, "replaces a value with the same value", journals=True),
         _t(

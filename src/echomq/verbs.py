@@ -30,7 +30,20 @@ from typing import TYPE_CHECKING, Any, Concatenate, Generic, TypeVar, overload
 
 from typing_extensions import ParamSpec, Self
 
-from . import admin, bulk, history, hooks, jobs, journal, lanes, lifecycle, reads, registry, views
+from . import (
+    admin,
+    bulk,
+    history,
+    hooks,
+    jobs,
+    journal,
+    lanes,
+    lifecycle,
+    limits,
+    reads,
+    registry,
+    views,
+)
 from . import repeat as repeating
 from .context import Context
 from .hooks import Kind
@@ -141,6 +154,18 @@ class VerbTable:
     drain = _v(admin.drain, "operator", "drain")
     drain_step = _v(admin.drain_step, "operator", "drain")
     obliterate = _v(admin.obliterate, "operator", "obliterate")
+    # flow control (decided inside the claim)
+    set_rate_limit = _v(limits.set_rate_limit, "operator", "set_limits")
+    clear_rate_limit = _v(limits.clear_rate_limit, "operator", "set_limits")
+    rate_limit = _v(limits.rate_limit, "read")
+    set_concurrency = _v(limits.set_concurrency, "operator", "set_limits")
+    clear_concurrency = _v(limits.clear_concurrency, "operator", "set_limits")
+    set_group_rate_limit = _v(limits.set_group_rate_limit, "operator", "set_group_rate")
+    clear_group_rate_limit = _v(limits.clear_group_rate_limit, "operator", "set_group_rate")
+    set_group_rate_default = _v(limits.set_group_rate_default, "operator", "set_limits")
+    clear_group_rate_default = _v(limits.clear_group_rate_default, "operator", "set_limits")
+    group_rate_limit = _v(limits.group_rate_limit, "read")
+    limits = _v(limits.limits, "read")
     # the operator plane: job scope
     update_data = _v(jobs.update_data, "operator", "update_data")
     update_progress = _v(jobs.update_progress, "job_write", "update_progress")
@@ -209,6 +234,11 @@ RUNTIME_VERBS: tuple[RuntimeVerb, ...] = (
     RuntimeVerb("worker_leave", "a worker's graceful exit (registry.leave)", ("worker_leave",)),
     RuntimeVerb(
         "fire_due", "the repeat scheduler (repeat.fire_due)", ("fire_due_list", "fire_due")
+    ),
+    RuntimeVerb(
+        "rate_limited",
+        "the worker, on a handler's RateLimited (worker.limits.rate_limited)",
+        ("rate_limited",),
     ),
     RuntimeVerb("scrape", "the metrics scrape", ("obs_queue", "obs_groups")),
 )

@@ -18,6 +18,7 @@ from . import (
     group_cmds,  # emq group ..., emq reindex
     history_cmds,  # emq retention
     job_cmds,  # emq job ...
+    limit_cmds,  # emq limit show|rate|concurrency|group|group-default
     native_cmds,  # emq native build|path
     obs_cmds,
     ops_cmds,  # the old home of some of the above (re-exports)
@@ -36,6 +37,7 @@ __all__ = [
     "group_cmds",
     "history_cmds",
     "job_cmds",
+    "limit_cmds",
     "main",
     "native_cmds",
     "obs_cmds",

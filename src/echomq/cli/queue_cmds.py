@@ -21,6 +21,7 @@ from .app import Env, cli, confirm, pass_env
 # ``emq jobs`` moved to browse_cmds: its names stay importable from here
 from .browse_cmds import FIND_SCAN_LIMIT as FIND_SCAN_LIMIT
 from .browse_cmds import jobs as jobs
+from .limit_cmds import limits_lines
 
 _COUNT_COLUMNS = ("pending", "active", "scheduled", "dead", "completed", "failed")
 
@@ -97,6 +98,8 @@ def stats(env: Env, queue: str) -> None:
     q = env.queue(queue)
     summary = queue_summary(q)
     summary["latency_ms"] = q.latency()
+    limits = q.limits()
+    summary["limits"] = limits.as_dict()
     groups = [asdict(g) for g in q.groups()]
     summary["groups"] = groups
 
@@ -108,6 +111,8 @@ def stats(env: Env, queue: str) -> None:
         table.add_row("paused", "yes" if summary["paused"] else "no")
         latency = summary["latency_ms"]
         table.add_row("latency", "-" if latency is None else f"{latency / 1000:.1f}s")
+        for name, value in limits_lines(limits):
+            table.add_row(name, value)
         env.out.print(table)
         if groups:
             print_groups(env, groups)
@@ -116,8 +121,9 @@ def stats(env: Env, queue: str) -> None:
 
 
 def print_groups(env: Env, groups: list[dict[str, Any]]) -> None:
-    table = Table("group", "depth", "in flight", "limit", "weight", "paused")
+    table = Table("group", "depth", "in flight", "limit", "weight", "paused", "rate", "held")
     for g in groups:
+        rate = g.get("rate_limit")
         table.add_row(
             g["name"],
             str(g["depth"]),
@@ -125,6 +131,8 @@ def print_groups(env: Env, groups: list[dict[str, Any]]) -> None:
             "-" if g["limit"] is None else str(g["limit"]),
             str(g["weight"]),
             "yes" if g["paused"] else "no",
+            "-" if not rate else f"{rate[0]}/{rate[1]}ms",
+            "-" if not g.get("held_until_ms") else "yes",
         )
     env.out.print(table)
 

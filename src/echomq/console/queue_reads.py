@@ -84,15 +84,20 @@ class QueueReads(ConsoleCore):
         return {"queues": list(rows), "complete": complete, "server": self.server}
 
     async def queue_summary(self, queue: str) -> Reply:
-        """One queue's counts per state, its pause, whether it exists, the server time
-        and its latency (ms the head of the backlog has waited; ``None``: none pending)."""
+        """One queue's counts per state, its pause, whether it exists, the server time,
+        its latency (ms the head of the backlog has waited; ``None``: none pending) and
+        its flow control (``rate_limited``; ``limited_until_ms``: when the rate window
+        or a handler's hold allows the next start, ``None`` when neither holds it)."""
         q = self.queue(queue)
-        summary, now, exists, latency = await asyncio.gather(
-            self._summary(q), q.server_time(), q.queue_exists(), q.latency()
+        summary, now, exists, latency, limits = await asyncio.gather(
+            self._summary(q), q.server_time(), q.queue_exists(), q.latency(), q.limits()
         )
         summary["now_ms"] = now
         summary["exists"] = exists
         summary["latency_ms"] = latency
+        summary["rate_limited"] = limits.rate_limited
+        wait = limits.next_start_in_ms
+        summary["limited_until_ms"] = now + wait if wait else None
         return summary
 
     async def workers(self, queue: str, n: int = DEFAULT_WORKERS) -> Reply:

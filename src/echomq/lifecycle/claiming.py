@@ -8,8 +8,9 @@ import os
 from typing import Any
 
 from .. import checks
-from ..context import Context
+from ..context import Context, as_str
 from ..results import Claimed as Claimed
+from ..results import ClaimedBatch, ClaimHold
 from ..scripts import Cmd, Eval, Plan, script
 
 
@@ -58,11 +59,14 @@ def claim_op(ctx: Context, count: int, lease_ms: int, lock_ms: int) -> Eval:
     return Eval(script("claim"), (ctx.keys.base,), args, again=(*args, "1"))
 
 
-def decode_claimed(ctx: Context, reply: Any) -> list[Claimed]:
+def decode_claimed(ctx: Context, reply: Any) -> ClaimedBatch:
     """The jobs in a claim script's reply (5 entries per job: id, payload, token,
-    name, group), payloads deserialized by the queue's serializer."""
+    name, group), payloads deserialized by the queue's serializer; a trailing
+    ``[scope, ms]`` entry (flow control held the claim back) becomes the batch's
+    :attr:`~echomq.results.ClaimedBatch.hold`."""
     loads = ctx.serializer.loads
-    return [
+    n = len(reply) - len(reply) % 5
+    got = ClaimedBatch(
         Claimed(
             id=reply[i],
             payload=loads(reply[i + 1]),
@@ -70,8 +74,12 @@ def decode_claimed(ctx: Context, reply: Any) -> list[Claimed]:
             name=reply[i + 3] or None,
             group=reply[i + 4] or None,
         )
-        for i in range(0, len(reply), 5)
-    ]
+        for i in range(0, n, 5)
+    )
+    if n < len(reply):
+        scope, ms = reply[-1]
+        got.hold = ClaimHold(as_str(scope), int(ms))  # type: ignore[arg-type]
+    return got
 
 
 def claim_behind_gate(

@@ -15,8 +15,21 @@
 --          re-send reads claimreq:<rid>: when the record exists (the first run ran),
 --          nothing new is claimed and the reply lists the jobs recorded there that are
 --          still active, each with its row's current attempts as token, in order.
--- Reply:   a flat array, 5 entries per job: id, payload, token, name, group ('' = none)
+-- Reply:   a flat array, 5 entries per job: id, payload, token, name, group ('' = none);
+--          then, when flow control held the claim back (lib/limits), one more entry:
+--          {scope, ms}. scope 'rate' (the queue's rate window is full: no start for ms),
+--          'blocked' (a handler's RateLimited holds the queue for ms), 'concurrency'
+--          (the queue's cap is reached: ms 0, a slot frees with a wake token) or
+--          'lanes' (fewer jobs than asked, and a held lane is due again in ms). A
+--          re-send's answer carries none.
 -- Refusals: none (an empty array when nothing is ready).
+-- Limits:  read from meta in one HMGET (rate_max/rate_ms/rate_burst, concurrency,
+--          limited_until, group_rate_max/group_rate_ms) before anything is popped, and
+--          counted in the same step as the pops: the queue's start log `rate` (its
+--          window of rate_ms, and a spreading window for rate_burst) and each limited lane's
+--          `gs:<group>` (sliding window logs, member id:token, score = start ms);
+--          lanes held by a full window or a handler wait in `gwait` off the ring, and
+--          up to 32 due ones return to the ring's head first.
 -- Writes:  ZPOPMIN pending|lane (pending: the rest of a batch in one ZPOPMIN once the
 --          ring is found empty), attempts + 1 and state active (one HSET), ZADD active
 --          deadline (one for the batch, after the loop), gactive/ring/gturn for lanes, the :lock key, claimreq:<rid>; event 'active'.
@@ -27,6 +40,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include limits
 local lease = tonumber(ARGV[1])
 local count = tonumber(ARGV[2])
 local side = ARGV[3]
@@ -52,6 +66,40 @@ if rid ~= '' and ARGV[6] == '1' then
   end
 end
 local now, nows = now_text()
+-- flow control: the queue's limits, before anything is popped (lib/limits)
+local lim = limits_read()
+if lim[4] and lim[4] > now then return {{'blocked', lim[4] - now}} end
+local asked = count
+local in_act, in_win  -- the queue's active count and rate window count, when limited
+local burst, span, in_span  -- the rate's burst, its spreading window (ms) and count
+if lim[3] then
+  in_act = redis.call('ZCARD', B .. ACTIVE)
+  if in_act >= lim[3] then return {{'concurrency', 0}} end
+  count = math.min(count, lim[3] - in_act)
+end
+-- ms until the rate's windows admit one more start, given `made` starts of this call
+local function rate_wait(made)
+  local at = now
+  if in_win + made >= lim[1] then
+    at = window_free_at(B .. RATE, lim[2], now, in_win, made, lim[1])
+  end
+  if in_span and in_span + made >= burst then
+    at = math.max(at, window_free_at(B .. RATE, span, now, in_span, made, burst))
+  end
+  return at - now
+end
+if lim[1] and lim[2] then
+  in_win = window_count(B .. RATE, lim[2], now, asked + 8)
+  burst = math.min(lim[7] or lim[1], lim[1])
+  if burst < lim[1] then
+    span = math.max(1, math.ceil(burst * lim[2] / lim[1]))
+    in_span = redis.call('ZCOUNT', B .. RATE, now - span + 1, '+inf')
+  end
+  local w = rate_wait(0)
+  if w > 0 then return {{'rate', w}} end
+  count = math.min(count, lim[1] - in_win, in_span and burst - in_span or count)
+end
+unpark(now, 32)
 local deadline = now + lease
 local ring = B .. RING
 local out = {}
@@ -78,6 +126,7 @@ local function pop_flat(want)
   return buf[1]
 end
 
+local lanestarts = {}  -- group -> starts this call made in its limited lane
 local function pop_lane()
   if ring_dry then return nil end
   local len = redis.call('LLEN', ring)
@@ -89,36 +138,55 @@ local function pop_lane()
       redis.call('LPOP', ring)
       redis.call('HDEL', B .. GTURN, g)
     else
-      local r = redis.call('ZPOPMIN', lane_key(g))
-      redis.call('ZREM', B .. GINDEX, r[1])
-      redis.call('HINCRBY', B .. GACTIVE, g, 1)
-      if not serveable(g) then
-        -- the lane emptied or hit its limit: leave the ring from its head (O(1),
-        -- where an LREM would walk a ring of many tenants)
-        redis.call('LPOP', ring)
-        redis.call('HDEL', B .. GTURN, g)
-      else
-        -- a weighted group keeps the head of the ring for `weight` claims per turn
-        local w = tonumber(redis.call('HGET', B .. GWEIGHT, g) or '1')
-        if w <= 1 or redis.call('HINCRBY', B .. GTURN, g, 1) >= w then
-          if w > 1 then redis.call('HDEL', B .. GTURN, g) end
-          redis.call('LMOVE', ring, ring, 'LEFT', 'RIGHT')
-        end
+      local rmax, rper = lane_rate(g, lim)
+      local sk, n, p = nil, 0, 0
+      if rmax and rper then
+        -- n starts logged in its window, p more made by this call (logged after)
+        sk = B .. GSTARTS .. g
+        n, p = window_count(sk, rper, now, 8), lanestarts[g] or 0
       end
-      return r[1], g
+      if sk and n + p >= rmax then
+        -- its window is full (a limit lowered, or a lane brought back early): held
+        park_head(g, window_free_at(sk, rper, now, n, p, rmax))
+      else
+        local r = redis.call('ZPOPMIN', lane_key(g))
+        redis.call('ZREM', B .. GINDEX, r[1])
+        redis.call('HINCRBY', B .. GACTIVE, g, 1)
+        if sk then lanestarts[g] = p + 1 end
+        if sk and n + p + 1 >= rmax then
+          -- this start fills its window: held off the ring, from its head, until the
+          -- window frees (the start is logged by the claim loop, with its token)
+          park_head(g, window_free_at(sk, rper, now, n, p + 1, rmax))
+        elseif not serveable(g) then
+          -- the lane emptied or hit its limit: leave the ring from its head (O(1),
+          -- where an LREM would walk a ring of many tenants)
+          redis.call('LPOP', ring)
+          redis.call('HDEL', B .. GTURN, g)
+        else
+          -- a weighted group keeps the head of the ring for `weight` claims per turn
+          local w = tonumber(redis.call('HGET', B .. GWEIGHT, g) or '1')
+          if w <= 1 or redis.call('HINCRBY', B .. GTURN, g, 1) >= w then
+            if w > 1 then redis.call('HDEL', B .. GTURN, g) end
+            redis.call('LMOVE', ring, ring, 'LEFT', 'RIGHT')
+          end
+        end
+        return r[1], g, sk and rper
+      end
     end
   end
   ring_dry = true
   return nil
 end
 
+local lanelogs = {}  -- a limited lane's group -> {per, id:token, ...}, logged after
+local starts = {}  -- id:token of every start, for the queue's log
 while #out < count * 5 do
-  local id, g
+  local id, g, gper
   if side == 'f' then
     id = pop_flat(ahead())
-    if not id then id, g = pop_lane() end
+    if not id then id, g, gper = pop_lane() end
   else
-    id, g = pop_lane()
+    id, g, gper = pop_lane()
     if not id then id = pop_flat(ahead()) end
   end
   if not id then break end
@@ -141,10 +209,31 @@ while #out < count * 5 do
   out[#out + 1] = tok
   out[#out + 1] = f[3] or ''
   out[#out + 1] = g or ''
+  starts[#starts + 1] = id .. SEP .. tok
+  if gper then
+    local l = lanelogs[g]
+    if not l then l = {gper}; lanelogs[g] = l end
+    l[#l + 1] = starts[#starts]
+  end
   emit('{"event":"active","job":"' .. id .. '","attempt":' .. tok .. '}')
   side = (side == 'f') and 'g' or 'f'
 end
 if #act > 0 then zadd_desc(B .. ACTIVE, act) end
+-- the starts, in the queue's log and each limited lane's (lib/limits)
+local held = nil
+if in_win then
+  local w = rate_wait(#starts)
+  if #starts > 0 then log_starts(B .. RATE, starts, nows, lim[2]) end
+  if w > 0 then held = {'rate', w} end
+end
+for g, l in pairs(lanelogs) do
+  log_starts(B .. GSTARTS .. g, {unpack(l, 2)}, nows, l[1])
+end
+if not held and in_act and in_act + #starts >= lim[3] then held = {'concurrency', 0} end
+if not held and #starts < asked then
+  local w = lanes_wait(now)
+  if w then held = {'lanes', w} end
+end
 if rid ~= '' and #out > 0 then
   local got = {}
   for i = 1, #out, 5 do got[#got + 1] = out[i] end
@@ -154,4 +243,5 @@ if rid ~= '' and #out > 0 then
   -- the index entries whose record expired, a few from the oldest end (lib/common)
   trim_before(ix, now, 8)
 end
+if held then out[#out + 1] = held end
 return out

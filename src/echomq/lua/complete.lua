@@ -18,7 +18,8 @@
 --          released, its tombstone in `settled` (one ZADD for the call; expired ones
 --          trimmed from the oldest end, by time, lib/common; a kept row leaves none: it
 --          stays, and its trim leaves one later); metrics:completed counted
---          once by the number completed; event 'completed' per job, in order. A repeat
+--          once by the number completed; under a concurrency cap (meta `concurrency`)
+--          one wake token per job; event 'completed' per job, in order. A repeat
 --          answers -1 / 'gone'.
 --          A kept row (field `keep`) whose job or queue keeps completed history stays
 --          instead: state completed, finished_at, result (when sent); lock deleted,
@@ -71,6 +72,7 @@ if #KEYS >= 2 then
     tombstone(id, now, nows)
   end
   count_metric(B .. METRICS_COMPLETED, 1, now)
+  cap_freed(1)
   emit(ev('completed', id))
   return 1
 end
@@ -132,5 +134,6 @@ end
 if #rows > 0 then del_all(rows) end
 if #gone > 0 then tombstones(gone, now, nows) end
 count_metric(B .. METRICS_COMPLETED, #jobs, now)
+cap_freed(#jobs)
 for _, id in ipairs(ids) do emit(ev('completed', id)) end
 return out

@@ -22,7 +22,9 @@
 --             the claim records (claimreq:<rid>) named by their index `claimreqs`;
 --          3. the named queue keys (UNLINK: a big one is freed off the main thread):
 --             metrics, lane structures (and gindex), wake, the registry, the settled
---             tombstones, the workers registry, the keep index and the retention marker;
+--             tombstones, the workers registry, the keep index and the retention marker,
+--             the flow control keys (rate, grate, gwait; a lane's gs:<group> with its
+--             lane in step 1);
 --          4. only with 'sweep': every other key under the base (an orphan dedup key or
 --             log list, keys other modules added), by SCAN MATCH from the cursor kept
 --             in meta field `sweep`, `budget` keys per call;
@@ -100,6 +102,9 @@ local function sweep_lanes()
   repeat
     local r = redis.call('SSCAN', B .. GROUPS, cursor, 'COUNT', 64)
     for _, g in ipairs(r[2]) do
+      -- a lane's rate log goes with it (one expires by itself `per_ms` after its
+      -- last start anyway)
+      redis.call('DEL', B .. GSTARTS .. g)
       if sweep(lane_key(g), true) then
         redis.call('HSET', meta, 'lanes', cursor)
         return true
@@ -140,7 +145,7 @@ local function run()
   redis.call('UNLINK', B .. METRICS_COMPLETED, B .. METRICS_FAILED, B .. GROUPS,
     B .. RING, B .. GACTIVE, B .. GLIMIT, B .. GWEIGHT, B .. GPAUSED,
     B .. GTURN, B .. WAKE, B .. REPEAT, B .. GINDEX, B .. SETTLED, B .. WORKERS,
-    B .. KEEPUNTIL, B .. KEEPS, B .. SEQ)
+    B .. KEEPUNTIL, B .. KEEPS, B .. SEQ, B .. RATE, B .. GRATE, B .. GWAIT)
 
   -- 4. with 'sweep' only: a scan for keys no registry names. A step that finds more
   -- than the budget deletes `budget` of them and keeps its starting cursor, so the

@@ -7,7 +7,8 @@
 -- Refusals: -1 no row (gone) or a kept completed row; EMQSTALE not active under this
 --          token.
 -- Writes:  failures+1, last_error, ZREM active, lane slot back (+ ring), lock deleted,
---          schedule or dead (+ metrics:failed); event 'retrying' or 'dead'.
+--          schedule or dead (+ metrics:failed), a wake token under a concurrency cap
+--          (meta `concurrency`); event 'retrying' or 'dead'.
 --          A kept row (field `keep`) also appends {attempt, time, error} to its capped
 --          error history job:<id>:errors (newest 20), and gets died_at when it dies.
 --          A job going dead trims `dead` by the queue's dead retention read from meta
@@ -26,6 +27,7 @@ local failures = redis.call('HINCRBY', jk, 'failures', 1)
 redis.call('ZREM', B .. ACTIVE, id)
 redis.call('DEL', jk .. LOCK)
 if f[3] then give_back(f[3]) end
+cap_freed(1)
 if f[5] then record_error(jk, token, now, err) end
 if failures >= maxa then
   if f[5] then

@@ -14,6 +14,10 @@ Two sides:
   ``echomq_jobs_completed_total{queue}``                    from ``metrics:completed``
   ``echomq_jobs_failed_total{queue}``                       from ``metrics:failed``
   ``echomq_group_jobs{queue,group,state}``                  the busiest groups only
+  ``echomq_queue_rate_limited{queue}``                      1 while no claim may start a
+                                                            job (rate window, hold, cap)
+  ``echomq_queue_rate_limited_seconds{queue}``              until a start is allowed
+  ``echomq_queue_held_lanes{queue}``                        lanes held by their limit
   ========================================================  ==============================
 
   Served by the console at ``/metrics`` and by ``emq exporter --port P``.
@@ -95,8 +99,26 @@ class SnapshotCollector(Collector):
             "Jobs of the busiest groups only (a bounded top-N), by state.",
             labels=["queue", "group", "state"],
         )
+        limited = GaugeMetricFamily(
+            "echomq_queue_rate_limited",
+            "1 while flow control lets no claim start a job (rate window, hold, cap).",
+            labels=["queue"],
+        )
+        limited_for = GaugeMetricFamily(
+            "echomq_queue_rate_limited_seconds",
+            "Seconds until the rate limit or a handler's hold allows the next start.",
+            labels=["queue"],
+        )
+        held = GaugeMetricFamily(
+            "echomq_queue_held_lanes",
+            "Lanes held off the ring by their rate limit or a handler's RateLimited.",
+            labels=["queue"],
+        )
         for s in self.snaps:
             q = s.queue
+            limited.add_metric([q], 1.0 if s.rate_limited else 0.0)
+            limited_for.add_metric([q], s.rate_limited_for_s)
+            held.add_metric([q], s.held_lanes)
             for state in STATES:
                 jobs.add_metric([q, state], getattr(s, state))
             paused.add_metric([q], 1.0 if s.paused else 0.0)
@@ -107,7 +129,7 @@ class SnapshotCollector(Collector):
             for g in s.top_groups:
                 groups.add_metric([q, g.name, "pending"], g.pending)
                 groups.add_metric([q, g.name, "active"], g.active)
-        yield from (jobs, paused, age, ngroups, done, failed, groups)
+        yield from (jobs, paused, age, ngroups, done, failed, groups, limited, limited_for, held)
         if self.scrape_s is not None:
             took = GaugeMetricFamily(
                 "echomq_scrape_duration_seconds", "How long reading the queues took."

@@ -69,6 +69,11 @@ class QueueSnapshot:
         oldest_pending_age_s: age of the oldest pending candidate (see the module
             docstring), ``0.0`` when nothing is pending.
         top_groups: the busiest groups, busiest first.
+        rate_limited: no claim may start a job now (a full rate window, a handler's
+            ``RateLimited`` hold or the concurrency cap; docs/flow-control.md).
+        rate_limited_for_s: how long until a start is allowed (the window's or the
+            hold's; 0 for the cap or when not limited).
+        held_lanes: lanes held off the ring by their rate limit or a handler.
         server_calls: how many server calls the snapshot took.
     """
 
@@ -83,6 +88,9 @@ class QueueSnapshot:
     groups: int
     oldest_pending_age_s: float
     top_groups: list[GroupLoad] = field(default_factory=list)
+    rate_limited: bool = False
+    rate_limited_for_s: float = 0.0
+    held_lanes: int = 0
     server_calls: int = 1
 
 
@@ -157,6 +165,9 @@ def snapshots(
                 groups=int(r[7]),
                 oldest_pending_age_s=_age_s(oldest, now_ms),
                 top_groups=top,
+                rate_limited=bool(int(r[10])),
+                rate_limited_for_s=int(r[11]) / 1000.0,
+                held_lanes=int(r[12]),
                 server_calls=calls,
             )
         )

@@ -8,7 +8,7 @@ from typing import Any
 
 from .. import checks, ids
 from ..context import Context, as_str
-from ..lanes import GroupInfo
+from ..lanes import GROUP_FIELDS, GroupInfo, lane_rate_fields
 from ..results import Counts
 from ..results.views import GroupsPage, Series, Throughput
 from ..scripts import Batch, Cmd, Eval, Plan, script
@@ -106,7 +106,7 @@ def groups_page(ctx: Context, cursor: str = "0", n: int = 50) -> Plan[GroupsPage
     cursor = checks.scan_cursor(cursor)
     r = yield Eval(script("groups"), (ctx.keys.base,), (cursor, str(n)))
     found: dict[str, GroupInfo] = {}
-    for i in range(1, len(r), 6):
+    for i in range(1, len(r), GROUP_FIELDS):
         lim = as_str(r[i + 3])
         info = GroupInfo(
             name=as_str(r[i]),
@@ -115,6 +115,7 @@ def groups_page(ctx: Context, cursor: str = "0", n: int = 50) -> Plan[GroupsPage
             limit=int(lim) if lim else None,
             weight=int(r[i + 4]),
             paused=bool(int(r[i + 5])),
+            **lane_rate_fields(r[i + 6], r[i + 7]),
         )
         found[info.name] = info
     return GroupsPage([found[k] for k in sorted(found)], as_str(r[0]))

@@ -4,6 +4,7 @@
   ``RetryOutcome``, ``Claimed``) and the queue's ``Counts`` and ``Retention``;
 - :mod:`.queue`: ``GroupInfo``, ``ReindexResult``, ``WorkerInfo``, ``Repeatable``;
 - :mod:`.operator`: ``BulkResult``, ``AuditEntry``;
+- :mod:`.limits`: flow control (``ClaimedBatch``, ``ClaimHold``, ``RateLimit``, ``Limits``);
 - :mod:`.views`: the operator's pages and views (``JobPage``, ``JobLine``, ``JobView``, ...).
 
 The modules whose verbs answer them re-export them (``echomq.lanes.GroupInfo`` ...).
@@ -21,6 +22,7 @@ from .jobs import (
     RetryOutcome,
     log_entries,
 )
+from .limits import ClaimedBatch, ClaimHold, HoldScope, Limits, RateLimit
 from .operator import AuditEntry, BulkResult
 from .queue import GroupInfo, ReindexResult, Repeatable, WorkerInfo
 from .views import Found, GroupsPage, JobLine, JobPage, JobView, Order, Series, Throughput
@@ -29,19 +31,24 @@ __all__ = [
     "JOB_STATES",
     "AuditEntry",
     "BulkResult",
+    "ClaimHold",
     "Claimed",
+    "ClaimedBatch",
     "Counts",
     "ErrorRecord",
     "Found",
     "GroupInfo",
     "GroupsPage",
+    "HoldScope",
     "JobLine",
     "JobPage",
     "JobRow",
     "JobState",
     "JobView",
+    "Limits",
     "LogEntry",
     "Order",
+    "RateLimit",
     "ReindexResult",
     "Repeatable",
     "Retention",

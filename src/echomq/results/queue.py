@@ -17,6 +17,10 @@ class GroupInfo:
         limit: its concurrency limit, or ``None``.
         weight: jobs served per turn of the ring.
         paused: whether the group is held back.
+        rate_limit: its own rate limit as ``(max_jobs, per_ms)``, or ``None`` (the
+            queue's lane default may still apply: ``Queue.limits``).
+        held_until_ms: while its rate limit or a handler's ``RateLimited`` holds it
+            off the ring, when it may be served again (server ms); else ``None``.
     """
 
     name: str
@@ -25,6 +29,8 @@ class GroupInfo:
     limit: int | None
     weight: int
     paused: bool
+    rate_limit: tuple[int, int] | None = None
+    held_until_ms: int | None = None
 
 
 @dataclass(frozen=True)

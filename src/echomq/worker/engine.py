@@ -36,7 +36,14 @@ from typing import Any
 import redis
 
 from .. import checks, lifecycle, registry, repeat
-from ..errors import EchoMQError, InvalidArgument, JobGone, ServerUnavailable, StaleToken
+from ..errors import (
+    EchoMQError,
+    InvalidArgument,
+    JobGone,
+    RateLimited,
+    ServerUnavailable,
+    StaleToken,
+)
 from ..lifecycle import Claimed
 from ..observability.worker import WorkerObserver
 from ..queue import AsyncQueue
@@ -44,6 +51,7 @@ from . import plans
 from . import stats as stats_module
 from .config import WorkerConfig
 from .job import CANCELLED, LEASE_LOST, SHUTDOWN, TIMEOUT, JobCancelled, JobContext
+from .limits import Throttle, rate_limited
 from .outage import Outage
 from .routes import Routes, failure_text
 from .stats import WorkerStats
@@ -91,6 +99,9 @@ class Engine:
         self._waker: Waker | None = None
         self._rng = random.Random()
         self._outage = Outage(log, name)
+        #: The queue's flow control as the last claim answered it (worker/limits.py).
+        self.throttle = Throttle()
+        self._limited: dict[tuple[str, int], RateLimited] = {}  # handlers' RateLimited
         #: This run's id in the queue's worker registry (random, hex).
         self.wid = secrets.token_hex(8)
 
@@ -241,8 +252,16 @@ class Engine:
         if want <= 0:
             self._more = True
             return
+        delay = self.throttle.delay(asyncio.get_running_loop().time())
+        if delay > 0:
+            # the queue's limit allows no start before then, whatever is enqueued: sleep
+            # exactly that (a stop cancels the sleep), then the serve loop claims
+            await asyncio.sleep(delay)
+            self.stats.limited_ms += round(delay * 1000)
+            self._more = True
+            return
         op = lifecycle.claim_op(aq.ctx, want, cfg.lease_ms, cfg.lock)
-        woke = await waker.wait(cfg.beat / 1000, aq.runner.command(op))
+        woke = await waker.wait(self.throttle.timeout(cfg.beat / 1000), aq.runner.command(op))
         try:
             if woke.claim_sent or not self.stop_requested:
                 plan = plans.claim_after_wait(aq.ctx, woke, want, cfg.lease_ms, cfg.lock)
@@ -253,9 +272,11 @@ class Engine:
     def _claimed(
         self, aq: AsyncQueue, got: list[Claimed], want: int, pool: ThreadPoolExecutor
     ) -> None:
-        if want:
-            self._more = len(got) == want
         loop = asyncio.get_running_loop()
+        if want:
+            # held back by the queue's limits: no claim until the wait it answered
+            held = self.throttle.note(got, loop.time())
+            self._more = len(got) == want and not held
         timeout = self.config.job_timeout_ms
         for claimed in got:
             run = _Running(JobContext(claimed, aq, loop, self._thread))
@@ -308,6 +329,10 @@ class Engine:
         if reason is not None or isinstance(exc, asyncio.CancelledError):
             # told to stop (or the loop is going away): hand the job back, no failure
             return "release", ""
+        if isinstance(exc, RateLimited):
+            # the handler says the service it calls is limited: hand the job back
+            self._limited[(job.id, job.attempt)] = exc
+            return "rate_limited", ""
         if isinstance(exc, JobCancelled):
             return "failed", f"JobCancelled: {exc}"
         return "failed", failure_text(exc, self.config.error_max_chars)
@@ -375,6 +400,8 @@ class Engine:
                 await self._fail(aq, job, error)
             elif outcome == "cancelled":
                 await self._settle_cancelled(aq, job)
+            elif outcome == "rate_limited":
+                await self._hand_back_limited(aq, job)
             self._other.pop(0)
 
     async def _fail(self, aq: AsyncQueue, job: JobContext, error: str) -> None:
@@ -393,6 +420,18 @@ class Engine:
             self.stats.dead += 1
         else:
             self.stats.retried += 1
+
+    async def _hand_back_limited(self, aq: AsyncQueue, job: JobContext) -> None:
+        exc = self._limited[(job.id, job.attempt)]
+        plan = rate_limited(aq.ctx, job.id, job.attempt, exc.retry_after_ms, exc.group)
+        try:
+            await aq.runner.drive(plan)
+        except (JobGone, StaleToken):
+            self.stats.stale += 1  # the job moved on (removed, or its lease lost)
+        else:
+            self.stats.rate_limited += 1
+        finally:
+            self._limited.pop((job.id, job.attempt), None)
 
     async def _settle_cancelled(self, aq: AsyncQueue, job: JobContext) -> None:
         try:

@@ -16,7 +16,8 @@ class WorkerStats:
     """What a worker has done (updated on the worker's loop; read it any time).
 
     Every claimed job ends in exactly one of ``completed``, ``retried``, ``dead``,
-    ``cancelled``, ``released``, ``stale``, ``lost`` and ``abandoned``: once the worker has stopped,
+    ``cancelled``, ``released``, ``rate_limited``, ``stale``, ``lost`` and
+    ``abandoned``: once the worker has stopped,
     ``claimed`` is their sum (:attr:`accounted`); while it runs, the difference is
     the jobs in hand.
 
@@ -30,6 +31,8 @@ class WorkerStats:
         cancelled: jobs an operator cancelled (``cancel_job``) whose handler then
             stopped: dead-lettered with "JobCancelled: cancelled by an operator".
         released: jobs handed back at shutdown.
+        rate_limited: jobs handed back by their handler's ``RateLimited`` (no failure
+            counted; the queue or the job's lane held for its ``retry_after_ms``).
         stale: outcomes the server refused (the lease had moved on).
         lost: jobs the beat found no longer held while they ran (not settled).
         abandoned: jobs whose outcome could not be sent before the worker stopped
@@ -38,6 +41,8 @@ class WorkerStats:
         timed_out: handlers cancelled for running past the job timeout (each also
             counted as a failure).
         errors: server errors the loops recovered from.
+        limited_ms: the time this worker waited because the queue's rate limit (a
+            full window) or a handler's ``RateLimited`` let no claim start a job.
     """
 
     claimed: int = 0
@@ -46,11 +51,13 @@ class WorkerStats:
     dead: int = 0
     cancelled: int = 0
     released: int = 0
+    rate_limited: int = 0
     stale: int = 0
     lost: int = 0
     abandoned: int = 0
     timed_out: int = 0
     errors: int = 0
+    limited_ms: int = 0
 
     @property
     def accounted(self) -> int:
@@ -61,6 +68,7 @@ class WorkerStats:
             + self.dead
             + self.cancelled
             + self.released
+            + self.rate_limited
             + self.stale
             + self.lost
             + self.abandoned

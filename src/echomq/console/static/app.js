@@ -430,6 +430,16 @@
     return liveView("/api/events", refresh);
   }
 
+  // flow control: "limited until <time>" while a rate window or a handler's hold lets
+  // no job start (docs/flow-control.md); "at its cap" when only the cap holds it
+  function limitBadge(limited, untilMs) {
+    if (!limited) return null;
+    return untilMs
+      ? h("span", { class: "badge limited", title: isoTime(untilMs), dataset: { limited: "1" } },
+        `limited until ${new Date(untilMs).toLocaleTimeString()}`)
+      : h("span", { class: "badge limited", dataset: { limited: "1" } }, "at its cap");
+  }
+
   function stateBadge(paused) {
     return paused
       ? h("span", { class: "badge paused", dataset: { paused: "1" } }, "paused")
@@ -838,7 +848,7 @@
           "lanes, repeatables, metrics or settings. ", h("a", { href: "#/" }, "All queues"));
         return;
       }
-      fill(badge, stateBadge(s.paused));
+      fill(badge, stateBadge(s.paused), limitBadge(s.rate_limited, s.limited_until_ms));
       fill(actions,
         verb(s.paused ? "Resume" : "Pause", pauseOrResume, s.paused ? "" : "ghost", { id: "btn-pause" }),
         verb("Drain…", drain, "danger", { id: "btn-drain" }),
@@ -986,7 +996,7 @@
         h("td", { class: "num" }, fmt(g.in_flight)),
         h("td", { class: "num" }, g.limit === null ? "—" : fmt(g.limit)),
         h("td", { class: "num" }, fmt(g.weight)),
-        h("td", {}, stateBadge(g.paused)),
+        h("td", {}, stateBadge(g.paused), limitBadge(!!g.held_until_ms, g.held_until_ms)),
         h("td", { class: "row-actions" },
           verb(g.paused ? "Resume" : "Pause",
             () => groupVerb(g.name, g.paused ? "resume" : "pause", {}, `Group ${g.name} ${g.paused ? "resumed" : "paused"}`),

@@ -48,10 +48,12 @@ local function lane_key(g)
   return B .. LANE .. g .. LANE_END
 end
 
--- a group can be served now: work in its lane, not paused, under its limit
+-- a group can be served now: work in its lane, not paused, not held by its rate
+-- limit (gwait, lib/limits), under its limit
 local function serveable(g)
   if redis.call('ZCARD', lane_key(g)) == 0 then return false end
   if redis.call('SISMEMBER', B .. GPAUSED, g) == 1 then return false end
+  if redis.call('ZSCORE', B .. GWAIT, g) then return false end
   local lim = redis.call('HGET', B .. GLIMIT, g)
   if lim then
     local act = tonumber(redis.call('HGET', B .. GACTIVE, g) or '0')
@@ -84,6 +86,8 @@ local function prune_group(g)
     and not redis.call('HGET', B .. GACTIVE, g)
     and redis.call('HEXISTS', B .. GLIMIT, g) == 0
     and redis.call('HEXISTS', B .. GWEIGHT, g) == 0
+    and redis.call('HEXISTS', B .. GRATE, g) == 0
+    and not redis.call('ZSCORE', B .. GWAIT, g)
     and redis.call('SISMEMBER', B .. GPAUSED, g) == 0 then
     redis.call('SREM', B .. GROUPS, g)
   end
@@ -108,6 +112,12 @@ local function ring_sync(g, quiet)
     end
     prune_group(g)
   end
+end
+
+-- a queue under a concurrency cap (meta `concurrency`, lib/limits) pushes a wake token
+-- per slot an ending frees: a worker the cap held back waits on the wake list
+local function cap_freed(n)
+  if redis.call('HEXISTS', B .. META, 'concurrency') == 1 then push_wake(n) end
 end
 
 -- give back the lane slot a claim took (exactly once per claimed grouped job)

@@ -55,6 +55,12 @@ local KEEPUNTIL = 'keepuntil'
 local KEEPS = 'keeps'
 -- the enqueue sequence: the last number taken (INCRBY)
 local SEQ = 'seq'
+-- the queue's start log (rate limit): id:token at start ms
+local RATE = 'rate'
+-- per-group rate limit, 'max_jobs:per_ms'
+local GRATE = 'grate'
+-- lanes held off the ring by a rate limit; score = free at (ms)
+local GWAIT = 'gwait'
 -- a job's row: B .. JOB .. id (ROW_FIELDS)
 local JOB = 'job:'
 -- the row's log lines, oldest first: row .. LOGS
@@ -73,6 +79,8 @@ local CLAIMREQ = 'claimreq:'
 local WORKER = 'worker:'
 -- a repeatable: B .. REPEAT_RECORD .. name
 local REPEAT_RECORD = 'repeat:'
+-- a lane's start log (rate limit): B .. GSTARTS .. g
+local GSTARTS = 'gs:'
 -- a group's lane: B .. LANE .. group .. LANE_END
 local LANE = 'g:'
 -- the end of a lane's key (see LANE)

@@ -1,0 +1,103 @@
+-- lib/limits: flow control decided inside the claim (spliced in by the loader; the
+-- script defines `B` and includes lib/keys and lib/common first).
+-- A rate limit is a sliding window log: a sorted set of the starts (member id:token,
+-- score = the server's ms) of the last `per` ms. A claim may start a job while fewer
+-- than `max` starts lie in the window (now - per, now]; so no window of `per` ms ever
+-- holds more than `max` starts, at any edge. The log holds at most `max` live entries
+-- plus the expired ones not trimmed yet (each call trims a few more than it adds), and
+-- expires `per` ms after its last start, so an idle queue keeps nothing.
+-- The queue's limit also spreads its starts: at most `burst` of them in any window of
+-- ceil(burst * per / max) ms, counted on the same log (a shorter window), so with a
+-- backlog the starts come `burst` at a time all through the window, not all `max` at
+-- its start (every window of `per` ms then holds between max - burst and max starts).
+-- burst = max is the plain sliding window.
+-- A lane whose window is full (or that a handler blocked) leaves the ring for `gwait`
+-- (score = when it may be served again); the claim brings due lanes back to the
+-- ring's head, a bounded few a call, so a held lane is never passed over claim after
+-- claim and gets its turn as soon as its window frees.
+
+-- the separator inside a start's member (id:token) and a lane's limit (max:per): text
+-- within a value, not a key's suffix
+local SEP = ':'
+
+-- the queue's limits from meta, one read: rate max/ms, concurrency, limited until,
+-- the lanes' default rate max/ms, the rate's burst (each nil when unset)
+local function limits_read()
+  local f = redis.call('HMGET', B .. META, 'rate_max', 'rate_ms', 'concurrency',
+    'limited_until', 'group_rate_max', 'group_rate_ms', 'rate_burst')
+  return {tonumber(f[1]), tonumber(f[2]), tonumber(f[3]), tonumber(f[4]),
+    tonumber(f[5]), tonumber(f[6]), tonumber(f[7])}
+end
+
+-- how many starts of log `key` lie in the window of `per` ms ending at now, after
+-- trimming up to k expired ones from its oldest end
+local function window_count(key, per, now, k)
+  trim_before(key, now - per + 1, k)
+  return redis.call('ZCOUNT', key, now - per + 1, '+inf')
+end
+
+-- when the window of log `key` (holding n starts, `extra` more about to be logged at
+-- now) admits one more start under `max`: the start that must leave first is the
+-- (n + extra - max)-th of the window (0-based, oldest first); it leaves at its time +
+-- per. One read of one entry.
+local function window_free_at(key, per, now, n, extra, max)
+  local i = n + extra - max
+  if i >= n then return now + per end
+  local r = redis.call('ZRANGEBYSCORE', key, now - per + 1, '+inf', 'WITHSCORES',
+    'LIMIT', i, 1)
+  if #r == 0 then return now + per end
+  return tonumber(r[2]) + per
+end
+
+-- log starts (member id:token each, in `ms`) at now in log `key`, kept `per` ms
+local function log_starts(key, ms, nows, per)
+  local zs = {}
+  for i = 1, #ms do
+    zs[2 * i - 1] = nows
+    zs[2 * i] = ms[i]
+  end
+  zadd_desc(key, zs)
+  redis.call('PEXPIRE', key, per)
+end
+
+-- a lane's rate limit: its own (grate, 'max:per') or the queue's default; nil if none
+local function lane_rate(g, lim)
+  local r = redis.call('HGET', B .. GRATE, g)
+  if r then
+    local m, p = string.match(r, '^(%d+):(%d+)$')
+    return tonumber(m), tonumber(p)
+  end
+  return lim[5], lim[6]
+end
+
+-- the lane of g, at the ring's head, leaves it until `at` (ms): into gwait, its turn
+-- count dropped (a parked lane is not serveable, so no path rings it meanwhile)
+local function park_head(g, at)
+  redis.call('LPOP', B .. RING)
+  redis.call('HDEL', B .. GTURN, g)
+  redis.call('ZADD', B .. GWAIT, at, g)
+end
+
+-- up to k lanes whose wait ended leave gwait; each that can be served goes to the
+-- ring's head (the earliest due first), so its turn is not lost behind the lanes
+-- served while it waited
+local function unpark(now, k)
+  local gw = B .. GWAIT
+  local due = redis.call('ZRANGEBYSCORE', gw, '-inf', now, 'LIMIT', 0, k)
+  if #due == 0 then return end
+  redis.call('ZREM', gw, unpack(due))
+  for i = #due, 1, -1 do
+    if serveable(due[i]) then
+      redis.call('LPUSH', B .. RING, due[i])
+    else
+      prune_group(due[i])
+    end
+  end
+end
+
+-- ms until the first held lane may be served again, or nil when none is held
+local function lanes_wait(now)
+  local r = redis.call('ZRANGE', B .. GWAIT, 0, 0, 'WITHSCORES')
+  if #r == 0 then return nil end
+  return math.max(1, tonumber(r[2]) - now)
+end
