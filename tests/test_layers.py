@@ -45,6 +45,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "journal",
             "history",
             "registry",
+            "dedup",
         },
     ),
     ("verbs", {"verbs"}),

@@ -74,6 +74,7 @@ KEYS: tuple[Key, ...] = (
     _q("KEEPUNTIL", "keepuntil", "zset", "jobs kept by their own keep_ms; score = keep's end"),
     _q("KEEPS", "keeps", "string", "'1' while the queue has a retention (limits in meta)"),
     _q("SEQ", "seq", "string", "the enqueue sequence: the last number taken (INCRBY)"),
+    _q("DEDUPS", "dedups", "zset", "throttle windows: dedup id -> window end (ms), for obliterate"),
     Key("JOB", "job:", "per_id", "hash", "a job's row: B .. JOB .. id (ROW_FIELDS)"),
     Key("LOGS", ":logs", "row", "list", "the row's log lines, oldest first: row .. LOGS"),
     Key(
@@ -123,6 +124,8 @@ ROW_FIELDS: tuple[Field, ...] = (
     Field("max_attempts", "count", "failures before the job is dead"),
     Field("backoff", "text", "the retry delay policy (JSON)"),
     Field("dedup", "text", "the dedup id the job holds"),
+    Field("dedup_mode", "text", "its dedup mode: throttle | debounce | keep_last (absent: simple)"),
+    Field("dedup_behind", "text", "a keep_last job held until this running job ends"),
     Field("progress", "text", "the handler's last progress"),
     Field("last_error", "text", "the last failure's error"),
     Field("failures", "count", "failed attempts"),
@@ -170,6 +173,11 @@ META_FIELDS: tuple[Field, ...] = (
 SEQ_SPAN = 2**32
 #: The largest ``|priority|`` (see :data:`SEQ_SPAN`).
 PRIORITY_MAX = 2**20
+#: The schedule score of a ``keep_last`` job held behind its running owner: past any due
+#: time (promote never reaches it); the owner's ending makes the held job ready.
+DEDUP_HOLD = 2**52
+#: The dedup modes (:class:`echomq.lifecycle.dedup.Dedup`); ``simple`` travels as ``''``.
+DEDUP_MODES: tuple[str, ...] = ("simple", "throttle", "debounce", "keep_last")
 
 #: An error reply's code (its first word, or the whole message where one code has
 #: several meanings) -> the refusal's ``reason`` (:class:`echomq.errors.Refused`), or
@@ -200,4 +208,6 @@ ENQUEUE_OPTIONS: tuple[str, ...] = (
     "trace",
     "keep_ms",
     "resent",
+    "dedup_mode",
+    "dedup_ttl",
 )

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Generic, TypeVar, overload
 
 from typing_extensions import ParamSpec, Self
 
-from . import admin, bulk, history, hooks, jobs, journal, lanes, lifecycle, reads, registry, views
+from . import admin, bulk, dedup, history, hooks, jobs, journal, lanes, lifecycle, reads, registry, views
 from . import repeat as repeating
 from .context import Context
 from .hooks import Kind
@@ -152,6 +152,9 @@ class VerbTable:
     lock_job = _v(jobs.lock_job, "operator", "lock_job")
     unlock_job = _v(jobs.unlock_job, "operator", "unlock_job")
     cancel_job = _v(jobs.cancel_job, "operator", "cancel_job")
+    # dedup ids
+    dedup_owner = _v(dedup.dedup_owner, "read", "dedup_owner")
+    release_dedup = _v(dedup.release_dedup, "operator", "release_dedup")
     # the worker registry
     workers = _v(registry.workers, "read", "workers")
     # the audit journal

@@ -22,7 +22,7 @@ from .jobs import (
     log_entries,
 )
 from .operator import AuditEntry, BulkResult
-from .queue import GroupInfo, ReindexResult, Repeatable, WorkerInfo
+from .queue import DedupOwner, GroupInfo, ReindexResult, Repeatable, WorkerInfo
 from .views import Found, GroupsPage, JobLine, JobPage, JobView, Order, Series, Throughput
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "BulkResult",
     "Claimed",
     "Counts",
+    "DedupOwner",
     "ErrorRecord",
     "Found",
     "GroupInfo",

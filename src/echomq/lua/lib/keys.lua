@@ -55,6 +55,8 @@ local KEEPUNTIL = 'keepuntil'
 local KEEPS = 'keeps'
 -- the enqueue sequence: the last number taken (INCRBY)
 local SEQ = 'seq'
+-- throttle windows: dedup id -> window end (ms), for obliterate
+local DEDUPS = 'dedups'
 -- a job's row: B .. JOB .. id (ROW_FIELDS)
 local JOB = 'job:'
 -- the row's log lines, oldest first: row .. LOGS
@@ -81,3 +83,5 @@ local LANE_END = ':pending'
 -- sequence, modulo SEQ_SPAN), with |priority| <= PRIORITY_MAX
 local SEQ_SPAN = 4294967296
 local PRIORITY_MAX = 1048576
+-- a keep_last job held behind its running owner waits in the schedule at this score
+local DEDUP_HOLD = 4503599627370496
