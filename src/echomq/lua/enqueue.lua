@@ -96,7 +96,8 @@ if mode == 'simple' then mode = '' end
 if not (mode == '' or mode == 'throttle' or mode == 'debounce' or mode == 'keep_last') then
   return redis.error_reply('EMQARG dedup_mode is not a mode')
 end
-if mode == 'throttle' and not (finite(dttl) and tonumber(dttl) >= 1) then
+if mode == 'throttle' and not (finite(dttl) and tonumber(dttl) >= 1
+    and math.floor(tonumber(dttl)) == tonumber(dttl)) then
   return redis.error_reply('EMQARG dedup_ttl is not a positive number')
 end
 
