@@ -108,14 +108,23 @@ void unhold(Queue *queue, Str held) {
 }
 
 /* lib/common's release_dedup: an ending of job id deletes its dedup key when it still
- * names id, unless the key has a TTL (a throttle window); a keep_last job the key names
- * that is held behind id is let go instead */
+ * names id, unless the key has a TTL (a throttle window); a held keep_last job hands it
+ * back to the running job it waited behind; a keep_last job the key names that is held
+ * behind id is let go instead */
 void release_dedup(Queue *queue, Str id, Str dedup) {
     RedisModuleCtx *ctx = queue->ctx;
     Str key = cat3(queue, queue->base, str_c(EMQ_K_DEDUP), dedup);
     Str holder = reply_str(RedisModule_Call(ctx, "GET", "!b", key.ptr, key.len));
     if (str_eq(holder, id)) {
-        if (reply_int(RedisModule_Call(ctx, "PTTL", "!b", key.ptr, key.len)) < 0)
+        if (reply_int(RedisModule_Call(ctx, "PTTL", "!b", key.ptr, key.len)) >= 0) return;
+        Str row = job_key(queue, id);
+        Str owner = reply_str(
+            RedisModule_Call(ctx, "HGET", "!bc", row.ptr, row.len, EMQ_F_DEDUP_BEHIND));
+        Str owner_row = owner.ptr ? job_key(queue, owner) : NONE;
+        if (owner.ptr &&
+            reply_int(RedisModule_Call(ctx, "EXISTS", "!b", owner_row.ptr, owner_row.len)) == 1)
+            RedisModule_Call(ctx, "SET", "!bb", key.ptr, key.len, owner.ptr, owner.len);
+        else
             RedisModule_Call(ctx, "DEL", "!b", key.ptr, key.len);
     } else if (holder.ptr) {
         Str row = job_key(queue, holder);

@@ -211,13 +211,21 @@ end
 
 -- an ending of job id releases its dedup key d: deleted when it still names id (a newer
 -- job may hold it now), unless it has a TTL (a throttle window: time ends it, not the
--- job); when it names a keep_last job held behind id, that job is let go instead and
--- holds the key from now on. Reads the key only; a job without dedup costs nothing.
+-- job); a held keep_last job that ends (removed) hands the key back to the running job
+-- it waited behind; when the key names a keep_last job held behind id, that job is let
+-- go instead and holds the key from now on. A job without dedup costs nothing.
 local function release_dedup(id, d)
   local dk = B .. DEDUP .. d
   local holder = redis.call('GET', dk)
   if holder == id then
-    if redis.call('PTTL', dk) < 0 then redis.call('DEL', dk) end
+    if redis.call('PTTL', dk) < 0 then
+      local owner = redis.call('HGET', B .. JOB .. id, 'dedup_behind')
+      if owner and redis.call('EXISTS', B .. JOB .. owner) == 1 then
+        redis.call('SET', dk, owner)
+      else
+        redis.call('DEL', dk)
+      end
+    end
   elseif holder and redis.call('HGET', B .. JOB .. holder, 'dedup_behind') == id then
     unhold(holder)
   end
