@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 import redis
-from conftest import dump, queue_keys
 
+from conftest import dump, queue_keys
 from echomq import Dedup, DedupOwner, InvalidArgument, InvalidName, Queue
 from echomq.schema import DEDUP_HOLD
 

@@ -14,6 +14,7 @@ Run under both executors (the native enqueue's dedup must keep the same laws).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Generator
@@ -24,7 +25,7 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from echomq import Dedup, Queue
+from echomq import Dedup, Queue, Refused
 from echomq.lifecycle import produce
 from echomq.scripts import Eval
 
@@ -101,13 +102,11 @@ def end(q: Queue, what: str, tokens: dict[str, int]) -> None:
             tokens[c.id] = c.token
     elif what in ("complete", "dead") and tokens:
         jid, tok = tokens.popitem()
-        try:
+        with contextlib.suppress(Refused):  # reaped or removed meanwhile: stale or gone
             if what == "complete":
                 q.complete(jid, tok)
             else:
                 q.retry(jid, tok, "boom", max_attempts=1)
-        except Exception:  # noqa: BLE001 - reaped or removed meanwhile: stale or gone
-            pass
     elif what == "remove":
         for state in ("pending", "scheduled"):
             for jid in q.browse(state, 1):
@@ -145,7 +144,7 @@ def burst(queues: list[Queue], spec: Dedup, lost: bool, n: int) -> None:
                 enqueue_lost_reply(q, {"n": n, "k": k}, spec)
             else:
                 q.enqueue({"n": n, "k": k}, dedup=spec)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:  # reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=client, args=(k, q)) for k, q in enumerate(queues)]

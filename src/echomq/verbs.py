@@ -30,7 +30,20 @@ from typing import TYPE_CHECKING, Any, Concatenate, Generic, TypeVar, overload
 
 from typing_extensions import ParamSpec, Self
 
-from . import admin, bulk, dedup, history, hooks, jobs, journal, lanes, lifecycle, reads, registry, views
+from . import (
+    admin,
+    bulk,
+    dedup,
+    history,
+    hooks,
+    jobs,
+    journal,
+    lanes,
+    lifecycle,
+    reads,
+    registry,
+    views,
+)
 from . import repeat as repeating
 from .context import Context
 from .hooks import Kind
