@@ -205,7 +205,7 @@ class VerbTable:
     queue_exists = _v(views.queue_exists, "read")
     job_page = _v(views.job_page, "read")
     find_jobs = _v(views.find_jobs, "read")
-    job_view = _v(views.job_view, "read", "get_job_log_entries")
+    job_view = _v(views.job_view, "read", "get_job_log_entries", "dedup_owner")
     groups_page = _v(views.groups_page, "read", "groups")
     throughput = _v(views.throughput, "read")
 
