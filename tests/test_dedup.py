@@ -7,15 +7,18 @@ script); each test asserts the reply and the keys left.
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import redis
 
 from conftest import dump, queue_keys
-from echomq import Dedup, DedupOwner, InvalidArgument, InvalidName, Queue
+from echomq import Dedup, DedupOwner, InvalidArgument, InvalidName, Queue, Worker
 from echomq.schema import DEDUP_HOLD
+from worker_support import FAST, running, wait_until
 
 pytestmark = pytest.mark.both_executors
 
@@ -241,3 +244,35 @@ def _raw_enqueue(q: Queue, args: list[str]) -> Any:
     from echomq.scripts import Eval, script
 
     return (yield Eval(script("enqueue"), (q.keys.base,), args))
+
+
+# ---------------------------------------------------------------- a burst, run by a worker
+
+
+def test_debounce_burst_of_1000_from_four_clients_runs_the_handler_once(
+    make_queue: Callable[..., Queue], qname: str, r: redis.Redis
+) -> None:
+    spec = Dedup("index", mode="debounce", delay_ms=1000)
+    clients = [make_queue(qname) for _ in range(4)]
+    seen: list[Any] = []
+
+    def handle(job: Any) -> None:
+        seen.append(job.data)
+
+    def produce(k: int, q: Queue) -> None:
+        for i in range(250):
+            q.enqueue({"k": k, "i": i}, dedup=spec)
+
+    with running(Worker(clients[0], handle, config=FAST)):
+        threads = [threading.Thread(target=produce, args=(k, q)) for k, q in enumerate(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert clients[0].counts().scheduled == 1
+        wait_until(lambda: seen, timeout=15)
+        wait_until(lambda: r.exists(clients[0].keys.dedup("index")) == 0)
+        time.sleep(0.3)  # nothing else comes
+    assert len(seen) == 1 and seen[0]["i"] == 249  # one run, a client's last payload
+    counts = clients[0].counts()
+    assert (counts.pending, counts.scheduled, counts.active) == (0, 0, 0)
