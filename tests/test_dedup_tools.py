@@ -74,3 +74,16 @@ async def test_console_job_detail_has_the_dedup_owner(server: EmbeddedServer, q:
         assert (await console.job_detail(q.name, plain))["dedup_owner"] is None
     finally:
         await console.aclose()
+
+
+def test_emq_enqueue_takes_a_dedup_mode(server: EmbeddedServer, q: Queue, r: redis.Redis) -> None:
+    args = ("--dedup-id", "t", "--dedup-mode", "throttle", "--dedup-ttl-ms", "60000")
+    code, first = emq(server, "enqueue", q.name, "1", *args)
+    assert code == 0
+    code, second = emq(server, "enqueue", q.name, "2", *args)
+    assert code == 0 and second == first
+    assert r.hget(q.keys.job(first.strip()), "dedup_mode") == "throttle"
+    assert r.pttl(q.keys.dedup("t")) > 0
+    before = dump(r, q)
+    code, _ = emq(server, "enqueue", q.name, "3", "--dedup-mode", "keep_last")
+    assert code != 0 and dump(r, q) == before  # a mode needs an id: nothing sent
