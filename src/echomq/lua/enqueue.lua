@@ -155,8 +155,9 @@ local function duplicate(id, jk)
   if not now then now = nows and tonumber(nows) or now_ms() end
   return settled_recently(id, now)
 end
--- the dedup key dk for job id (its argument slot a): nil when this job takes it (free,
--- or its owner gone), else the owner that stays, after its mode's writes (above)
+-- take dedup key dk (of dedup id d) for job id (its argument slot a), by the mode (see
+-- Dedup in the header): nil when this job takes it (free, or its owner gone), else the
+-- owner that stays, after the mode's writes to it (a replaced payload, a pushed due)
 local here = {}    -- id -> argument slot: jobs of this call that took a key
 local payload = {} -- argument slot -> the payload's slot (a newer job's, by mode)
 local behind = {}  -- argument slot -> the running owner it is held behind (keep_last)
