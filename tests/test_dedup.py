@@ -20,7 +20,7 @@ from echomq import Dedup, DedupOwner, InvalidArgument, InvalidName, Queue, Worke
 from echomq.schema import DEDUP_HOLD
 from worker_support import FAST, running, wait_until
 
-pytestmark = pytest.mark.both_executors
+pytestmark = [pytest.mark.both_executors, pytest.mark.both_servers]
 
 
 def row(r: redis.Redis, q: Queue, jid: str) -> dict[str, str]:
