@@ -295,6 +295,7 @@ void zrem_all(Queue *queue, Str key, RedisModuleString **ids, size_t count);
 void tombstones(Queue *queue, Str *ids, RedisModuleString **made, size_t count,
                 long long now);
 int settled_recently(Queue *queue, Str id, long long now);
+void unhold(Queue *queue, Str held);
 void release_dedup(Queue *queue, Str id, Str dedup);
 void delete_row(Queue *queue, Str id, Str row, Str dedup);
 void count_metric(Queue *queue, const char *metric_key, long long count, long long now);

@@ -4,13 +4,16 @@
  * or the id of the job that holds it, w = 2 the count written. Every argument that can
  * fail is checked before the first write. Each new job takes its place in the queue's
  * enqueue sequence (one INCRBY of the key seq for the call): a ready job's score is
- * priority * EMQ_SEQ_SPAN + seq, the run order. */
+ * priority * EMQ_SEQ_SPAN + seq, the run order. The dedup modes (simple, throttle,
+ * debounce, keep_last) as the script's header says, command for command. */
 #include "echomq.h"
 
 /* the options after the jobs; NONE for one left out */
 typedef struct {
     Str priority, name, group, max_attempts, delay, run_at, backoff, trace, keep;
     int resent; /* the call is a re-send: a minted id is checked too */
+    Str mode;   /* the dedup mode: NONE = simple */
+    Str ttl;    /* a throttle's window (ms) */
 } Options;
 
 static Options options_at(Line *line, int at) {
@@ -25,6 +28,9 @@ static Options options_at(Line *line, int at) {
     opts.trace = opt_at(line, at + 7);
     opts.keep = opt_at(line, at + 8);
     opts.resent = str_eq_c(arg_at(line, at + 9), "1");
+    opts.mode = opt_at(line, at + 10);
+    if (str_eq_c(opts.mode, "simple")) opts.mode = NONE;
+    opts.ttl = opt_at(line, at + 11);
     return opts;
 }
 
@@ -45,6 +51,14 @@ static const char *bad_number(const Options *opts) {
     if (opts->priority.ptr && tonum(opts->priority, &priority) &&
         fabs(priority) > (double)EMQ_PRIORITY_MAX)
         return "EMQARG priority is not within -1048576..1048576";
+    Str mode = opts->mode;
+    if (mode.ptr && !str_eq_c(mode, "throttle") && !str_eq_c(mode, "debounce") &&
+        !str_eq_c(mode, "keep_last"))
+        return "EMQARG dedup_mode is not a mode";
+    double ttl;
+    if (str_eq_c(mode, "throttle") && !(opts->ttl.ptr && tonum(opts->ttl, &ttl) &&
+                                         isfinite(ttl) && ttl >= 1 && floor(ttl) == ttl))
+        return "EMQARG dedup_ttl is not a positive number";
     return NULL;
 }
 
@@ -86,19 +100,127 @@ static int row_fields(Queue *queue, const Options *opts, int has_due, long long 
     return n;
 }
 
+/* one call's dedup bookkeeping, per job (by its index in the call) */
+typedef struct {
+    const Options *opts;
+    int has_due;
+    double due;
+    long long now;
+    int *payload_of; /* the argument slot of the job's payload (a newer job's, by mode) */
+    Str *behind;     /* the running owner a keep_last job is held behind (NONE: none) */
+    int *took;       /* the jobs of this call that took a key, by index */
+    int ntook;
+} Dedups;
+
+/* the index of the job of this call with id that took a key, or -1 */
+static int taken_here(Dedups *dd, Line *line, int width, Str id) {
+    for (int k = 0; k < dd->ntook; k++)
+        if (str_eq(arg_at(line, 2 + dd->took[k] * width), id)) return dd->took[k];
+    return -1;
+}
+
+/* a dedup key's SET for job id: NX GET when nx, with PX for a throttle */
+static Str set_key(Queue *queue, Str key, Str id, const Options *opts, int nx) {
+    RedisModuleCtx *ctx = queue->ctx;
+    int px = str_eq_c(opts->mode, "throttle");
+    Reply *reply;
+    if (px && nx)
+        reply = RedisModule_Call(ctx, "SET", "!bbcbcc", key.ptr, key.len, id.ptr, id.len, "PX",
+                                 opts->ttl.ptr, opts->ttl.len, "NX", "GET");
+    else if (px)
+        reply = RedisModule_Call(ctx, "SET", "!bbcb", key.ptr, key.len, id.ptr, id.len, "PX",
+                                 opts->ttl.ptr, opts->ttl.len);
+    else if (nx)
+        reply =
+            RedisModule_Call(ctx, "SET", "!bbcc", key.ptr, key.len, id.ptr, id.len, "NX", "GET");
+    else
+        reply = RedisModule_Call(ctx, "SET", "!bb", key.ptr, key.len, id.ptr, id.len);
+    return reply_str(reply);
+}
+
+/* enqueue.lua's take: the dedup key of job i (id, dedup) for it; NONE when it takes the
+ * key (free, or its owner gone), else the owner that stays, after its mode's writes */
+static Str take(Queue *queue, Dedups *dd, Line *line, int width, int i, Str id, Str dedup) {
+    RedisModuleCtx *ctx = queue->ctx;
+    const Options *opts = dd->opts;
+    Str key = cat3(queue, queue->base, str_c(EMQ_K_DEDUP), dedup);
+    Str held = set_key(queue, key, id, opts, 1);
+    Str state = NONE, after = NONE;
+    int here = held.ptr ? taken_here(dd, line, width, held) : -1;
+    if (here >= 0) {
+        state = str_c("pending"); /* taken earlier in this call: its row is written below */
+    } else if (held.ptr) {
+        Str row = job_key(queue, held);
+        Reply *fields = RedisModule_Call(ctx, "HMGET", "!bcc", row.ptr, row.len, EMQ_F_STATE,
+                                         EMQ_F_DEDUP_BEHIND);
+        state = reply_str(reply_elem(fields, 0));
+        after = reply_str(reply_elem(fields, 1));
+    }
+    if (held.ptr && (!state.ptr || str_eq_c(state, "completed") || str_eq_c(state, "dead"))) {
+        /* the owner is gone: the key is free (self-healing) unless a throttle window */
+        if (reply_int(RedisModule_Call(ctx, "PTTL", "!b", key.ptr, key.len)) >= 0) return held;
+        set_key(queue, key, id, opts, 0);
+        held = NONE;
+    }
+    if (!held.ptr) {
+        if (str_eq_c(opts->mode, "throttle")) {
+            Str index = queue_key(queue, EMQ_K_DEDUPS);
+            Str end = num(queue, (double)dd->now + strtod(opts->ttl.ptr, NULL));
+            RedisModule_Call(ctx, "ZADD", "!bbb", index.ptr, index.len, end.ptr, end.len,
+                             dedup.ptr, dedup.len);
+            trim_before(queue, index, (double)dd->now, 8);
+        }
+        dd->took[dd->ntook++] = i;
+        return NONE;
+    }
+    if (!opts->mode.ptr || str_eq_c(opts->mode, "throttle")) return held;
+    if (after.ptr) {
+        Str owner = job_key(queue, after);
+        if (reply_int(RedisModule_Call(ctx, "EXISTS", "!b", owner.ptr, owner.len)) == 0) {
+            unhold(queue, held); /* held behind a job that is gone: let it go */
+            state = str_c("pending");
+            after = NONE;
+        }
+    }
+    if (str_eq_c(state, "active")) {
+        set_key(queue, key, id, opts, 0);
+        if (str_eq_c(opts->mode, "keep_last")) dd->behind[i] = held;
+        dd->took[dd->ntook++] = i;
+        return NONE;
+    }
+    /* a waiting owner: the newest payload wins; a debounce pushes its due time */
+    int at = 2 + i * width;
+    if (here >= 0) {
+        dd->payload_of[here] = at + 1;
+    } else {
+        Str row = job_key(queue, held), text = arg_at(line, at + 1);
+        RedisModule_Call(ctx, "HSET", "!bcb", row.ptr, row.len, EMQ_F_PAYLOAD, text.ptr,
+                         text.len);
+        if (str_eq_c(opts->mode, "debounce") && dd->has_due && str_eq_c(state, "scheduled") &&
+            !after.ptr) {
+            Str schedule = queue_key(queue, EMQ_K_SCHEDULE), due = num(queue, dd->due);
+            RedisModule_Call(ctx, "ZADD", "!bcbb", schedule.ptr, schedule.len, "XX", due.ptr,
+                             due.len, held.ptr, held.len);
+        }
+        emit(queue, event_json(queue, "replaced", held));
+    }
+    return held;
+}
+
 /* the id that already holds this job's place (NONE: none, write it): the row itself or
  * its tombstone for a chosen id (always) or a minted one on a re-send, else the job
  * holding its dedup key (taken for it when free) */
-static Str holder_of(Queue *queue, Str id, Str row, Str dedup, int check_id, int tombs,
-                     long long now) {
+static Str holder_of(Queue *queue, Dedups *dd, Line *line, int width, int i, int check_id,
+                     int tombs) {
     RedisModuleCtx *ctx = queue->ctx;
+    int at = 2 + i * width;
+    Str id = arg_at(line, at), row = job_key(queue, id);
+    Str dedup = width == 4 ? opt_at(line, at + 2) : NONE;
     if (check_id && (reply_int(RedisModule_Call(ctx, "EXISTS", "!b", row.ptr, row.len)) == 1 ||
-                     (tombs && settled_recently(queue, id, now))))
+                     (tombs && settled_recently(queue, id, dd->now))))
         return id;
     if (!dedup.ptr) return NONE;
-    Str key = cat3(queue, queue->base, str_c(EMQ_K_DEDUP), dedup);
-    return reply_str(
-        RedisModule_Call(ctx, "SET", "!bbcc", key.ptr, key.len, id.ptr, id.len, "NX", "GET"));
+    return take(queue, dd, line, width, i, id, dedup);
 }
 
 /* after the rows: one ZADD into the backlog (and the lanes' index), the group on the
@@ -210,15 +332,24 @@ int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     int *fresh = RedisModule_PoolAlloc(ctx, sizeof(*fresh) * (size_t)(njobs + 1));
     int nfresh = 0, npairs = 0;
     int tombs = seen % 2 == 1; /* the tombstones are read only when there are any */
+    Dedups dd = {&opts, has_due, due, now, NULL, NULL, NULL, 0};
+    dd.payload_of = RedisModule_PoolAlloc(ctx, sizeof(int) * (size_t)(njobs + 1));
+    dd.behind = RedisModule_PoolAlloc(ctx, sizeof(Str) * (size_t)(njobs + 1));
+    dd.took = RedisModule_PoolAlloc(ctx, sizeof(int) * (size_t)(njobs + 1));
+    for (int i = 0; i < njobs; i++) {
+        dd.payload_of[i] = 2 + i * width + 1;
+        dd.behind[i] = NONE;
+    }
+    RedisModuleString *mode_field = mk(ctx, str_c(EMQ_F_DEDUP_MODE));
+    RedisModuleString *behind_field = mk(ctx, str_c(EMQ_F_DEDUP_BEHIND));
     /* first which jobs are new (the argument slot of each), then one take of the
      * sequence for them all, then their rows */
     if (width == 4) RedisModule_ReplyWithArray(ctx, njobs);
     for (int i = 0; i < njobs; i++) {
         int at = 2 + i * width;
-        Str id = arg_at(&line, at), row = job_key(&queue, id);
-        Str dedup = width == 4 ? opt_at(&line, at + 2) : NONE;
+        Str id = arg_at(&line, at);
         int chosen = width == 4 && str_eq_c(arg_at(&line, at + 3), "1");
-        Str holder = holder_of(&queue, id, row, dedup, opts.resent || chosen, tombs, now);
+        Str holder = holder_of(&queue, &dd, &line, width, i, opts.resent || chosen, tombs);
         if (width == 4) {
             Str who = holder.ptr ? holder : id;
             RedisModule_ReplyWithStringBuffer(ctx, who.ptr, who.len);
@@ -227,22 +358,40 @@ int cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     }
     long long first = nfresh > 0 ? take_seq(&queue, nfresh) : 0;
     RedisModuleString *due_score = has_due ? mk(ctx, num(&queue, base)) : NULL;
+    RedisModuleString *state = fields[1];
     for (int k = 0; k < nfresh; k++) {
-        int at = fresh[k];
+        int at = fresh[k], i = (at - 2) / width;
         Str id = arg_at(&line, at), row = job_key(&queue, id);
         Str dedup = width == 4 ? opt_at(&line, at + 2) : NONE;
         double seq = (double)((first + k) % EMQ_SEQ_SPAN);
-        fields[5] = line.args[at + 1];
+        fields[5] = line.args[dd.payload_of[i]];
         fields[7] = mk(ctx, num(&queue, seq));
         int count = nfields;
         if (dedup.ptr) {
-            fields[nfields] = dedup_field;
-            fields[nfields + 1] = mk(ctx, dedup);
-            count = nfields + 2;
+            fields[count++] = dedup_field;
+            fields[count++] = mk(ctx, dedup);
+            if (opts.mode.ptr) {
+                fields[count++] = mode_field;
+                fields[count++] = mk(ctx, opts.mode);
+            }
+            if (dd.behind[i].ptr) {
+                /* held behind its running owner: in the schedule past any due time */
+                fields[1] = mk(ctx, str_c("scheduled"));
+                fields[count++] = behind_field;
+                fields[count++] = mk(ctx, dd.behind[i]);
+            }
         }
         RedisModule_Call(ctx, "HSET", "!bv", row.ptr, row.len, fields, (size_t)count);
-        pairs[npairs++] = has_due ? due_score : mk(ctx, num(&queue, base + seq));
-        pairs[npairs++] = line.args[at];
+        fields[1] = state;
+        if (dd.behind[i].ptr) {
+            Str schedule = queue_key(&queue, EMQ_K_SCHEDULE);
+            Str hold = num(&queue, (double)EMQ_DEDUP_HOLD);
+            RedisModule_Call(ctx, "ZADD", "!bbb", schedule.ptr, schedule.len, hold.ptr, hold.len,
+                             id.ptr, id.len);
+        } else {
+            pairs[npairs++] = has_due ? due_score : mk(ctx, num(&queue, base + seq));
+            pairs[npairs++] = line.args[at];
+        }
         emit(&queue, event_json(&queue, "enqueued", id));
     }
     into_backlog(&queue, &opts, has_due, dest, pairs, npairs);

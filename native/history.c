@@ -73,12 +73,65 @@ int settled_recently(Queue *queue, Str id, long long now) {
     return score.ptr && tonum(score, &at) && at >= (double)(now - SETTLED_MS);
 }
 
-/* release a dedup key if it still names job id (a newer job may hold it now) */
+/* lib/common's unhold: a keep_last job held in the schedule (at EMQ_DEDUP_HOLD) behind a
+ * running job is let go: ready at its run_score, as promote would make it */
+void unhold(Queue *queue, Str held) {
+    RedisModuleCtx *ctx = queue->ctx;
+    Str row = job_key(queue, held), schedule = queue_key(queue, EMQ_K_SCHEDULE);
+    Reply *fields = RedisModule_Call(ctx, "HMGET", "!bccc", row.ptr, row.len, EMQ_F_GROUP,
+                                     EMQ_F_PRIORITY, EMQ_F_SEQ);
+    Str group = reply_str(reply_elem(fields, 0));
+    double seq = 0;
+    if (!tonum(reply_str(reply_elem(fields, 2)), &seq)) seq = 0;
+    Str score = num(queue, run_score(reply_str(reply_elem(fields, 1)), seq));
+    RedisModule_Call(ctx, "ZREM", "!bb", schedule.ptr, schedule.len, held.ptr, held.len);
+    RedisModule_Call(ctx, "HDEL", "!bc", row.ptr, row.len, EMQ_F_DEDUP_BEHIND);
+    /* lib/common's make_ready */
+    RedisModule_Call(ctx, "HSET", "!bcc", row.ptr, row.len, EMQ_F_STATE, "pending");
+    if (group.ptr) {
+        Str lane = lane_key(queue, group), index = queue_key(queue, EMQ_K_GINDEX),
+            groups = queue_key(queue, EMQ_K_GROUPS);
+        long long before = reply_int(RedisModule_Call(ctx, "ZCARD", "!b", lane.ptr, lane.len));
+        RedisModule_Call(ctx, "ZADD", "!bbb", lane.ptr, lane.len, score.ptr, score.len, held.ptr,
+                         held.len);
+        RedisModule_Call(ctx, "ZADD", "!bbb", index.ptr, index.len, score.ptr, score.len,
+                         held.ptr, held.len);
+        RedisModule_Call(ctx, "SADD", "!bb", groups.ptr, groups.len, group.ptr, group.len);
+        lane_grew(queue, group, before, 1);
+    } else {
+        Str pending = queue_key(queue, EMQ_K_PENDING);
+        RedisModule_Call(ctx, "ZADD", "!bbb", pending.ptr, pending.len, score.ptr, score.len,
+                         held.ptr, held.len);
+    }
+    push_wake(queue, 1);
+    emit(queue, event_json(queue, "promoted", held));
+}
+
+/* lib/common's release_dedup: an ending of job id deletes its dedup key when it still
+ * names id, unless the key has a TTL (a throttle window); a held keep_last job hands it
+ * back to the running job it waited behind; a keep_last job the key names that is held
+ * behind id is let go instead */
 void release_dedup(Queue *queue, Str id, Str dedup) {
     RedisModuleCtx *ctx = queue->ctx;
     Str key = cat3(queue, queue->base, str_c(EMQ_K_DEDUP), dedup);
     Str holder = reply_str(RedisModule_Call(ctx, "GET", "!b", key.ptr, key.len));
-    if (str_eq(holder, id)) RedisModule_Call(ctx, "DEL", "!b", key.ptr, key.len);
+    if (str_eq(holder, id)) {
+        if (reply_int(RedisModule_Call(ctx, "PTTL", "!b", key.ptr, key.len)) >= 0) return;
+        Str row = job_key(queue, id);
+        Str owner = reply_str(
+            RedisModule_Call(ctx, "HGET", "!bc", row.ptr, row.len, EMQ_F_DEDUP_BEHIND));
+        Str owner_row = owner.ptr ? job_key(queue, owner) : NONE;
+        if (owner.ptr &&
+            reply_int(RedisModule_Call(ctx, "EXISTS", "!b", owner_row.ptr, owner_row.len)) == 1)
+            RedisModule_Call(ctx, "SET", "!bb", key.ptr, key.len, owner.ptr, owner.len);
+        else
+            RedisModule_Call(ctx, "DEL", "!b", key.ptr, key.len);
+    } else if (holder.ptr) {
+        Str row = job_key(queue, holder);
+        Str behind = reply_str(
+            RedisModule_Call(ctx, "HGET", "!bc", row.ptr, row.len, EMQ_F_DEDUP_BEHIND));
+        if (str_eq(behind, id)) unhold(queue, holder);
+    }
 }
 
 /* delete a row with its logs (lines and their times), lock and error history; release

@@ -16,6 +16,9 @@ static int dead_letter(Queue *queue, Str id, Str row, Str error, int kept, long 
                          EMQ_F_LAST_ERROR, error.ptr, error.len);
     RedisModule_Call(ctx, "ZADD", "!bbb", dead.ptr, dead.len, stamp.ptr, stamp.len, id.ptr,
                      id.len);
+    /* death is an ending: the dedup key goes */
+    Str dedup = reply_str(RedisModule_Call(ctx, "HGET", "!bc", row.ptr, row.len, EMQ_F_DEDUP));
+    if (dedup.ptr) release_dedup(queue, id, dedup);
     Retention limits = retention(queue, 0);
     if (limits.has_count || limits.has_age)
         trim_settled(queue, dead, limits, 0, now, TRIM_STEP, NONE);

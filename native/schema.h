@@ -32,6 +32,7 @@
 #define EMQ_K_RATE "rate"
 #define EMQ_K_GRATE "grate"
 #define EMQ_K_GWAIT "gwait"
+#define EMQ_K_DEDUPS "dedups"
 #define EMQ_K_JOB "job:"
 #define EMQ_K_LOGS ":logs"
 #define EMQ_K_LOGTIMES ":logtimes"
@@ -56,6 +57,8 @@
 #define EMQ_F_MAX_ATTEMPTS "max_attempts"
 #define EMQ_F_BACKOFF "backoff"
 #define EMQ_F_DEDUP "dedup"
+#define EMQ_F_DEDUP_MODE "dedup_mode"
+#define EMQ_F_DEDUP_BEHIND "dedup_behind"
 #define EMQ_F_PROGRESS "progress"
 #define EMQ_F_LAST_ERROR "last_error"
 #define EMQ_F_FAILURES "failures"
@@ -90,5 +93,7 @@
  * sequence, modulo EMQ_SEQ_SPAN), with |priority| <= EMQ_PRIORITY_MAX */
 #define EMQ_SEQ_SPAN 4294967296LL
 #define EMQ_PRIORITY_MAX 1048576LL
+/* a keep_last job held behind its running owner waits in the schedule at this score */
+#define EMQ_DEDUP_HOLD 4503599627370496LL
 
 #endif

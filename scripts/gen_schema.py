@@ -38,6 +38,8 @@ def lua_keys() -> str:
         "-- sequence, modulo SEQ_SPAN), with |priority| <= PRIORITY_MAX",
         f"local SEQ_SPAN = {schema.SEQ_SPAN}",
         f"local PRIORITY_MAX = {schema.PRIORITY_MAX}",
+        "-- a keep_last job held behind its running owner waits in the schedule at this score",
+        f"local DEDUP_HOLD = {schema.DEDUP_HOLD}",
     ]
     return "\n".join(lines) + "\n"
 
@@ -61,6 +63,8 @@ def c_header() -> str:
         " * sequence, modulo EMQ_SEQ_SPAN), with |priority| <= EMQ_PRIORITY_MAX */",
         f"#define EMQ_SEQ_SPAN {schema.SEQ_SPAN}LL",
         f"#define EMQ_PRIORITY_MAX {schema.PRIORITY_MAX}LL",
+        "/* a keep_last job held behind its running owner waits in the schedule at this score */",
+        f"#define EMQ_DEDUP_HOLD {schema.DEDUP_HOLD}LL",
     ]
     lines += ["", "#endif", ""]
     return "\n".join(lines)

@@ -36,6 +36,7 @@ LEFT_BEHIND = {
     "lease_and_token.py": {"metrics:completed", "settled", "seq"},
     "operator_plane.py": set(),
     "queue_events.py": {"meta", "pending", "job:*", "audit", "seq"},
+    "dedup_search_index.py": {"metrics:completed", "settled", "seq"},
 }
 
 

@@ -29,7 +29,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from echomq import Backoff, InvalidArgument, Queue, Refused, checks
+from echomq import Backoff, Dedup, InvalidArgument, Queue, Refused, checks
 from echomq.cli import app as cli_app
 from echomq.cli import exits
 from echomq.embedded import EmbeddedServer
@@ -143,6 +143,13 @@ backoffs = st.sampled_from([Backoff.fixed(5), "250", '{"type":"fixed","delay":5}
 crons = st.sampled_from(["*/5 * * * *", "0 0 * * *", "0 0 30 2 *"])
 repeat_names = st.sampled_from(["r1", "r2"])
 flags = st.booleans()
+dedups = st.builds(
+    Dedup,
+    h(names, optional=False),
+    mode=st.sampled_from(["simple", "throttle", "debounce", "keep_last"]),
+    ttl_ms=st.one_of(st.none(), lease),
+    delay_ms=st.one_of(st.none(), waits),
+)
 
 #: Every verb of the facade: each of its parameters and what to drive it with.
 SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
@@ -158,6 +165,7 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
         "dedup_id": h(names),
         "backoff": h(backoffs),
         "keep_ms": h(waits),
+        "dedup": h(dedups),
     },
     "enqueue_many": {
         "payloads": h(st.lists(payloads, max_size=4), optional=False),
@@ -167,6 +175,7 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
         "priority": h(priorities),
         "max_attempts": h(counters),
         "keep_ms": h(waits),
+        "dedup": h(st.one_of(dedups, st.lists(st.one_of(st.none(), dedups), max_size=4))),
     },
     "claim": {"lease_ms": h(lease)},
     "claim_many": {"count": h(budgets, optional=False), "lease_ms": h(lease), "lock_ms": h(waits)},
@@ -249,6 +258,8 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
     "get_job_log_entries": {"job_id": h(job_ids, optional=False)},
     "remove_job": {"job_id": h(job_ids, optional=False), "dedup_id": h(names)},
     "reprocess_job": {"job_id": h(job_ids, optional=False)},
+    "dedup_owner": {"dedup_id": h(names, optional=False)},
+    "release_dedup": {"dedup_id": h(names, optional=False)},
     "lock_job": {
         "job_id": h(job_ids, optional=False),
         "token": h(tokens, optional=False),

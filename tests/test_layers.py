@@ -46,6 +46,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "history",
             "registry",
             "limits",
+            "dedup",
         },
     ),
     ("verbs", {"verbs"}),

@@ -2,7 +2,7 @@
 
 Two private servers, both with the module loaded; the same queue name on each. One queue
 runs the scripts, the other the native commands. Hypothesis draws a sequence of verbs
-(enqueue flat/grouped/delayed/deduplicated/kept, enqueue_many, claim, claim_many with
+(enqueue flat/grouped/delayed/deduplicated in every mode/kept, enqueue_many, claim, claim_many with
 locks, complete with or without a result, retry to schedule or dead, extend, reprocess,
 remove, pause/resume, group pause/limit, promote, the queue's retention, the flow
 control limits: rate, concurrency, lane rates) with the same
@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import _built
-from echomq import Queue, ids
+from echomq import Dedup, Queue, ids
 from echomq import journal as journal_mod
 from echomq.embedded import EmbeddedServer
 from echomq.lifecycle import claiming
@@ -46,6 +46,12 @@ _counter = itertools.count()
 
 IDS = [f"JOB{'0' * 10}{c}" for c in "123456"]
 GROUPS = [None, "ga", "gb"]
+#: the dedup modes on one id (windows and delays long enough that no step's timing decides)
+DEDUPS = [
+    Dedup("d1", mode="throttle", ttl_ms=3_600_000),
+    Dedup("d1", mode="debounce", delay_ms=3_600_000),
+    Dedup("d1", mode="keep_last"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -109,11 +115,16 @@ step = st.one_of(
         st.sampled_from(GROUPS),
         st.sampled_from([None, 0, 3]),  # priority
         st.sampled_from([None, None, 0, 3_600_000]),  # delay_ms
-        st.sampled_from([None, None, "d1"]),  # dedup_id
+        st.sampled_from([None, None, "d1", *DEDUPS]),  # dedup_id or a Dedup
         st.sampled_from([None, 1, 2]),  # max_attempts
         st.sampled_from([None, None, 60_000]),  # keep_ms (history for this job)
     ),
-    st.tuples(st.just("enqueue_many"), st.integers(1, 3), st.sampled_from(GROUPS)),
+    st.tuples(
+        st.just("enqueue_many"),
+        st.integers(1, 3),
+        st.sampled_from(GROUPS),
+        st.sampled_from([None, None, *DEDUPS]),
+    ),
     st.tuples(st.just("claim")),
     st.tuples(st.just("claim_many"), st.integers(1, 4), st.sampled_from([0, 5000])),
     st.tuples(
@@ -161,7 +172,8 @@ def run(q: Queue, tokens: dict[str, int], op: tuple[Any, ...]) -> Any:
     verb = op[0]
     if verb == "enqueue":
         _, jid, g, prio, delay, dedup, maxa, keep = op
-        kw: dict[str, Any] = {"job_id": jid, "group": g, "dedup_id": dedup, "keep_ms": keep}
+        kw: dict[str, Any] = {"job_id": jid, "group": g, "keep_ms": keep}
+        kw["dedup" if isinstance(dedup, Dedup) else "dedup_id"] = dedup
         if prio is not None:
             kw["priority"] = prio
         if delay is not None:
@@ -170,7 +182,7 @@ def run(q: Queue, tokens: dict[str, int], op: tuple[Any, ...]) -> Any:
             kw["max_attempts"] = maxa
         return q.enqueue({"id": jid}, **kw)
     if verb == "enqueue_many":
-        return q.enqueue_many([{"n": i} for i in range(op[1])], group=op[2])
+        return q.enqueue_many([{"n": i} for i in range(op[1])], group=op[2], dedup=op[3])
     if verb in ("claim", "claim_many"):
         got = [q.claim()] if verb == "claim" else q.claim_many(op[1], lock_ms=op[2])
         for c in got:

@@ -31,7 +31,7 @@ import pytest
 import redis
 import redis.asyncio
 
-from echomq import AsyncQueue, Backoff, EchoMQError, Queue, Refused, Worker
+from echomq import AsyncQueue, Backoff, Dedup, EchoMQError, Queue, Refused, Worker
 from echomq.embedded import EmbeddedServer
 from echomq.queue import verb_names
 
@@ -608,6 +608,20 @@ async def test_repeatables(facade: Facade, r: redis.Redis) -> None:
     assert await t("cancel_repeat", "nightly") is False
     assert [field(x, "name") for x in await t("repeats", 5)] == ["every"]
     assert t.key_names() == {"repeat", "repeat:every", "audit"}
+
+
+@scenario("dedup_owner", "release_dedup")
+async def test_dedup_ids(facade: Facade, r: redis.Redis) -> None:
+    t = facade
+    spec = Dedup("k", mode="keep_last")
+    assert await t("enqueue", "a", job_id=J(1), dedup=spec) == J(1)
+    assert await t("enqueue", "b", dedup=spec) == J(1)
+    owner = await t("dedup_owner", "k")
+    assert (owner.job_id, owner.state, owner.mode) == (J(1), "pending", "keep_last")
+    assert await t("dedup_owner", "free") is None
+    assert await t("release_dedup", "k") == J(1)
+    assert await t("release_dedup", "k") is None
+    assert "de:k" not in t.key_names()
 
 
 @scenario("reprocess_jobs", "remove_jobs", "promote_jobs", "promote_job", "clean")

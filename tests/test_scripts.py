@@ -71,8 +71,12 @@ def test_includes_are_spliced() -> None:
     ):
         assert f"local function {helper}(" in body
     assert "local WAKE_CAP = 64" in body
-    # ...but not the ones it never calls (zrem_all it does: the batch form's one ZREM)
-    for helper in ("make_ready", "lane_grew", "slot_back"):
+    # ...and make_ready, lane_grew through release_dedup (a keep_last job held behind
+    # the completed one is let go), but not the ones it never calls (zrem_all it does:
+    # the batch form's one ZREM)
+    for helper in ("make_ready", "lane_grew", "unhold"):
+        assert f"local function {helper}(" in body
+    for helper in ("slot_back",):
         assert f"local function {helper}(" not in body
 
 

@@ -3,6 +3,7 @@
 from .backoff import Backoff
 from .bulk import BulkResult, JobFilter
 from .context import JsonSerializer, Serializer
+from .dedup import Dedup
 from .errors import (
     EchoMQError,
     EnqueuePartial,
@@ -39,7 +40,16 @@ from .lanes import GroupInfo, ReindexResult
 from .lifecycle import Claimed
 from .queue import AsyncQueue, Queue
 from .repeat import Repeatable
-from .results import Counts, ErrorRecord, JobRow, JobState, LogEntry, Retention, RetryOutcome
+from .results import (
+    Counts,
+    DedupOwner,
+    ErrorRecord,
+    JobRow,
+    JobState,
+    LogEntry,
+    Retention,
+    RetryOutcome,
+)
 from .version import __version__ as __version__
 from .worker import Worker, WorkerStats
 from .worker.config import WorkerConfig
@@ -53,6 +63,8 @@ __all__ = [
     "BulkResult",
     "Claimed",
     "Counts",
+    "Dedup",
+    "DedupOwner",
     "EchoMQError",
     "EnqueuePartial",
     "ErrorRecord",

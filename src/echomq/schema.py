@@ -77,6 +77,7 @@ KEYS: tuple[Key, ...] = (
     _q("RATE", "rate", "zset", "the queue's start log (rate limit): id:token at start ms"),
     _q("GRATE", "grate", "hash", "per-group rate limit, 'max_jobs:per_ms'"),
     _q("GWAIT", "gwait", "zset", "lanes held off the ring by a rate limit; score = free at (ms)"),
+    _q("DEDUPS", "dedups", "zset", "throttle windows: dedup id -> window end (ms), for obliterate"),
     Key("JOB", "job:", "per_id", "hash", "a job's row: B .. JOB .. id (ROW_FIELDS)"),
     Key("LOGS", ":logs", "row", "list", "the row's log lines, oldest first: row .. LOGS"),
     Key(
@@ -127,6 +128,8 @@ ROW_FIELDS: tuple[Field, ...] = (
     Field("max_attempts", "count", "failures before the job is dead"),
     Field("backoff", "text", "the retry delay policy (JSON)"),
     Field("dedup", "text", "the dedup id the job holds"),
+    Field("dedup_mode", "text", "its dedup mode: throttle | debounce | keep_last (absent: simple)"),
+    Field("dedup_behind", "text", "a keep_last job held until this running job ends"),
     Field("progress", "text", "the handler's last progress"),
     Field("last_error", "text", "the last failure's error"),
     Field("failures", "count", "failed attempts"),
@@ -181,6 +184,11 @@ META_FIELDS: tuple[Field, ...] = (
 SEQ_SPAN = 2**32
 #: The largest ``|priority|`` (see :data:`SEQ_SPAN`).
 PRIORITY_MAX = 2**20
+#: The schedule score of a ``keep_last`` job held behind its running owner: past any due
+#: time (promote never reaches it); the owner's ending makes the held job ready.
+DEDUP_HOLD = 2**52
+#: The dedup modes (:class:`echomq.lifecycle.dedup.Dedup`); ``simple`` travels as ``''``.
+DEDUP_MODES: tuple[str, ...] = ("simple", "throttle", "debounce", "keep_last")
 
 #: An error reply's code (its first word, or the whole message where one code has
 #: several meanings) -> the refusal's ``reason`` (:class:`echomq.errors.Refused`), or
@@ -211,4 +219,6 @@ ENQUEUE_OPTIONS: tuple[str, ...] = (
     "trace",
     "keep_ms",
     "resent",
+    "dedup_mode",
+    "dedup_ttl",
 )

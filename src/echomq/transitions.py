@@ -143,6 +143,13 @@ TRANSITIONS: dict[str, Transition] = {
             native="EMQ.REPROCESS",
             journals=True,
         ),
+        _t(
+            "release_dedup",
+            True,
+            "a repeat finds the key free: 0, true of the moment it answers",
+            journals=True,
+        ),
+        _t("dedup_owner", True, _READ),
         _t("lock_job", True, _FLAG),
         _t("unlock_job", True, "a repeat finds no lock: 0, true of the moment it answers"),
         _t(

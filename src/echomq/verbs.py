@@ -33,6 +33,7 @@ from typing_extensions import ParamSpec, Self
 from . import (
     admin,
     bulk,
+    dedup,
     history,
     hooks,
     jobs,
@@ -177,6 +178,9 @@ class VerbTable:
     lock_job = _v(jobs.lock_job, "operator", "lock_job")
     unlock_job = _v(jobs.unlock_job, "operator", "unlock_job")
     cancel_job = _v(jobs.cancel_job, "operator", "cancel_job")
+    # dedup ids
+    dedup_owner = _v(dedup.dedup_owner, "read", "dedup_owner")
+    release_dedup = _v(dedup.release_dedup, "operator", "release_dedup")
     # the worker registry
     workers = _v(registry.workers, "read", "workers")
     # the audit journal
@@ -214,7 +218,7 @@ class VerbTable:
     queue_exists = _v(views.queue_exists, "read")
     job_page = _v(views.job_page, "read")
     find_jobs = _v(views.find_jobs, "read")
-    job_view = _v(views.job_view, "read", "get_job_log_entries")
+    job_view = _v(views.job_view, "read", "get_job_log_entries", "dedup_owner")
     groups_page = _v(views.groups_page, "read", "groups")
     throughput = _v(views.throughput, "read")
 

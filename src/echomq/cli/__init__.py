@@ -15,6 +15,7 @@ from . import (
     audit_cmds,  # emq audit
     browse_cmds,  # emq jobs
     bulk_cmds,  # emq bulk reprocess|remove|promote|clean
+    dedup_cmds,  # emq dedup owner|release
     group_cmds,  # emq group ..., emq reindex
     history_cmds,  # emq retention
     job_cmds,  # emq job ...
@@ -34,6 +35,7 @@ __all__ = [
     "browse_cmds",
     "bulk_cmds",
     "cli",
+    "dedup_cmds",
     "group_cmds",
     "history_cmds",
     "job_cmds",

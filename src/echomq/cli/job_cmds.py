@@ -73,6 +73,10 @@ def show(env: Env, queue: str, job_id: str) -> None:
         row.pop(hidden, None)
     if found.errors:  # a kept job's error history, oldest first
         row["errors"] = [asdict(e) for e in found.errors]
+    if found.dedup is not None:  # its dedup id's mode, and who holds the id now
+        row.setdefault("dedup_mode", "simple")
+        held = q.dedup_owner(found.dedup)
+        row["dedup_owner"] = None if held is None else held.job_id
 
     def text() -> None:
         env.heading(f"job {job_id} of {queue} {env.on_server()}")

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from ..admin import DEFAULT_DRAIN_BUDGET, DEFAULT_OBLITERATE_BUDGET
 from ..checks import MAX_BATCH
+from ..dedup import Dedup
 from ..discovery import DEFAULT_SCAN_LIMIT, discover_queues
 from ..queue import Queue
 from .app import Env, cli, confirm, pass_env
@@ -261,6 +262,12 @@ def obliterate(
 @click.option("--priority", type=int, default=0, show_default=True, help="Lower runs first.")
 @click.option("--max-attempts", type=click.IntRange(min=1), help="Failures before dead.")
 @click.option("--dedup-id", help="While a job holds this id, return that job instead.")
+@click.option(
+    "--dedup-mode",
+    type=click.Choice(["simple", "throttle", "debounce", "keep_last"]),
+    help="How --dedup-id deduplicates (docs/dedup.md); debounce takes --delay-ms.",
+)
+@click.option("--dedup-ttl-ms", type=click.IntRange(min=1), help="A throttle's window.")
 @click.option("--job-id", help="Your own JOB id (idempotent enqueue).")
 @pass_env
 def enqueue(
@@ -273,11 +280,19 @@ def enqueue(
     priority: int,
     max_attempts: int | None,
     dedup_id: str | None,
+    dedup_mode: str | None,
+    dedup_ttl_ms: int | None,
     job_id: str | None,
 ) -> None:
     """Enqueue one job on QUEUE with JSON as its data; print its id."""
     data = parse_json(payload)
     q = env.queue(queue)
+    spec = None
+    if dedup_mode is not None or dedup_ttl_ms is not None:
+        if dedup_id is None:
+            raise click.UsageError("--dedup-mode and --dedup-ttl-ms need --dedup-id")
+        spec = Dedup(dedup_id, mode=dedup_mode or "simple", ttl_ms=dedup_ttl_ms)  # type: ignore[arg-type]
+        dedup_id = None
     jid = q.enqueue(
         data,
         job_id=job_id,
@@ -287,5 +302,6 @@ def enqueue(
         priority=priority,
         max_attempts=max_attempts,
         dedup_id=dedup_id,
+        dedup=spec,
     )
     env.emit({"queue": queue, "id": jid}, jid)

@@ -67,7 +67,8 @@ class JobReads(ConsoleCore):
     async def job_detail(self, queue: str, job_id: str) -> Reply:
         """One job: its row (``data`` = the parsed payload), newest logs (with
         ``log_times``: the server ms each line was written, aligned with ``logs``;
-        ``null`` for a line older than log times), lock and score.
+        ``null`` for a line older than log times), lock and score; for a job with a
+        dedup id, ``dedup_owner``: the job that holds the id now (``null``: free).
 
         Raises:
             InvalidJobId: a malformed id (before any I/O).
@@ -86,4 +87,5 @@ class JobReads(ConsoleCore):
             "now_ms": view.now_ms,
             "errors": [asdict(e) for e in view.errors],
             "result": view.result,
+            "dedup_owner": view.dedup_owner,
         }

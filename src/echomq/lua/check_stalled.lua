@@ -6,7 +6,7 @@
 -- Reply:   {recovered ids, dead ids}
 -- Refusals: none.
 -- Writes:  ZREM active, lock deleted, lane slot back, stalled+1, then pending|lane at
---          its run_score (its old place) (+ ring, wake) or dead (+ last_error, metrics:failed); events 'stalled'/'dead'.
+--          its run_score (its old place) (+ ring, wake) or dead (+ last_error, metrics:failed, dedup key released); events 'stalled'/'dead'.
 --          A kept row (field `keep`) going dead also gets died_at and the stall in its
 --          error history; when any job went dead, `dead` is trimmed by the queue's dead
 --          retention read from meta (at most 4 by count and 4 by age).
@@ -37,6 +37,9 @@ for _, id in ipairs(ids) do
       redis.call('HSET', jk, 'state', 'dead', 'last_error', err)
     end
     redis.call('ZADD', B .. DEAD, now, id)
+    -- death is an ending: the dedup key goes (lib/common release_dedup)
+    local d = redis.call('HGET', jk, 'dedup')
+    if d then release_dedup(id, d) end
     count_metric(B .. METRICS_FAILED, 1, now)
     emit(cjson.encode({event = 'dead', job = id, error = err}))
     dead[#dead + 1] = id

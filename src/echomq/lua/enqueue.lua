@@ -13,7 +13,23 @@
 --          keep_ms (keep this job's history: its row stays keep_ms after it completes),
 --          resent ('1' when this call is a re-send after a lost reply, set by the
 --          transport: every id is checked, so a re-sent enqueue whose first run landed
---          writes nothing)
+--          writes nothing),
+--          dedup_mode (of every job's dedup id: '' = simple, throttle, debounce,
+--          keep_last), dedup_ttl (throttle: the window in ms, the key's PX)
+-- Dedup:   a job's dedup key de:<dedup> holds the id of the job that owns it. A key
+--          whose owner is gone (no row, or its row completed or dead) is free and taken
+--          over (self-healing), unless it has a TTL (a throttle window). When the owner
+--          lives (pending, scheduled, active), by mode:
+--          simple, throttle: the owner's id is answered, nothing written;
+--          debounce: a waiting owner (pending or scheduled) gets this job's payload and,
+--            when scheduled, its due time pushed to now + delay_ms; its id answered.
+--            A running owner keeps its run: this job is new and takes the key;
+--          keep_last: a waiting owner gets this job's payload (newest wins); a running
+--            one gets this job held behind it: new, in the schedule at DEDUP_HOLD with
+--            `dedup_behind` = the owner, taking the key; the owner's ending lets it go
+--            (lib/common release_dedup). A held job whose owner is gone is let go here.
+--          A replaced payload publishes 'replaced'. A throttle key is listed in
+--          `dedups` (its window's end) for obliterate; expired entries trimmed (8).
 -- Reads:   one EXISTS of `settled` and `keeps` (the latter named twice, so the count
 --          tells both apart): the tombstones are read only when there are any, and a
 --          queue with a retention (`keeps`, set by set_retention) keeps the jobs
@@ -23,7 +39,8 @@
 --          w = 2 (minted ids, no dedup): the number of jobs written (duplicates skipped).
 -- Refusals: EMQARG when n or w is not a number, fewer than n jobs' arguments came, or
 --          a numeric option (priority, max_attempts, delay_ms, run_at_ms) is not a
---          finite number, or priority is past +-PRIORITY_MAX (2**20); checked before
+--          finite number, or priority is past +-PRIORITY_MAX (2**20), or dedup_mode is
+--          none of the modes, or a throttle's dedup_ttl is no positive number; checked before
 --          the first write, so a refused call writes nothing (the client checks the
 --          same before sending).
 -- Writes:  the row (state pending|scheduled, attempts 0, seq), pending/lane/schedule
@@ -54,6 +71,7 @@ local delay, runat, backoff = ARGV[o + 4], ARGV[o + 5], ARGV[o + 6]
 local trace = ARGV[o + 7]
 local keep = ARGV[o + 8]
 local resent = ARGV[o + 9] == '1'
+local mode, dttl = ARGV[o + 10] or '', ARGV[o + 11] or ''
 if prio == '' then prio = nil end
 if name == '' then name = nil end
 if g == '' then g = nil end
@@ -74,6 +92,14 @@ end
 if prio and math.abs(tonumber(prio)) > PRIORITY_MAX then
   return redis.error_reply('EMQARG priority is not within -PRIORITY_MAX..PRIORITY_MAX')
 end
+if mode == 'simple' then mode = '' end
+if not (mode == '' or mode == 'throttle' or mode == 'debounce' or mode == 'keep_last') then
+  return redis.error_reply('EMQARG dedup_mode is not a mode')
+end
+if mode == 'throttle' and not (finite(dttl) and tonumber(dttl) >= 1
+    and math.floor(tonumber(dttl)) == tonumber(dttl)) then
+  return redis.error_reply('EMQARG dedup_ttl is not a positive number')
+end
 
 -- one read for two questions: settled tombstones (1) and the queue's retention (2)
 local seen = redis.call('EXISTS', B .. SETTLED, B .. KEEPS, B .. KEEPS)
@@ -82,7 +108,7 @@ if not keep and seen >= 2 then keep = '0' end
 local delayed = not runat and delay and tonumber(delay) > 0
 -- the server clock, read once, only when something needs it
 local now, nows = nil, nil
-if delayed then
+if delayed or mode == 'throttle' then
   now, nows = now_text()
 elseif keep then
   nows = clock_text()  -- the number only if a duplicate check needs it
@@ -129,6 +155,67 @@ local function duplicate(id, jk)
   if not now then now = nows and tonumber(nows) or now_ms() end
   return settled_recently(id, now)
 end
+-- take dedup key dk (of dedup id d) for job id (its argument slot a), by the mode (see
+-- Dedup in the header): nil when this job takes it (free, or its owner gone), else the
+-- owner that stays, after the mode's writes to it (a replaced payload, a pushed due)
+local here = {}    -- id -> argument slot: jobs of this call that took a key
+local payload = {} -- argument slot -> the payload's slot (a newer job's, by mode)
+local behind = {}  -- argument slot -> the running owner it is held behind (keep_last)
+local function take(dk, d, id, a)
+  local px = mode == 'throttle'
+  -- SET NX GET: one command both takes the key and tells who holds it
+  local held
+  if px then
+    held = redis.call('SET', dk, id, 'NX', 'PX', dttl, 'GET')
+  else
+    held = redis.call('SET', dk, id, 'NX', 'GET')
+  end
+  local st, after = nil, nil
+  if held and here[held] then
+    st = 'pending'  -- taken earlier in this call: its row is written below
+  elseif held then
+    local hf = redis.call('HMGET', B .. JOB .. held, 'state', 'dedup_behind')
+    st, after = hf[1], hf[2]
+  end
+  if held and (not st or st == 'completed' or st == 'dead') then
+    -- the owner is gone: the key is free (self-healing) unless a throttle window
+    if redis.call('PTTL', dk) >= 0 then return held end
+    if px then redis.call('SET', dk, id, 'PX', dttl) else redis.call('SET', dk, id) end
+    held = nil
+  end
+  if not held then
+    if px then
+      local zk = B .. DEDUPS
+      redis.call('ZADD', zk, now + tonumber(dttl), d)
+      trim_before(zk, now, 8)
+    end
+    here[id] = a
+    return nil
+  end
+  if mode == '' or mode == 'throttle' then return held end
+  if after and redis.call('EXISTS', B .. JOB .. after) == 0 then
+    unhold(held)  -- held behind a job that is gone: let it go (self-healing)
+    st, after = 'pending', nil
+  end
+  if st == 'active' then
+    redis.call('SET', dk, id)
+    if mode == 'keep_last' then behind[a] = held end
+    here[id] = a
+    return nil
+  end
+  -- a waiting owner: the newest payload wins; a debounce pushes its due time
+  if here[held] then
+    payload[here[held]] = a + 1
+  else
+    redis.call('HSET', B .. JOB .. held, 'payload', ARGV[a + 1])
+    if mode == 'debounce' and due and st == 'scheduled' and not after then
+      redis.call('ZADD', B .. SCHEDULE, 'XX', due, held)
+    end
+    emit(ev('replaced', held))
+  end
+  return held
+end
+
 -- first which jobs are new (the argument slot of each), then one take of the
 -- sequence for them all, then their rows
 local fresh = {}
@@ -141,10 +228,7 @@ for i = 0, n - 1 do
   end
   if w == 4 then
     local dedup = ARGV[a + 2]
-    if not holder and dedup ~= '' then
-      -- SET NX GET: one command both takes the key and tells who holds it
-      holder = redis.call('SET', B .. DEDUP .. dedup, id, 'NX', 'GET') or nil
-    end
+    if not holder and dedup ~= '' then holder = take(B .. DEDUP .. dedup, dedup, id, a) end
     out[#out + 1] = holder or id
   end
   if not holder then fresh[#fresh + 1] = a end
@@ -156,18 +240,28 @@ for k, a in ipairs(fresh) do
   local id = ARGV[a]
   local jk = B .. JOB .. id
   local seq = seq_at(first, k - 1)
-  f[6] = ARGV[a + 1]
+  f[6] = ARGV[payload[a] or a + 1]
   f[8] = seq
   local dedup = w == 4 and ARGV[a + 2] or ''
   if dedup ~= '' then
-    f[nf + 1] = 'dedup'; f[nf + 2] = dedup
-    redis.call('HSET', jk, unpack(f))
-    f[nf + 1] = nil; f[nf + 2] = nil
+    local row = {unpack(f)}
+    row[#row + 1] = 'dedup'; row[#row + 1] = dedup
+    if mode ~= '' then row[#row + 1] = 'dedup_mode'; row[#row + 1] = mode end
+    if behind[a] then
+      -- held behind its running owner: in the schedule past any due time
+      row[2] = 'scheduled'
+      row[#row + 1] = 'dedup_behind'; row[#row + 1] = behind[a]
+    end
+    redis.call('HSET', jk, unpack(row))
   else
     redis.call('HSET', jk, unpack(f))
   end
-  zs[#zs + 1] = due and base or base + seq
-  zs[#zs + 1] = id
+  if behind[a] then
+    redis.call('ZADD', B .. SCHEDULE, DEDUP_HOLD, id)
+  else
+    zs[#zs + 1] = due and base or base + seq
+    zs[#zs + 1] = id
+  end
   emit(ev('enqueued', id))
 end
 

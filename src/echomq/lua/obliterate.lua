@@ -19,7 +19,9 @@
 --             cursor kept in meta field `lanes`: each row with its logs, lock and error
 --             history, its dedup key released;
 --          2. the repeat records (emq:{q}:repeat:<name>) named by the registry, then
---             the claim records (claimreq:<rid>) named by their index `claimreqs`;
+--             the throttle windows' dedup keys (de:<id>) named by their index
+--             `dedups`, then the claim records (claimreq:<rid>) named by their index
+--             `claimreqs`;
 --          3. the named queue keys (UNLINK: a big one is freed off the main thread):
 --             metrics, lane structures (and gindex), wake, the registry, the settled
 --             tombstones, the workers registry, the keep index and the retention marker,
@@ -134,6 +136,13 @@ local function run()
     budget = budget - #names / 2
     if budget <= 0 then return 1 end
   end
+  -- the throttle windows (a window outlives its job: no row names its key)
+  local windows = redis.call('ZPOPMIN', B .. DEDUPS, budget)
+  if #windows > 0 then
+    for i = 1, #windows, 2 do redis.call('DEL', B .. DEDUP .. windows[i]) end
+    budget = budget - #windows / 2
+    if budget <= 0 then return 1 end
+  end
   local rids = redis.call('ZPOPMIN', B .. CLAIMREQS, budget)
   if #rids > 0 then
     for i = 1, #rids, 2 do redis.call('DEL', B .. CLAIMREQ .. rids[i]) end
@@ -145,7 +154,7 @@ local function run()
   redis.call('UNLINK', B .. METRICS_COMPLETED, B .. METRICS_FAILED, B .. GROUPS,
     B .. RING, B .. GACTIVE, B .. GLIMIT, B .. GWEIGHT, B .. GPAUSED,
     B .. GTURN, B .. WAKE, B .. REPEAT, B .. GINDEX, B .. SETTLED, B .. WORKERS,
-    B .. KEEPUNTIL, B .. KEEPS, B .. SEQ, B .. RATE, B .. GRATE, B .. GWAIT)
+    B .. KEEPUNTIL, B .. KEEPS, B .. SEQ, B .. RATE, B .. GRATE, B .. GWAIT, B .. DEDUPS)
 
   -- 4. with 'sweep' only: a scan for keys no registry names. A step that finds more
   -- than the budget deletes `budget` of them and keeps its starting cursor, so the

@@ -13,8 +13,9 @@
 --          lane; an in-flight grouped
 --          job gives its lane slot back; the lane's place on the ring is re-synced;
 --          row, logs, lock, error history deleted; the row's dedup key and ARGV[2]'s
---          released when
---          they name this job; the id's tombstone in `settled` (expired ones trimmed
+--          released as every ending releases them (lib/common release_dedup: when
+--          they name this job and are no throttle window; a keep_last job held
+--          behind this one is let go); the id's tombstone in `settled` (expired ones trimmed
 --          from the oldest end, by time, lib/common). Event 'removed'; one audit entry.
 local B = KEYS[1]
 --! include keys
@@ -43,10 +44,7 @@ if g then
   -- the slot the claim took is given back exactly once, here
   if was_active then slot_back(g) end
 end
-if ARGV[2] ~= '' then
-  local dk = B .. DEDUP .. ARGV[2]
-  if redis.call('GET', dk) == id then redis.call('DEL', dk) end
-end
+if ARGV[2] ~= '' then release_dedup(id, ARGV[2]) end
 delete_row(id, jk)
 tombstone(id, now_ms())
 if g then ring_sync(g) end

@@ -7,8 +7,8 @@
 -- Refusals: -1 no row (gone) or a kept completed row; EMQSTALE not active under this
 --          token.
 -- Writes:  failures+1, last_error, ZREM active, lane slot back (+ ring), lock deleted,
---          schedule or dead (+ metrics:failed), a wake token under a concurrency cap
---          (meta `concurrency`); event 'retrying' or 'dead'.
+--          schedule or dead (+ metrics:failed, its dedup key released), a wake token
+--          under a concurrency cap (meta `concurrency`); event 'retrying' or 'dead'.
 --          A kept row (field `keep`) also appends {attempt, time, error} to its capped
 --          error history job:<id>:errors (newest 20), and gets died_at when it dies.
 --          A job going dead trims `dead` by the queue's dead retention read from meta
@@ -36,6 +36,9 @@ if failures >= maxa then
     redis.call('HSET', jk, 'state', 'dead', 'last_error', err)
   end
   redis.call('ZADD', B .. DEAD, now, id)
+  -- death is an ending: the dedup key goes (lib/common release_dedup)
+  local d = redis.call('HGET', jk, 'dedup')
+  if d then release_dedup(id, d) end
   -- the queue's dead retention (every dead job, kept or not), read from meta
   local r = redis.call('HMGET', B .. META, 'keep_dead', 'keep_dead_ms')
   local count, age = tonumber(r[1]), tonumber(r[2])

@@ -14,7 +14,8 @@
 --          Upkeep a beat does for the queue, so nothing grows while it is idle (each
 --          bounded, by time alone): index entries whose last beat is older than the
 --          ttl (dead workers: their record expired) and the expired `settled`
---          tombstones and `claimreqs` entries, up to 64 each from the oldest end; the
+--          tombstones, `claimreqs` entries and `dedups` entries (throttle windows
+--          over), up to 64 each from the oldest end; the
 --          index itself gets the longest ttl any beat gave it, so the entries of
 --          workers that all died leave with it.
 local B = KEYS[1]
@@ -34,6 +35,7 @@ if redis.call('PTTL', idx) < ttl then redis.call('PEXPIRE', idx, ttl) end
 trim_before(idx, now - ttl, 64)
 trim_before(B .. SETTLED, now - SETTLED_MS, 64)
 trim_before(B .. CLAIMREQS, now, 64)
+trim_before(B .. DEDUPS, now, 64)
 local out = {}
 for i = 4 + 2 * n, #ARGV, 2 do
   local id = ARGV[i]

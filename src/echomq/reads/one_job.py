@@ -40,7 +40,8 @@ def job_state(ctx: Context, job_id: str) -> Plan[JobState | None]:
 
 
 def job_view(ctx: Context, job_id: str, log_tail: int = LOG_TAIL) -> Plan[JobView | None]:
-    """One job for a detail page in one round trip, or ``None`` when it is gone.
+    """One job for a detail page in one round trip, or ``None`` when it is gone (a job
+    with a dedup id takes a second: who holds the id now).
 
     Raises:
         InvalidJobId: a malformed id (before anything is sent).
@@ -73,6 +74,10 @@ def job_view(ctx: Context, job_id: str, log_tail: int = LOG_TAIL) -> Plan[JobVie
     # the row went between the two reads (the script answers -1): no logs
     lines, times, count = logged if isinstance(logged, list) else ([], [], 0)
     entries = log_entries([as_str(x) for x in lines], times)
+    owner = None
+    if row.get("dedup"):  # who holds its dedup id now (a second trip, for such jobs only)
+        held = yield Eval(script("dedup_owner"), (k.base,), (row["dedup"],))
+        owner = as_str(held[0]) if isinstance(held, list) else None
     return JobView(
         row=row,
         logs=[e.line for e in entries],
@@ -83,4 +88,5 @@ def job_view(ctx: Context, job_id: str, log_tail: int = LOG_TAIL) -> Plan[JobVie
         errors=[ErrorRecord.from_text(as_str(e)) for e in errs or ()],
         result=ctx.serializer.loads(row["result"]) if row.get("result") else None,
         log_times=[e.time_ms for e in entries],
+        dedup_owner=owner,
     )

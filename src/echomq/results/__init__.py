@@ -24,7 +24,7 @@ from .jobs import (
 )
 from .limits import ClaimedBatch, ClaimHold, HoldScope, Limits, RateLimit
 from .operator import AuditEntry, BulkResult
-from .queue import GroupInfo, ReindexResult, Repeatable, WorkerInfo
+from .queue import DedupOwner, GroupInfo, ReindexResult, Repeatable, WorkerInfo
 from .views import Found, GroupsPage, JobLine, JobPage, JobView, Order, Series, Throughput
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "Claimed",
     "ClaimedBatch",
     "Counts",
+    "DedupOwner",
     "ErrorRecord",
     "Found",
     "GroupInfo",

@@ -92,6 +92,9 @@ class JobRow:
         extra: any other field of the row (a field a newer transition added).
         seq: its place in the queue's enqueue sequence (the run order among equal
             priorities), ``None`` for a row written before echomq kept it.
+        dedup_mode: the mode of its dedup id (``throttle``, ``debounce``,
+            ``keep_last``); ``None`` for simple or none.
+        dedup_behind: a ``keep_last`` job held until this running job ends.
     """
 
     id: str
@@ -121,6 +124,8 @@ class JobRow:
     errors: tuple[ErrorRecord, ...] = ()
     extra: dict[str, str] = field(default_factory=dict)
     seq: int | None = None
+    dedup_mode: str | None = None
+    dedup_behind: str | None = None
 
     @classmethod
     def from_fields(
@@ -154,6 +159,8 @@ class JobRow:
             repeat=row.get("repeat"),
             keep=_int(row.get("keep"), None),
             seq=_int(row.get("seq"), None),
+            dedup_mode=row.get("dedup_mode"),
+            dedup_behind=row.get("dedup_behind"),
             result=row.get("result"),
             errors=errors,
             extra=extra,

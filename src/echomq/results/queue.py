@@ -130,3 +130,21 @@ class Repeatable:
     count: int
     last_run_ms: int | None
     paused: bool = False
+
+
+@dataclass(frozen=True)
+class DedupOwner:
+    """Who holds a dedup id, as an enqueue would see it (:func:`echomq.dedup.dedup_owner`).
+
+    Attributes:
+        job_id: the owning job's id (an enqueue with this dedup id answers it).
+        state: the owner's state (``pending``, ``scheduled``, ``active``); ``None`` when
+            the job is gone and only its throttle window holds the id.
+        mode: ``simple``, ``throttle``, ``debounce`` or ``keep_last``.
+        window_ms: a throttle window's time left in ms; ``None`` for a key without one.
+    """
+
+    job_id: str
+    state: str | None
+    mode: str
+    window_ms: int | None

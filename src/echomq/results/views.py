@@ -88,6 +88,8 @@ class JobView:
         result: a kept completed job's result, decoded (``None`` when there is none).
         log_times: the server time (ms) each of ``logs`` was written, aligned with it;
             ``None`` for a line written before echomq kept log times.
+        dedup_owner: for a job with a dedup id, the job that holds the id now (this
+            one, a newer one, or ``None`` when it is free).
     """
 
     row: dict[str, Any]
@@ -99,6 +101,7 @@ class JobView:
     errors: list[ErrorRecord] = dataclasses.field(default_factory=list)
     result: Any = None
     log_times: list[int | None] = dataclasses.field(default_factory=list)
+    dedup_owner: str | None = None
 
 
 @dataclass(frozen=True)

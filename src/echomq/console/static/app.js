@@ -1388,6 +1388,10 @@
         ...item("progress", row.progress === undefined ? "—" : h("span", {}, progressCell(row.progress), " ", row.progress)),
         ...(timeLabel ? item(timeLabel, d.score === null ? "—" : `${relTime(d.score, d.now_ms)} · ${isoTime(d.score)}`) : []),
         ...(row.dedup ? item("dedup id", row.dedup) : []),
+        ...(row.dedup ? item("dedup mode", row.dedup_mode || "simple", { id: "job-dedup-mode" }) : []),
+        ...(row.dedup ? item("dedup owner", d.dedup_owner === null || d.dedup_owner === undefined
+          ? "free" : (d.dedup_owner === row.id ? "this job" : d.dedup_owner), { id: "job-dedup-owner" }) : []),
+        ...(row.dedup_behind ? item("waits behind", row.dedup_behind, { id: "job-dedup-behind" }) : []),
         // the timeline of a job kept as history (server clock)
         ...(row.enqueued_at ? item("enqueued", when(row.enqueued_at), { id: "job-enqueued" }) : []),
         ...(row.started_at ? item("first start", when(row.started_at)) : []),

@@ -207,10 +207,38 @@ local function make_ready(id, jk, g, score)
   end
 end
 
--- release a dedup key d if it still names job id (a newer job may hold it now)
+-- a keep_last job `held` waits in the schedule (at DEDUP_HOLD) behind a running job:
+-- let it go now, ready at its run_score, as promote would (its row drops dedup_behind)
+local function unhold(held)
+  local hk = B .. JOB .. held
+  local f = redis.call('HMGET', hk, 'group', 'priority', 'seq')
+  redis.call('ZREM', B .. SCHEDULE, held)
+  redis.call('HDEL', hk, 'dedup_behind')
+  make_ready(held, hk, f[1], run_score(f[2], f[3]))
+  push_wake(1)
+  emit(ev('promoted', held))
+end
+
+-- an ending of job id releases its dedup key d: deleted when it still names id (a newer
+-- job may hold it now), unless it has a TTL (a throttle window: time ends it, not the
+-- job); a held keep_last job that ends (removed) hands the key back to the running job
+-- it waited behind; when the key names a keep_last job held behind id, that job is let
+-- go instead and holds the key from now on. A job without dedup costs nothing.
 local function release_dedup(id, d)
   local dk = B .. DEDUP .. d
-  if redis.call('GET', dk) == id then redis.call('DEL', dk) end
+  local holder = redis.call('GET', dk)
+  if holder == id then
+    if redis.call('PTTL', dk) < 0 then
+      local owner = redis.call('HGET', B .. JOB .. id, 'dedup_behind')
+      if owner and redis.call('EXISTS', B .. JOB .. owner) == 1 then
+        redis.call('SET', dk, owner)
+      else
+        redis.call('DEL', dk)
+      end
+    end
+  elseif holder and redis.call('HGET', B .. JOB .. holder, 'dedup_behind') == id then
+    unhold(holder)
+  end
 end
 
 -- delete a row with its logs (lines and their times), lock and error history; release its dedup key if it

@@ -61,6 +61,8 @@ local RATE = 'rate'
 local GRATE = 'grate'
 -- lanes held off the ring by a rate limit; score = free at (ms)
 local GWAIT = 'gwait'
+-- throttle windows: dedup id -> window end (ms), for obliterate
+local DEDUPS = 'dedups'
 -- a job's row: B .. JOB .. id (ROW_FIELDS)
 local JOB = 'job:'
 -- the row's log lines, oldest first: row .. LOGS
@@ -89,3 +91,5 @@ local LANE_END = ':pending'
 -- sequence, modulo SEQ_SPAN), with |priority| <= PRIORITY_MAX
 local SEQ_SPAN = 4294967296
 local PRIORITY_MAX = 1048576
+-- a keep_last job held behind its running owner waits in the schedule at this score
+local DEDUP_HOLD = 4503599627370496
