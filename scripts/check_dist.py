@@ -8,8 +8,9 @@ where the tree cannot be seen, and use it.
 3. A new venv in a temporary directory; the platform wheel installed with pip (its
    dependencies from the package index or pip's cache); from there, in isolated mode
    (``python -I``, the working directory outside the tree): ``emq native path`` names
-   the installed module, ``emq demo`` walks the runbook, and a native smoke enqueues a
-   job, claims it through ``EMQ.CLAIM`` and completes it through ``EMQ.COMPLETE``.
+   the installed module, ``emq server`` loads it, ``emq demo`` walks the runbook, and a
+   native smoke enqueues a job, claims it through ``EMQ.CLAIM`` and completes it through
+   ``EMQ.COMPLETE``.
 
 Usage: .venv/bin/python scripts/check_dist.py [--keep]   (--keep leaves the temporary
 directory and prints it). Prints the install's and the demo's times.
@@ -17,8 +18,10 @@ directory and prints it). Prints the install's and the demo's times.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -95,6 +98,32 @@ def inspect_wheel(path: Path, *, native: bool) -> None:
     print(f"check_dist: {path.name}: {size / 1000:.0f} kB")
 
 
+def served_module(emq: str, cwd: Path, env: dict[str, str]) -> str:
+    """Start ``emq server`` from the fresh venv; the module path its server loaded."""
+    import redis  # the check's own venv has it (the package's dependency)
+
+    proc = subprocess.Popen(
+        [emq, "--json", "server"],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url = json.loads(proc.stdout.readline())["url"]
+        client = redis.Redis.from_url(url, decode_responses=True)
+        listed = {m["name"]: m.get("path", "?") for m in client.execute_command("MODULE", "LIST")}
+        client.close()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    if "echomq" not in listed:
+        raise SystemExit(f"check_dist: emq server loaded no echomq module: {listed}")
+    return str(listed["echomq"])
+
+
 def main() -> int:
     keep = "--keep" in sys.argv[1:]
     tmp = Path(tempfile.mkdtemp(prefix="echomq-dist-"))
@@ -130,6 +159,10 @@ def main() -> int:
         found = run([emq, "native", "path"], cwd=work, env=env).stdout.strip()
         if not found.startswith(str(venv)) or not found.endswith("echomq/native/echomq.so"):
             raise SystemExit(f"check_dist: emq native path gave {found!r}, not the installed one")
+        served = served_module(emq, work, env)
+        if served != found:
+            raise SystemExit(f"check_dist: emq server loaded {served!r}, not {found!r}")
+        print(f"check_dist: emq server loads {served}")
         t0 = time.monotonic()
         run([emq, "demo"], cwd=work, env=env)
         demo = time.monotonic() - t0
