@@ -10,7 +10,7 @@ where the tree cannot be seen, and use it.
    (``python -I``, the working directory outside the tree): ``emq native path`` names
    the installed module, ``emq server`` loads it, ``emq demo`` walks the runbook, and a
    native smoke enqueues a job, claims it through ``EMQ.CLAIM`` and completes it through
-   ``EMQ.COMPLETE``.
+   ``EMQ.COMPLETE``. Then the pure wheel over it: no module, and the scripts serve.
 
 Usage: .venv/bin/python scripts/check_dist.py [--keep]   (--keep leaves the temporary
 directory and prints it). Prints the install's and the demo's times.
@@ -58,6 +58,28 @@ with EmbeddedServer(module=True) as srv:
     assert not q.client.exists(q.keys.job(jid))
     q.close()
 print("native smoke: enqueued, claimed with EMQ.CLAIM, completed with EMQ.COMPLETE:", jid)
+"""
+
+
+#: The pure wheel: no module anywhere, so ``auto`` takes the scripts and the job goes
+#: through them (no EMQ.* command known to the server).
+SMOKE_PURE = """
+import echomq
+from echomq import Queue, native
+from echomq.embedded import EmbeddedServer
+
+assert native.module_path() is None and not native.packaged_path().exists()
+with EmbeddedServer() as srv:
+    assert srv.module_path is None
+    q = Queue("dist-smoke-pure", url=srv.url, executor="auto")
+    jid = q.enqueue({"hello": "pure wheel"})
+    got = q.claim(lease_ms=10000)
+    assert got is not None and got.id == jid, got
+    q.complete(jid, got.token)
+    assert q.counts().completed == 1
+    assert not any(k.startswith("cmdstat_emq.") for k in q.client.info("commandstats"))
+    q.close()
+print("pure smoke: enqueued, claimed and completed by the scripts:", jid)
 """
 
 
@@ -167,6 +189,12 @@ def main() -> int:
         run([emq, "demo"], cwd=work, env=env)
         demo = time.monotonic() - t0
         print(run([py, "-I", "-c", SMOKE], cwd=work, env=env).stdout.strip())
+        # the pure wheel over it (same dependencies): no module, the scripts serve
+        run([py, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", str(pure_wheel)])
+        gone = subprocess.run([emq, "native", "path"], capture_output=True, cwd=work, env=env)
+        if gone.returncode != 1:
+            raise SystemExit("check_dist: emq native path found a module in the pure wheel")
+        print(run([py, "-I", "-c", SMOKE_PURE], cwd=work, env=env).stdout.strip())
         print(
             f"check_dist: a fresh venv {made:.1f} s, pip install of the platform wheel "
             f"{installed:.1f} s, emq demo {demo:.1f} s (together {made + installed + demo:.1f} s;"
