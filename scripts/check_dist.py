@@ -2,8 +2,8 @@
 where the tree cannot be seen, and use it.
 
 1. ``python -m build``: the sdist, and from the sdist the platform wheel (so the sdist
-   carries the C sources); a pure wheel (``EMQ_BUILD_NATIVE=0``). Each is inspected:
-   tags, the module inside or not, size under 1 MB.
+   carries the C sources); a pure wheel (``EMQ_BUILD_NATIVE=0``), from the sdist too.
+   Each is inspected: tags, the module inside or not, size under 1 MB.
 2. ``twine check`` on all three.
 3. A new venv in a temporary directory; the platform wheel installed with pip (its
    dependencies from the package index or pip's cache); from there, in isolated mode
@@ -153,9 +153,10 @@ def main() -> int:
         dist, pure = tmp / "dist", tmp / "pure"
         t0 = time.monotonic()
         build(dist, str(ROOT), native="1")  # the sdist, then the wheel from it
-        build(pure, "--wheel", str(ROOT), native="0")
-        print(f"check_dist: built in {time.monotonic() - t0:.1f} s")
         (sdist,) = dist.glob("*.tar.gz")
+        # from the sdist too: a clean tree (a build/ left in the checkout may hold stale files)
+        build(pure, "--wheel", str(sdist), native="0")
+        print(f"check_dist: built in {time.monotonic() - t0:.1f} s")
         (wheel,) = dist.glob("*.whl")
         (pure_wheel,) = pure.glob("*.whl")
         inspect_wheel(wheel, native=True)
