@@ -2,14 +2,15 @@
 where the tree cannot be seen, and use it.
 
 1. ``python -m build``: the sdist, and from the sdist the platform wheel (so the sdist
-   carries the C sources); a pure wheel (``EMQ_BUILD_NATIVE=0``). Each is inspected:
-   tags, the module inside or not, size under 1 MB.
+   carries the C sources); a pure wheel (``EMQ_BUILD_NATIVE=0``), from the sdist too.
+   Each is inspected: tags, the module inside or not, size under 1 MB.
 2. ``twine check`` on all three.
 3. A new venv in a temporary directory; the platform wheel installed with pip (its
    dependencies from the package index or pip's cache); from there, in isolated mode
    (``python -I``, the working directory outside the tree): ``emq native path`` names
-   the installed module, ``emq demo`` walks the runbook, and a native smoke enqueues a
-   job, claims it through ``EMQ.CLAIM`` and completes it through ``EMQ.COMPLETE``.
+   the installed module, ``emq server`` loads it, ``emq demo`` walks the runbook, and a
+   native smoke enqueues a job, claims it through ``EMQ.CLAIM`` and completes it through
+   ``EMQ.COMPLETE``. Then the pure wheel over it: no module, and the scripts serve.
 
 Usage: .venv/bin/python scripts/check_dist.py [--keep]   (--keep leaves the temporary
 directory and prints it). Prints the install's and the demo's times.
@@ -17,8 +18,10 @@ directory and prints it). Prints the install's and the demo's times.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -55,6 +58,28 @@ with EmbeddedServer(module=True) as srv:
     assert not q.client.exists(q.keys.job(jid))
     q.close()
 print("native smoke: enqueued, claimed with EMQ.CLAIM, completed with EMQ.COMPLETE:", jid)
+"""
+
+
+#: The pure wheel: no module anywhere, so ``auto`` takes the scripts and the job goes
+#: through them (no EMQ.* command known to the server).
+SMOKE_PURE = """
+import echomq
+from echomq import Queue, native
+from echomq.embedded import EmbeddedServer
+
+assert native.module_path() is None and not native.packaged_path().exists()
+with EmbeddedServer() as srv:
+    assert srv.module_path is None
+    q = Queue("dist-smoke-pure", url=srv.url, executor="auto")
+    jid = q.enqueue({"hello": "pure wheel"})
+    got = q.claim(lease_ms=10000)
+    assert got is not None and got.id == jid, got
+    q.complete(jid, got.token)
+    assert q.counts().completed == 1
+    assert not any(k.startswith("cmdstat_emq.") for k in q.client.info("commandstats"))
+    q.close()
+print("pure smoke: enqueued, claimed and completed by the scripts:", jid)
 """
 
 
@@ -95,6 +120,32 @@ def inspect_wheel(path: Path, *, native: bool) -> None:
     print(f"check_dist: {path.name}: {size / 1000:.0f} kB")
 
 
+def served_module(emq: str, cwd: Path, env: dict[str, str]) -> str:
+    """Start ``emq server`` from the fresh venv; the module path its server loaded."""
+    import redis  # the check's own venv has it (the package's dependency)
+
+    proc = subprocess.Popen(
+        [emq, "--json", "server"],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url = json.loads(proc.stdout.readline())["url"]
+        client = redis.Redis.from_url(url, decode_responses=True)
+        listed = {m["name"]: m.get("path", "?") for m in client.execute_command("MODULE", "LIST")}
+        client.close()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    if "echomq" not in listed:
+        raise SystemExit(f"check_dist: emq server loaded no echomq module: {listed}")
+    return str(listed["echomq"])
+
+
 def main() -> int:
     keep = "--keep" in sys.argv[1:]
     tmp = Path(tempfile.mkdtemp(prefix="echomq-dist-"))
@@ -102,9 +153,10 @@ def main() -> int:
         dist, pure = tmp / "dist", tmp / "pure"
         t0 = time.monotonic()
         build(dist, str(ROOT), native="1")  # the sdist, then the wheel from it
-        build(pure, "--wheel", str(ROOT), native="0")
-        print(f"check_dist: built in {time.monotonic() - t0:.1f} s")
         (sdist,) = dist.glob("*.tar.gz")
+        # from the sdist too: a clean tree (a build/ left in the checkout may hold stale files)
+        build(pure, "--wheel", str(sdist), native="0")
+        print(f"check_dist: built in {time.monotonic() - t0:.1f} s")
         (wheel,) = dist.glob("*.whl")
         (pure_wheel,) = pure.glob("*.whl")
         inspect_wheel(wheel, native=True)
@@ -130,10 +182,20 @@ def main() -> int:
         found = run([emq, "native", "path"], cwd=work, env=env).stdout.strip()
         if not found.startswith(str(venv)) or not found.endswith("echomq/native/echomq.so"):
             raise SystemExit(f"check_dist: emq native path gave {found!r}, not the installed one")
+        served = served_module(emq, work, env)
+        if served != found:
+            raise SystemExit(f"check_dist: emq server loaded {served!r}, not {found!r}")
+        print(f"check_dist: emq server loads {served}")
         t0 = time.monotonic()
         run([emq, "demo"], cwd=work, env=env)
         demo = time.monotonic() - t0
         print(run([py, "-I", "-c", SMOKE], cwd=work, env=env).stdout.strip())
+        # the pure wheel over it (same dependencies): no module, the scripts serve
+        run([py, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", str(pure_wheel)])
+        gone = subprocess.run([emq, "native", "path"], capture_output=True, cwd=work, env=env)
+        if gone.returncode != 1:
+            raise SystemExit("check_dist: emq native path found a module in the pure wheel")
+        print(run([py, "-I", "-c", SMOKE_PURE], cwd=work, env=env).stdout.strip())
         print(
             f"check_dist: a fresh venv {made:.1f} s, pip install of the platform wheel "
             f"{installed:.1f} s, emq demo {demo:.1f} s (together {made + installed + demo:.1f} s;"

@@ -28,6 +28,7 @@ from rich.markup import escape
 from .embedded import EmbeddedServer
 from .errors import QueueNotPaused, Refused
 from .queue import Queue
+from .schema import KEY
 from .worker import Worker
 from .worker.job import JobContext
 
@@ -120,11 +121,20 @@ class Runbook:
         a read (a refused verb's own check) can advance; every other key's ``DUMP``.
 
         Args:
-            worker_running: leave out the wake list, whose tokens an idle worker
-                takes at any moment (they are hints, not state).
+            worker_running: leave out what a running worker rewrites at any moment:
+                the wake list, whose tokens an idle worker takes (hints, not state),
+                and the worker registry (its record and the ``workers`` index), which
+                its beat rewrites (under a CPU hog a beat fell between the two pictures).
         """
-        skip = self.q.keys.wake if worker_running else None
-        return {k: self._value(k) for k in self.keys() if k != skip}
+        if not worker_running:
+            return {k: self._value(k) for k in self.keys()}
+        k = self.q.keys
+        records = k.base + KEY["WORKER"].suffix
+        return {
+            key: self._value(key)
+            for key in self.keys()
+            if key not in (k.wake, k.workers) and not key.startswith(records)
+        }
 
     def _value(self, key: str) -> Any:
         kind = self.r.type(key)
