@@ -281,7 +281,9 @@ def test_obliterate_refusals_then_budgeted_loop(
     assert queue_keys(r, q) == set()
     assert dump(r, other) == other_before
 
-    gone = fast("obliterate", q.name, "--yes")  # the meta hash went too: not paused
+    gone = fast("obliterate", q.name, "--yes")  # every key went: no such queue now
+    assert gone.returncode == exits.NO_QUEUE == 8 and queue_keys(r, q) == set()
+    gone = fast("--create", "obliterate", q.name, "--yes")  # the meta hash went: not paused
     assert gone.returncode == 14 and queue_keys(r, q) == set()
     text = fast("obliterate", other.name)
     assert text.returncode == exits.NOT_CONFIRMED and dump(r, other) == other_before
@@ -679,9 +681,10 @@ def test_group_reassign(emq: Any, fast: Any, q: Queue, r: redis.Redis) -> None:
 
 def test_repeat_add_list_cancel(emq: Any, fast: Any, q: Queue, r: redis.Redis) -> None:
     b = q.keys.base
-    empty = fast("repeat", "list", q.name)
+    empty = fast("--create", "repeat", "list", q.name)
     assert empty.returncode == 0 and empty.stdout.strip() == f"no repeatables in {q.name}"
-    assert as_json(fast("--json", "repeat", "list", q.name)) == {"queue": q.name, "repeats": []}
+    doc = as_json(fast("--json", "--create", "repeat", "list", q.name))
+    assert doc == {"queue": q.name, "repeats": []}
 
     start = _server_ms(r)
     p = fast(
@@ -788,8 +791,11 @@ def test_new_commands_gate_names_before_connecting() -> None:
 
 
 def test_retention_shows_sets_merges_and_clears(fast: Any, q: Queue, r: redis.Redis) -> None:
-    shown = fast("retention", q.name)
+    typo = fast("retention", q.name, "--completed", "100")
+    assert typo.returncode == exits.NO_QUEUE and queue_keys(r, q) == set()
+    shown = fast("--create", "retention", q.name)
     assert shown.returncode == 0 and "keeps no history" in shown.stdout
+    q.enqueue("makes the queue")
     doc = as_json(fast("--json", "retention", q.name, "--completed", "100", "--dead-age", "7d"))
     assert doc == {
         "queue": q.name,

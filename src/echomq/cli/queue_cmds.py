@@ -68,7 +68,7 @@ def _progress(env: Env, what: str) -> Progress:
 def queues(env: Env, scan_limit: int) -> None:
     """Every queue found on the server, with its counts and pause state."""
     found = discover_queues(env.client, scan_limit)
-    rows = [queue_summary(env.queue(name)) for name in found.queues]
+    rows = [queue_summary(env.queue(name, may_create=True)) for name in found.queues]
     if not found.complete:
         env.note(f"note: the scan stopped after {scan_limit} keys; more queues may exist")
 
@@ -269,7 +269,7 @@ def enqueue(
 ) -> None:
     """Enqueue one job on QUEUE with JSON as its data; print its id."""
     data = parse_json(payload)
-    q = env.queue(queue)
+    q = env.queue(queue, may_create=True)  # enqueue makes queues
     jid = q.enqueue(
         data,
         job_id=job_id,

@@ -101,7 +101,8 @@ def add_repeat(
     if (every_ms is None) == (cron_expr is None):
         raise click.UsageError("give exactly one of --every-ms and --cron")
     data = None if payload is None else parse_json(payload)
-    next_run = env.queue(queue).repeat(
+    # a repeatable produces jobs: like enqueue, it may make its queue
+    next_run = env.queue(queue, may_create=True).repeat(
         name,
         every_ms=every_ms,
         cron=cron_expr,

@@ -73,7 +73,8 @@ def events(env: Env, queue: str, count: int | None, timeout: float | None) -> No
 
     Pub/sub is at-most-once: an event is a notification, the sets are the truth.
     """
-    q = env.queue(queue)
+    q = env.queue(queue, may_create=True)  # it may appear later: a note, not a refusal
+    env.note_if_unknown(q)
     deadline = None if timeout is None else time.monotonic() + timeout
     seen = 0
     # The stream subscribes again after a lost connection; Ctrl-C ends the tail.
@@ -159,9 +160,11 @@ def worker(
     """Run a worker on QUEUE with the handler MODULE:FUNCTION until SIGINT/SIGTERM."""
     from ..worker import Worker, WorkerConfig
 
-    env.queue(queue_name)  # check the name before anything else
+    # check the name before anything else; a worker may wait for its queue to appear
+    q = env.queue(queue_name, may_create=True)
     handler = load_handler(handler_spec)
     _require_server(env)
+    env.note_if_unknown(q)
     metrics = obs_cmds.worker_observability(**obs)
     config = WorkerConfig(
         failure_log_level=logging.getLevelName(failure_level.upper()),
