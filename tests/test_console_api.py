@@ -346,13 +346,22 @@ def test_drain_with_and_without_schedule(api: TestClient, q: Queue, r: redis.Red
     claimed = q.claim()
     assert claimed is not None and claimed.id == busy
     q.enqueue({"a": 3})
-    reply = post(api, qp(q, "/drain"))
-    assert reply.json() == {"ok": True, "drained": 3}
+    # one bounded call per request: the page calls again while done is false
+    reply = post(api, qp(q, "/drain"), {"budget": 2})
+    assert reply.json() == {
+        "ok": True, "drained": 2, "done": False, "remaining": {"pending": 1, "scheduled": 1}
+    }  # fmt: skip
+    reply = post(api, qp(q, "/drain"), {"budget": 2})
+    assert reply.json() == {
+        "ok": True, "drained": 1, "done": True, "remaining": {"pending": 0, "scheduled": 1}
+    }  # fmt: skip
     assert r.zcard(q.keys.pending) == 0 and r.zcard(q.keys.lane("g")) == 0
     assert r.zscore(q.keys.schedule, later) is not None
     assert r.zscore(q.keys.active, claimed.id) is not None and r.exists(q.keys.job(claimed.id))
     reply = post(api, qp(q, "/drain"), {"include_schedule": True})
-    assert reply.json() == {"ok": True, "drained": 1}
+    assert reply.json() == {
+        "ok": True, "drained": 1, "done": True, "remaining": {"pending": 0, "scheduled": 0}
+    }  # fmt: skip
     assert not r.exists(q.keys.schedule) and not r.exists(q.keys.job(later))
     assert r.exists(q.keys.job(busy)) and r.zscore(q.keys.active, busy) is not None
 
@@ -362,6 +371,8 @@ def test_drain_bad_body_is_400(api: TestClient, q: Queue, r: redis.Redis) -> Non
     before = dump(r, q)
     refused(post(api, qp(q, "/drain"), {"include_schedule": "yes"}), 400, "invalid", "argument")
     refused(post(api, qp(q, "/drain"), {"schedule": True}), 400, "invalid", "argument")
+    refused(post(api, qp(q, "/drain"), {"budget": 0}), 400, "invalid", "argument")
+    refused(post(api, qp(q, "/drain"), {"budget": 10**6}), 400, "invalid", "argument")
     resp = api.post(qp(q, "/drain"), content="[1]", headers=CHANGE)
     refused(resp, 400, "invalid", "json")
     refused(api.post(qp(q, "/drain"), content="{", headers=CHANGE), 400, "invalid", "json")

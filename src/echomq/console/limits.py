@@ -9,6 +9,9 @@ from __future__ import annotations
 #: Obliterate: the default and the largest budget (jobs per server call) per request.
 OBLITERATE_BUDGET = 1000
 MAX_OBLITERATE_BUDGET = 10000
+#: Drain: the default and the largest budget (jobs per server call) per request.
+DRAIN_BUDGET = 1000
+MAX_DRAIN_BUDGET = 10000
 #: The throughput chart's default and longest window, in minutes (buckets live a day).
 METRIC_MINUTES = 60
 MAX_METRIC_MINUTES = 1440

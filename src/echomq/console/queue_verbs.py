@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .body import Body, Reply, check_keys, flag_field, int_field, required_field
 from .core import ConsoleCore
-from .limits import MAX_OBLITERATE_BUDGET, OBLITERATE_BUDGET
+from .limits import DRAIN_BUDGET, MAX_DRAIN_BUDGET, MAX_OBLITERATE_BUDGET, OBLITERATE_BUDGET
 
 
 class QueueVerbs(ConsoleCore):
@@ -27,12 +27,26 @@ class QueueVerbs(ConsoleCore):
         return {"ok": True, "paused": False}
 
     async def drain(self, queue: str, body: Body) -> Reply:
-        """Delete the pending backlog (``include_schedule``: the schedule too)."""
-        check_keys(body, ("include_schedule",))
+        """One bounded drain call of the pending backlog (``include_schedule``: the
+        schedule too); the page calls again while ``done`` is false, showing progress
+        (a 100,000-job backlog is never one blocking request).
+
+        Body: ``include_schedule`` (bool), ``budget`` (jobs this call,
+        1..``MAX_DRAIN_BUDGET``).
+
+        Returns:
+            ``{"ok", "drained", "done", "remaining"}``: the jobs this call deleted,
+            whether none is left, and the pending and scheduled counts left.
+        """
+        check_keys(body, ("include_schedule", "budget"))
         include = flag_field(body, "include_schedule")
+        budget = int_field(body, "budget", DRAIN_BUDGET, 1, MAX_DRAIN_BUDGET)
         self._writable()
-        drained = await self.queue(queue).drain(include_schedule=include)
-        return {"ok": True, "drained": drained}
+        q = self.queue(queue)
+        drained, more = await q.drain_step(include_schedule=include, budget=budget)
+        counts = await q.counts()
+        remaining = {"pending": counts.pending, "scheduled": counts.scheduled}
+        return {"ok": True, "drained": drained, "done": not more, "remaining": remaining}
 
     async def obliterate(self, queue: str, body: Body) -> Reply:
         """One bounded obliterate call; the page calls again while ``done`` is false.

@@ -22,6 +22,7 @@
   const LIVE_STALE_MS = 2000;
   const STREAM_RETRY_MS = 30000;
   const GROUPS_PAGE = 50;
+  const DRAIN_BUDGET = 1000; // jobs per drain request (the server's bounded call)
   const REASONS = {
     gone: "the job no longer exists",
     locked: "a worker holds this job",
@@ -456,6 +457,7 @@
       groupsTrail: [],
       summary: null,
       stopped: false,
+      draining: false,
     };
 
     /* The tab, page, lane and search live in the URL (replaced, not pushed). */
@@ -570,10 +572,54 @@
           h("label", { class: "check" }, sched, `Also delete the scheduled jobs (${fmt(c.scheduled)})`),
         ],
       });
-      if (!go) return;
-      const reply = await act("Drain", () => post(`${base}/drain`, { include_schedule: sched.checked }), false);
-      if (reply) toast("ok", `Drained ${fmt(reply.drained)} job${reply.drained === 1 ? "" : "s"}`);
-      refresh();
+      if (!go || view.draining) return;
+      await runDrain(sched.checked, (c.pending || 0) + (sched.checked ? c.scheduled || 0 : 0));
+    }
+
+    /* Drain in bounded calls (a budget of jobs each), like obliterate: a progress bar,
+     * and the button disabled until the last call answered (no second drain). */
+    async function runDrain(includeSchedule, start) {
+      view.draining = true;
+      const button = $("#btn-drain");
+      if (button) button.disabled = true;
+      const bar = h("div");
+      const label = h("span", { class: "sub", id: "drain-status" }, "Starting…");
+      fill(oblit, h("h2", {}, "Draining"),
+        h("div", { class: "oblit" }, h("div", { class: "progress danger", id: "drain-progress" }, bar), label));
+      oblit.hidden = false;
+      let calls = 0;
+      let drained = 0;
+      try {
+        for (;;) {
+          let reply;
+          try {
+            reply = await post(`${base}/drain`, { include_schedule: includeSchedule, budget: DRAIN_BUDGET });
+          } catch (err) {
+            showError("Drain", err);
+            break;
+          }
+          calls += 1;
+          drained += reply.drained;
+          const left = reply.remaining.pending + (includeSchedule ? reply.remaining.scheduled : 0);
+          const total = Math.max(start, drained + left);
+          const share = reply.done ? 1 : total ? Math.min(0.99, drained / total) : 0.5;
+          bar.style.width = `${Math.round(share * 100)}%`;
+          label.textContent = reply.done
+            ? `Drained ${fmt(drained)} in ${calls} call${calls === 1 ? "" : "s"}`
+            : `${fmt(drained)} of ${fmt(total)} jobs deleted · call ${calls}`;
+          if (reply.done) {
+            toast("ok", `Drained ${fmt(drained)} job${drained === 1 ? "" : "s"}`, `${calls} bounded call${calls === 1 ? "" : "s"}`);
+            break;
+          }
+          if (view.stopped) break; // the page was left: stop between two bounded calls
+        }
+      } finally {
+        view.draining = false;
+        const again = $("#btn-drain");
+        if (again) again.disabled = config.read_only;
+        setTimeout(() => { if (!view.draining) oblit.hidden = true; }, 1500);
+        if (!view.stopped) refresh();
+      }
     }
 
     async function obliterate() {
@@ -841,7 +887,7 @@
       fill(badge, stateBadge(s.paused));
       fill(actions,
         verb(s.paused ? "Resume" : "Pause", pauseOrResume, s.paused ? "" : "ghost", { id: "btn-pause" }),
-        verb("Drain…", drain, "danger", { id: "btn-drain" }),
+        verb("Drain…", drain, "danger", { id: "btn-drain", disabled: config.read_only || !!view.draining }),
         verb("Obliterate…", obliterate, "danger", { id: "btn-obliterate" }),
       );
       const labels = [...STATES, "completed", "failed"];
@@ -1043,7 +1089,14 @@
       } else {
         fill(jobs, jobRows(page.state, page.jobs, page.now_ms));
       }
-      const first = page.total ? page.offset + 1 : 0;
+      if (page.total > 0 && page.offset >= page.total) {
+        // past the end (a deep link, or the set shrank under the page): the last page
+        view.offset = Math.floor((page.total - 1) / view.size) * view.size;
+        syncUrl();
+        loadJobs();
+        return;
+      }
+      const first = page.total ? Math.min(page.offset + 1, page.total) : 0;
       const last = Math.min(page.offset + page.jobs.length, page.total);
       fill(pager,
         h("span", { class: "sub", id: "page-range" }, `${fmt(first)}–${fmt(last)} of ${fmt(page.total)}, ${ORDER_TEXT[page.order]}`),
@@ -1059,11 +1112,14 @@
       laneNote.hidden = true;
       fill(jobs, view.found.length ? jobRows(found.state, view.found, found.now_ms)
         : h("div", { class: "empty" }, `No ${found.state} job matches ${found.text ? `“${found.text}”` : "the time range"} so far.`));
+      /* honest at scale: "every job" only when the walk reached its end; else how far
+       * it went of how many (pending: the flat set, then every lane) */
       const done = found.cursor === null;
+      const of = ` of ${fmt(found.total)}${found.state === "pending" && !found.group ? " (flat and every lane)" : ""}`;
       fill(pager,
         h("span", { class: "sub", id: "find-status" },
           `${fmt(view.found.length)} match${view.found.length === 1 ? "" : "es"}, `,
-          done ? "every job examined" : `${fmt(found.cursor)} examined so far`),
+          done ? `every job examined${of}` : `${fmt(found.cursor)}${of} examined so far`),
         h("button", { type: "button", class: "ghost small", id: "find-more", disabled: done,
           onclick: () => { view.cursor = found.cursor; loadJobs(true); } }, "Search further ›"));
     }
