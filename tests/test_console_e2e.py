@@ -345,6 +345,52 @@ def test_job_text_renders_as_text(
     assert page.evaluate("window.pwned === undefined")
 
 
+def test_drain_runs_in_bounded_calls_with_progress(
+    open_page: Callable[[str], Page], console_url: str, q: Queue, r: redis.Redis
+) -> None:
+    for i in range(30):
+        q.enqueue({"i": i}, group=f"g{i % 3}" if i % 2 else None)
+    later = q.enqueue({"later": 1}, delay_ms=60000)
+    page = open_page(f"{console_url}#/q/{q.name}")
+    calls: list[Request] = []
+    page.on("request", lambda req: calls.append(req) if req.url.endswith("/drain") else None)
+    page.wait_for_selector("#btn-drain:not([disabled])")
+    page.click("#btn-drain")
+    page.fill("#drain-budget", "4")
+    page.click("#modal-ok")
+    page.wait_for_selector("#drain-progress")
+    page.wait_for_selector(".toast:has-text('Drained 30 jobs')")
+    assert len(calls) >= 8  # 30 jobs at 4 per call: the page looped on bounded calls
+    assert r.zcard(q.keys.pending) == 0 and r.zcard(q.keys.gindex) == 0
+    assert r.zrange(q.keys.schedule, 0, -1) == [later]  # the schedule stays
+    page.wait_for_selector("#btn-drain:not([disabled])")
+
+
+def test_the_pager_past_the_end_shows_the_last_page(
+    open_page: Callable[[str], Page], console_url: str, q: Queue
+) -> None:
+    ids = [q.enqueue({"i": i}) for i in range(25)]
+    page = open_page(f"{console_url}#/q/{q.name}?page=99")
+    page.wait_for_selector(f"tr[data-job={ids[24]}]")
+    assert page.inner_text("#page-range").startswith("21–25 of 25")
+    assert "page=2" in page.evaluate("location.hash")
+
+
+def test_find_on_pending_covers_the_lanes(
+    open_page: Callable[[str], Page], console_url: str, q: Queue
+) -> None:
+    for i in range(6):
+        q.enqueue({"i": i}, name="flat")
+    hidden = q.enqueue({"x": 1}, name="needle", group="acme")
+    page = open_page(f"{console_url}#/q/{q.name}")
+    page.fill("#find-text", "needle")
+    page.select_option("#find-field", "name")
+    page.click("#btn-find")
+    page.wait_for_selector(f"tr[data-job={hidden}]")
+    status = page.inner_text("#find-status")
+    assert "every job examined of 7 (flat and every lane)" in status
+
+
 def test_tab_page_and_search_live_in_the_url(
     open_page: Callable[[str], Page], console_url: str, q: Queue
 ) -> None:

@@ -560,25 +560,30 @@
     }
 
     async function drain() {
+      if (view.draining) return;
       const sched = h("input", { type: "checkbox", id: "drain-schedule" });
+      const budget = h("input", { type: "number", id: "drain-budget", min: 1, max: 10000, value: DRAIN_BUDGET });
       const c = view.summary ? view.summary.counts : {};
       const go = await modal({
         title: `Drain ${name}?`,
         ok: "Drain",
         danger: true,
+        canSubmit: () => Number(budget.value) >= 1 && Number(budget.value) <= 10000,
         body: [
           h("p", {}, `Deletes every pending job (${fmt(c.pending)}, every lane included) with its logs. `,
             "Jobs in flight and the repeat registry survive."),
           h("label", { class: "check" }, sched, `Also delete the scheduled jobs (${fmt(c.scheduled)})`),
+          h("label", { class: "field" }, h("span", {}, "Jobs deleted per server call"), budget),
         ],
       });
       if (!go || view.draining) return;
-      await runDrain(sched.checked, (c.pending || 0) + (sched.checked ? c.scheduled || 0 : 0));
+      await runDrain(sched.checked, (c.pending || 0) + (sched.checked ? c.scheduled || 0 : 0),
+        Number(budget.value));
     }
 
     /* Drain in bounded calls (a budget of jobs each), like obliterate: a progress bar,
      * and the button disabled until the last call answered (no second drain). */
-    async function runDrain(includeSchedule, start) {
+    async function runDrain(includeSchedule, start, budget) {
       view.draining = true;
       const button = $("#btn-drain");
       if (button) button.disabled = true;
@@ -593,7 +598,7 @@
         for (;;) {
           let reply;
           try {
-            reply = await post(`${base}/drain`, { include_schedule: includeSchedule, budget: DRAIN_BUDGET });
+            reply = await post(`${base}/drain`, { include_schedule: includeSchedule, budget });
           } catch (err) {
             showError("Drain", err);
             break;
