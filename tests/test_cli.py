@@ -128,9 +128,12 @@ def test_enqueue_stats_jobs_and_show(emq: Any, fast: Any, q: Queue, r: redis.Red
         "groups": [
             {"name": "g1", "depth": 1, "in_flight": 0, "limit": None, "weight": 1, "paused": False}
         ],
+        "group_count": 1, "workers": 0, "stranded": True,
     }  # fmt: skip
     text = fast("stats", q.name)
     assert text.returncode == 0 and "pending" in text.stdout and "g1" in text.stdout
+    assert "0 live" in text.stdout
+    assert "warning: 2 pending but no live workers" in text.stdout
 
     page = as_json(fast("--json", "jobs", q.name, "pending"))
     # the flat pending set in run order; a lane is listed with --group

@@ -180,3 +180,40 @@ def test_json_usage_errors_print_a_document(
     # without --json, stdout stays empty
     plain = emq(*(a.format(q=q.name) for a in args))
     assert plain.code == 2 and plain.stdout == ""
+
+
+def test_stats_summarises_many_lanes_and_warns_without_workers(
+    emq: Any, q: Queue, r: redis.Redis
+) -> None:
+    for i in range(30):
+        for _ in range(i % 4 + 1):
+            q.enqueue({"i": i}, group=f"g{i:02d}")
+    q.pause_group("g00")
+    before = dump(r, q)
+    text = emq("stats", q.name, "--top", "3")
+    assert text.code == 0
+    lines = text.stdout.splitlines()
+    assert len(lines) < 40  # a summary, not a line per lane
+    assert "warning: 73 pending but no live workers" in text.stdout
+    # the deepest first (depth 4: g03, g07, ...), the rest in one line
+    rows = [ln for ln in lines if ln.startswith("│ g")]
+    assert [row.split("│")[1].strip() for row in rows] == ["g03", "g07", "g11"]
+    assert "... and 27 more of 30 lanes (61 pending, 0 in flight, 1 paused)" in text.stdout
+    doc = emq("--json", "stats", q.name, "--top", "0").doc
+    assert doc["group_count"] == 30 and len(doc["groups"]) == 30
+    assert doc["workers"] == 0 and doc["stranded"] is True
+    assert [g["depth"] for g in doc["groups"]] == sorted(
+        (g["depth"] for g in doc["groups"]), reverse=True
+    )
+    # paused: jobs wait on purpose, no warning
+    q.pause()
+    assert "warning" not in emq("stats", q.name).stdout
+    q.resume()
+    before = dump(r, q)  # the pause and resume are journaled
+    # a live worker: no warning, and it is counted
+    r.hset(q.keys.worker("0123456789abcdef"), mapping={"host": "h", "pid": "1", "beat": "1"})
+    r.zadd(q.keys.workers, {"0123456789abcdef": 1})
+    doc = emq("--json", "stats", q.name).doc
+    assert doc["workers"] == 1 and doc["stranded"] is False and len(doc["groups"]) == 10
+    r.delete(q.keys.worker("0123456789abcdef"), q.keys.workers)
+    assert dump(r, q) == before
