@@ -2,7 +2,8 @@
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV     none
 -- Reply:   {pending (flat), active, scheduled, dead, completed, failed, paused (0|1),
---           live groups, oldest flat pending id ('' = none), server time ms}
+--           live groups, oldest flat pending id ('' = none), server time ms,
+--           completed jobs kept as history (the completed set's size)}
 -- Refusals: none.
 -- Writes:  none.
 local B = KEYS[1]
@@ -20,4 +21,5 @@ return {
   redis.call('SCARD', B .. GROUPS),
   oldest(B .. PENDING),
   tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000),
+  redis.call('ZCARD', B .. COMPLETED),
 }

@@ -1,6 +1,8 @@
 """One queue's state for a scrape, read with bounded server work.
 
-A snapshot is two read-only scripts, each doing a fixed amount of work per call:
+A snapshot is two read-only scripts, each doing a fixed amount of work per call, and
+the worker registry's read (``workers``: the live records, at most ``MAX_WORKERS``, and
+a bounded trim of dead entries) for the live workers' count:
 
 - ``obs_queue`` reads the four sets' sizes (``ZCARD``), the pause, the two throughput
   totals, the number of live groups and the oldest candidates of the flat pending set;
@@ -34,11 +36,14 @@ from dataclasses import dataclass, field
 
 from .. import ids
 from ..context import Context, as_str
+from ..registry import MAX_WORKERS, TRIM_PER_READ
 from ..scripts import Batch, Eval, Plan, script
 
 # the two read-only scripts (lua/obs_queue.lua, lua/obs_groups.lua)
 QUEUE_SCRIPT = script("obs_queue")
 GROUPS_SCRIPT = script("obs_groups")
+#: The worker registry's read (lua/workers.lua), for the live workers' count.
+WORKERS_SCRIPT = script("workers")
 
 #: Groups asked per ``obs_groups`` call (an ``SSCAN`` COUNT hint).
 GROUP_PAGE = 100
@@ -70,6 +75,9 @@ class QueueSnapshot:
             docstring), ``0.0`` when nothing is pending.
         top_groups: the busiest groups, busiest first.
         server_calls: how many server calls the snapshot took.
+        workers: the live workers of the queue's registry (records whose ttl has
+            not passed: what ``Queue.workers`` answers, counted).
+        kept: completed jobs kept as history (the ``completed`` set).
     """
 
     queue: str
@@ -84,6 +92,8 @@ class QueueSnapshot:
     oldest_pending_age_s: float
     top_groups: list[GroupLoad] = field(default_factory=list)
     server_calls: int = 1
+    workers: int = 0
+    kept: int = 0
 
 
 def _age_s(oldest: str, now_ms: int) -> float:
@@ -118,10 +128,20 @@ def snapshots(
     if not ctxs:
         return []
     replies = yield Batch(tuple(Eval(QUEUE_SCRIPT, (c.keys.base,)) for c in ctxs))
+    # the live workers: the registry's read (its records, at most MAX_WORKERS, and a
+    # bounded trim of the dead entries), counted; one more pipelined round trip
+    registries = yield Batch(
+        tuple(
+            Eval(WORKERS_SCRIPT, (c.keys.base,), (str(MAX_WORKERS), str(TRIM_PER_READ)))
+            for c in ctxs
+        )
+    )
     out: list[QueueSnapshot] = []
-    for ctx, r in zip(ctxs, replies):
+    for ctx, r, reg in zip(ctxs, replies, registries):
         if isinstance(r, Exception):
             raise r
+        if isinstance(reg, Exception):
+            raise reg
         oldest, now_ms = as_str(r[8]), int(r[9])
         pending, calls = int(r[0]), 1
         top: list[GroupLoad] = []
@@ -157,7 +177,9 @@ def snapshots(
                 groups=int(r[7]),
                 oldest_pending_age_s=_age_s(oldest, now_ms),
                 top_groups=top,
-                server_calls=calls,
+                server_calls=calls + 1,
+                workers=(len(reg) - 1) // 2,
+                kept=int(r[10]) if len(r) > 10 else 0,
             )
         )
     return out
