@@ -148,6 +148,9 @@ def test_list_queues_counts_and_pause(
         "kept": 0,
     }
     assert rows[b.name]["counts"]["pending"] == 1
+    # health at a glance: no live worker; a's job waits with the gate open, b is paused
+    assert rows[a.name]["workers"] == 0 and rows[a.name]["stranded"] is True
+    assert rows[b.name]["workers"] == 0 and rows[b.name]["stranded"] is False
     assert (dump(r, a), dump(r, b)) == before
 
 
@@ -185,7 +188,14 @@ def test_queue_summary(api: TestClient, q: Queue, r: redis.Redis) -> None:
     body = api.get(qp(q)).json()
     assert body["name"] == q.name and body["paused"] is True
     assert body["counts"]["pending"] == 1 and isinstance(body["now_ms"], int)
+    assert body["workers"] == 0 and body["stranded"] is False  # paused: waiting on purpose
     assert dump(r, q) == before
+    q.resume()
+    assert api.get(qp(q)).json()["stranded"] is True
+    r.hset(q.keys.worker("0123456789abcdef"), mapping={"host": "h", "beat": "1"})
+    r.zadd(q.keys.workers, {"0123456789abcdef": 1})
+    body = api.get(qp(q)).json()
+    assert body["workers"] == 1 and body["stranded"] is False
 
 
 def test_jobs_page_in_run_order_with_rows(api: TestClient, q: Queue, r: redis.Redis) -> None:

@@ -366,6 +366,26 @@ def test_drain_runs_in_bounded_calls_with_progress(
     page.wait_for_selector("#btn-drain:not([disabled])")
 
 
+def test_health_strip_warns_when_jobs_wait_with_no_worker(
+    open_page: Callable[[str], Page], console_url: str, q: Queue, r: redis.Redis
+) -> None:
+    q.enqueue({"x": 1})
+    page = open_page(f"{console_url}#/q/{q.name}")
+    page.wait_for_selector("#health-warning:has-text('1 pending but no live workers')")
+    # at the top of the page, above the cards
+    top = page.evaluate("document.querySelector('#health-warning').getBoundingClientRect().top")
+    assert top < page.evaluate("document.querySelector('.cards').getBoundingClientRect().top")
+    assert "0 live workers" in page.inner_text("#health")
+    page.goto(f"{console_url}#/")
+    page.wait_for_selector(f"tr[data-queue='{q.name}'] [data-stranded]")
+    assert page.inner_text(f"tr[data-queue='{q.name}'] td[data-col=workers]") == "0"
+    r.hset(q.keys.worker("0123456789abcdef"), mapping={"host": "h", "beat": "1"})
+    r.zadd(q.keys.workers, {"0123456789abcdef": 1})
+    page.goto(f"{console_url}#/q/{q.name}")
+    page.wait_for_selector("#health:has-text('1 live worker')")
+    assert page.query_selector("#health-warning") is None
+
+
 def test_the_pager_past_the_end_shows_the_last_page(
     open_page: Callable[[str], Page], console_url: str, q: Queue
 ) -> None:

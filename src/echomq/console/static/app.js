@@ -22,6 +22,12 @@
   const LIVE_STALE_MS = 2000;
   const STREAM_RETRY_MS = 30000;
   const GROUPS_PAGE = 50;
+  /* One word each: "dead" is a job's state (it failed for good); the queue's all-time
+   * total of jobs dead-lettered is "dead-lettered", never "failed", which the worker
+   * table uses for failed attempts. */
+  const COL_LABELS = { failed: "dead-lettered" };
+  const COL_TITLES = { completed: "completed in all (the throughput record)",
+    failed: "jobs dead-lettered in all (the throughput record)" };
   const DRAIN_BUDGET = 1000; // jobs per drain request (the server's bounded call)
   const REASONS = {
     gone: "the job no longer exists",
@@ -418,10 +424,14 @@
       }
       const cols = ["pending", "active", "scheduled", "dead", "completed", "failed"];
       const head = h("tr", {}, h("th", {}, "Queue"), h("th", {}, "State"),
-        cols.map((c) => h("th", { class: "num" }, c)));
+        h("th", { class: "num" }, "workers"),
+        cols.map((c) => h("th", { class: "num", title: COL_TITLES[c] || null }, COL_LABELS[c] || c)));
       const rows = data.queues.map((q) => h("tr", { dataset: { queue: q.name } },
         h("td", {}, h("a", { href: qlink(q.name), class: "mono" }, q.name)),
-        h("td", {}, stateBadge(q.paused)),
+        h("td", {}, stateBadge(q.paused),
+          q.stranded ? h("span", { class: "badge warn", dataset: { stranded: "1" },
+            title: "jobs are pending and no live worker serves this queue" }, "no workers") : null),
+        h("td", { class: `num${q.workers ? "" : " zero"}`, dataset: { col: "workers" } }, fmt(q.workers)),
         cols.map((c) => h("td", { class: `num${q.counts[c] ? "" : " zero"}`, dataset: { col: c } },
           fmt(q.counts[c])))));
       fill(holder, h("table", { class: "queues" }, h("thead", {}, head), h("tbody", {}, rows)));
@@ -524,8 +534,10 @@
     const missing = h("div", { class: "panel empty", id: "no-such-queue", hidden: true });
     const content = h("div");
 
+    const health = h("div", { class: "health", id: "health", role: "status" });
     root.append(
       h("div", { class: "head" }, h("h1", { class: "mono" }, name), badge, actions),
+      health,
       problem.el,
       missing,
       content);
@@ -724,7 +736,7 @@
         fill(workers, h("div", { class: "empty" }, "No live workers: none has beaten in the last few seconds."));
         return;
       }
-      const head = h("tr", {}, ["Worker", "Host", "PID", "Jobs", "Concurrency", "Done", "Failed", "Up", "Last beat", "In hand"]
+      const head = h("tr", {}, ["Worker", "Host", "PID", "Jobs", "Concurrency", "Done", "Failed attempts", "Up", "Last beat", "In hand"]
         .map((t) => h("th", {}, t)));
       const rows = list.map((w) => h("tr", { dataset: { worker: w.id } },
         h("td", { class: "mono" }, w.id),
@@ -878,6 +890,24 @@
     }
 
     // --- painting
+    /* Health at a glance, at the top of the page: live workers, the oldest pending
+     * job's wait, the gate, and the one warning an operator must not scroll to. */
+    function paintHealth(s) {
+      const items = [
+        h("span", { class: "item", dataset: { health: "workers" } },
+          h("b", {}, fmt(s.workers)), ` live worker${s.workers === 1 ? "" : "s"}`),
+        h("span", { class: "item", dataset: { health: "oldest" },
+          title: "how long the job at the head of the backlog has waited" },
+          "oldest pending ", h("b", {}, s.latency_ms === null ? "none" : span(s.latency_ms))),
+        s.paused ? h("span", { class: "item badge paused" }, "paused: claims wait") : null,
+      ];
+      if (s.stranded) {
+        items.unshift(h("span", { class: "item warn", id: "health-warning" },
+          `${fmt(s.counts.pending)} pending but no live workers`));
+      }
+      fill(health, ...items);
+    }
+
     function paintHead(s) {
       missing.hidden = s.exists !== false;
       content.hidden = s.exists === false;
@@ -890,6 +920,7 @@
         return;
       }
       fill(badge, stateBadge(s.paused));
+      paintHealth(s);
       fill(actions,
         verb(s.paused ? "Resume" : "Pause", pauseOrResume, s.paused ? "" : "ghost", { id: "btn-pause" }),
         verb("Drain…", drain, "danger", { id: "btn-drain", disabled: config.read_only || !!view.draining }),
@@ -903,7 +934,8 @@
           class: `card${selectable ? "" : " static"}${view.state === st ? " selected" : ""}`,
           dataset: { state: st },
           onclick: selectable ? () => selectState(st) : null,
-        }, h("div", { class: "label" }, st), h("div", { class: "value" }, fmt(s.counts[st])));
+        }, h("div", { class: "label", title: COL_TITLES[st] || null }, COL_LABELS[st] || st),
+        h("div", { class: "value" }, fmt(s.counts[st])));
       }), h("div", { class: "card static", id: "latency", dataset: { state: "latency" },
         title: "how long the job at the head of the backlog has waited" },
       h("div", { class: "label" }, "latency"), h("div", { class: "value" }, span(s.latency_ms))));
@@ -1178,7 +1210,7 @@
           get(`${base}/workers`), get(`${base}/audit?n=50`)]);
         if (view.stopped) return;
         view.metrics = m;
-        totals.textContent = `· ${fmt(m.completed.total)} completed, ${fmt(m.failed.total)} failed in all`;
+        totals.textContent = `· ${fmt(m.completed.total)} completed, ${fmt(m.failed.total)} dead-lettered in all`;
         drawChart(canvas, m);
         paintRepeats(rp.repeats);
         paintWorkers(wk.workers, s.now_ms);
