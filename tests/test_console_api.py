@@ -298,7 +298,7 @@ def test_groups_and_metrics(api: TestClient, q: Queue, r: redis.Redis) -> None:
             q.complete(c.id, c.token)
     dead_job(q)
     before = dump(r, q)
-    groups = api.get(qp(q, "/groups")).json()["groups"]
+    groups = api.get(qp(q, "/groups?sort=name&desc=0")).json()["groups"]
     assert [g["name"] for g in groups] == ["a", "b"]
     a, b = groups
     assert (a["limit"], a["paused"], b["limit"], b["paused"]) == (2, False, None, True)

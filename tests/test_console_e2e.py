@@ -386,6 +386,27 @@ def test_health_strip_warns_when_jobs_wait_with_no_worker(
     assert page.query_selector("#health-warning") is None
 
 
+def test_the_groups_table_sorts_filters_and_counts(
+    open_page: Callable[[str], Page], console_url: str, q: Queue
+) -> None:
+    for i in range(60):
+        q.enqueue_many([{"i": i}] * (i % 5 + 1), group=f"t{i:02d}")
+    page = open_page(f"{console_url}#/q/{q.name}")
+    page.wait_for_selector("#groups-total:has-text('60 groups')")
+    assert "180 pending in lanes" in page.inner_text("#groups-total")
+    first = page.query_selector("tr[data-group]")
+    assert first is not None and first.get_attribute("data-group") == "t59"  # deepest
+    assert "1–50 of 60" in page.inner_text("#groups-range")
+    page.click("th[data-sort=name] button")  # by name, a to z
+    page.wait_for_selector("th[data-sort=name].sorted")
+    page.wait_for_function("document.querySelector('tr[data-group]').dataset.group === 't00'")
+    page.fill("#groups-filter", "t1")
+    page.click("#btn-groups-filter")
+    page.wait_for_selector("#groups-total:has-text('10 of 60 groups match')")
+    names = [row.get_attribute("data-group") for row in page.query_selector_all("tr[data-group]")]
+    assert names == [f"t1{i}" for i in range(10)]
+
+
 def test_the_pager_past_the_end_shows_the_last_page(
     open_page: Callable[[str], Page], console_url: str, q: Queue
 ) -> None:

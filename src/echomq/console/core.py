@@ -73,6 +73,13 @@ class ConsoleCore:
         self.server = server_label(self.url)
         self._health = True
         self._health_at = float("-inf")
+        #: Each queue's last walk of its groups (or the walk in flight), shared by every
+        #: request for a few seconds (see :mod:`.group_reads`).
+        self.group_walks: dict[str, Any] = {}
+
+    def forget_groups(self, queue: str) -> None:
+        """Drop the queue's shared groups walk (after a change to a group)."""
+        self.group_walks.pop(queue, None)
 
     @property
     def client(self) -> Any:

@@ -81,6 +81,7 @@ class GroupVerbs(ConsoleCore):
         check_keys(body, ())
         self._writable()
         await self.queue(queue).pause_group(group)
+        self.forget_groups(queue)  # the table shows the change at once
         return {"ok": True}
 
     async def resume_group(self, queue: str, group: str, body: Body) -> Reply:
@@ -88,6 +89,7 @@ class GroupVerbs(ConsoleCore):
         check_keys(body, ())
         self._writable()
         await self.queue(queue).resume_group(group)
+        self.forget_groups(queue)
         return {"ok": True}
 
     async def limit_group(self, queue: str, group: str, body: Body) -> Reply:
@@ -102,6 +104,7 @@ class GroupVerbs(ConsoleCore):
             await q.clear_group_limit(group)
         else:
             await q.set_group_limit(group, limit)
+        self.forget_groups(queue)
         return {"ok": True, "limit": limit}
 
     async def weight_group(self, queue: str, group: str, body: Body) -> Reply:
@@ -110,6 +113,7 @@ class GroupVerbs(ConsoleCore):
         weight = int_field(body, "weight", None, 1)
         self._writable()
         await self.queue(queue).set_group_weight(group, weight)
+        self.forget_groups(queue)
         return {"ok": True, "weight": weight}
 
     async def drain_group(self, queue: str, group: str, body: Body) -> Reply:
@@ -117,6 +121,7 @@ class GroupVerbs(ConsoleCore):
         check_keys(body, ())
         self._writable()
         drained = await self.queue(queue).drain_group(group)
+        self.forget_groups(queue)
         return {"ok": True, "drained": drained}
 
 

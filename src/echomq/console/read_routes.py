@@ -76,10 +76,20 @@ class ReadRoutes:
         return await self.console.job_detail(param(request, "queue"), param(request, "job"))
 
     async def groups(self, request: Request) -> dict[str, Any]:
-        """``GET /api/queues/{q}/groups``: a page of the queue's groups."""
-        cursor = request.query_params.get("cursor") or "0"
+        """``GET /api/queues/{q}/groups``: the groups table (``sort``, ``desc``,
+        ``filter``, ``offset``, ``n``), or with ``cursor`` one ``SSCAN`` page of them."""
         n = query_int(request, "n", GROUPS_PAGE)
-        return await self.console.list_groups(param(request, "queue"), cursor, n)
+        cursor = request.query_params.get("cursor")
+        if cursor is not None:
+            return await self.console.list_groups(param(request, "queue"), cursor or "0", n)
+        return await self.console.group_table(
+            param(request, "queue"),
+            sort=request.query_params.get("sort") or "depth",
+            desc=request.query_params.get("desc", "1") not in ("0", "false"),
+            text=request.query_params.get("filter") or "",
+            offset=query_int(request, "offset", 0),
+            n=n,
+        )
 
     async def repeats(self, request: Request) -> dict[str, Any]:
         """``GET /api/queues/{q}/repeats``: the queue's repeatables."""

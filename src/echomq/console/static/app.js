@@ -463,8 +463,10 @@
       until: /^\d+$/.test(params.get("until") || "") ? Number(params.get("until")) : null,
       cursor: 0,
       found: [],
-      groupsCursor: "0",
-      groupsTrail: [],
+      groupsSort: "depth",
+      groupsDesc: true,
+      groupsFilter: "",
+      groupsOffset: 0,
       summary: null,
       stopped: false,
       draining: false,
@@ -495,6 +497,12 @@
     const events = h("ul", { class: "events" }, h("li", { class: "none" }, "Waiting for events…"));
     const groups = h("div");
     const groupsPager = h("div", { class: "pager" });
+    const groupsTotal = h("span", { class: "sub", id: "groups-total" });
+    const groupsFilterInput = h("input", { type: "search", id: "groups-filter", placeholder: "filter groups by name",
+      "aria-label": "filter groups by name" });
+    const groupsFilterBar = h("form", { class: "inline findbar", id: "groups-filter-form", hidden: true,
+      onsubmit: (ev) => { ev.preventDefault(); view.groupsFilter = groupsFilterInput.value.trim(); view.groupsOffset = 0; loadGroups(); } },
+      groupsFilterInput, h("button", { type: "submit", class: "ghost small", id: "btn-groups-filter" }, "Filter"));
     const repeats = h("div");
     const workers = h("div", { id: "workers" });
     const audit = h("div", { id: "audit" });
@@ -553,7 +561,7 @@
             h("span", {}, h("i", { class: "f" }), "failed (dead-lettered)"))),
         h("section", { class: "panel" }, h("h2", {}, "Live events"), events)),
       h("div", { class: "gap" }),
-      h("section", { class: "panel flush" }, h("h2", {}, "Groups"), groups, groupsPager),
+      h("section", { class: "panel flush" }, h("h2", {}, "Groups ", groupsTotal), groupsFilterBar, groups, groupsPager),
       h("section", { class: "panel flush jobs" }, h("h2", {}, "Jobs"), tabs, findBar, laneNote, jobs, pager),
       h("section", { class: "panel flush" }, h("h2", {}, "Repeatables"), repeats),
       h("section", { class: "panel flush" }, h("h2", {}, "Workers ",
@@ -985,24 +993,41 @@
       loadJobs();
     }
 
+    /* The groups table: every lane sorted (deepest first by default, or the column
+     * clicked), filtered by name, counted and paged; the console walks the groups in
+     * bounded calls and shares the walk between requests for a few seconds. */
     function paintGroupsPager(page) {
-      const more = page.cursor !== "0";
-      const first = view.groupsTrail.length === 0;
+      const first = page.matched ? page.offset + 1 : 0;
+      const last = Math.min(page.offset + page.groups.length, page.matched);
       fill(groupsPager,
-        h("span", { class: "sub" }, `page ${view.groupsTrail.length + 1} of the groups (${GROUPS_PAGE} a page)`),
-        h("button", { type: "button", class: "ghost small", id: "groups-first", disabled: first,
-          onclick: () => { view.groupsTrail = []; view.groupsCursor = "0"; loadGroups(); } }, "« First"),
-        h("button", { type: "button", class: "ghost small", id: "groups-next", disabled: !more,
-          onclick: () => { view.groupsTrail.push(view.groupsCursor); view.groupsCursor = page.cursor; loadGroups(); } },
-        "Next ›"));
-      groupsPager.hidden = first && !more;
+        h("span", { class: "sub", id: "groups-range" },
+          `${fmt(first)}–${fmt(last)} of ${fmt(page.matched)}`,
+          page.filter ? ` matching “${page.filter}”` : "",
+          page.complete ? "" : ` (the first ${fmt(page.total)} groups read)`),
+        h("button", { type: "button", class: "ghost small", id: "groups-prev", disabled: page.offset === 0,
+          onclick: () => { view.groupsOffset = Math.max(0, page.offset - GROUPS_PAGE); loadGroups(); } }, "‹ Prev"),
+        h("button", { type: "button", class: "ghost small", id: "groups-next",
+          disabled: page.offset + GROUPS_PAGE >= page.matched,
+          onclick: () => { view.groupsOffset = page.offset + GROUPS_PAGE; loadGroups(); } }, "Next ›"));
+      groupsPager.hidden = page.matched <= GROUPS_PAGE && page.offset === 0;
+      const counted = page.filter
+        ? `${fmt(page.matched)} of ${fmt(page.total)} groups match “${page.filter}”`
+        : `${fmt(page.total)} group${page.total === 1 ? "" : "s"}`;
+      fill(groupsTotal, page.total
+        ? `${counted} · ${fmt(page.pending)} pending in lanes · ${fmt(page.in_flight)} in flight · ` +
+          `${fmt(page.paused)} paused`
+        : "");
     }
 
     async function loadGroups() {
       try {
-        const g = await get(`${base}/groups?cursor=${enc(view.groupsCursor)}&n=${GROUPS_PAGE}`);
+        const q = new URLSearchParams({ sort: view.groupsSort, desc: view.groupsDesc ? "1" : "0",
+          offset: String(view.groupsOffset), n: String(GROUPS_PAGE) });
+        if (view.groupsFilter) q.set("filter", view.groupsFilter);
+        const g = await get(`${base}/groups?${q}`);
         if (view.stopped) return;
-        paintGroups(g.groups);
+        view.groupsOffset = g.offset;
+        paintGroups(g.groups, g);
         paintGroupsPager(g);
       } catch (err) {
         fill(groups, h("div", { class: "empty" }, `Cannot list groups: ${err.message}`));
@@ -1055,13 +1080,28 @@
       refresh();
     }
 
-    function paintGroups(list) {
+    function paintGroups(list, page) {
+      groupsFilterBar.hidden = !page.total;
       if (!list.length) {
-        fill(groups, h("div", { class: "empty" }, "No groups: every job of this queue is flat."));
+        fill(groups, h("div", { class: "empty" }, page.total
+          ? `No group matches “${page.filter}”.` : "No groups: every job of this queue is flat."));
         return;
       }
-      const head = h("tr", {}, ["Group", "Depth", "In flight", "Limit", "Weight", "State", ""].map((t, i) =>
-        h("th", { class: i >= 1 && i <= 4 ? "num" : "" }, t)));
+      const cols = [["Group", "name"], ["Depth", "depth"], ["In flight", "in_flight"], ["Limit", "limit"],
+        ["Weight", "weight"], ["State", "paused"], ["", null]];
+      const head = h("tr", {}, cols.map(([t, key], i) => {
+        if (!key) return h("th", {}, t);
+        const on = view.groupsSort === key;
+        return h("th", { class: `${i >= 1 && i <= 4 ? "num " : ""}sortable${on ? " sorted" : ""}`,
+          dataset: { sort: key }, "aria-sort": on ? (view.groupsDesc ? "descending" : "ascending") : null },
+        h("button", { type: "button", class: "linklike", title: `sort by ${t.toLowerCase()}`,
+          onclick: () => {
+            if (on) view.groupsDesc = !view.groupsDesc;
+            else { view.groupsSort = key; view.groupsDesc = key !== "name"; }
+            view.groupsOffset = 0;
+            loadGroups();
+          } }, t, on ? (view.groupsDesc ? " ▼" : " ▲") : ""));
+      }));
       const rows = list.map((g) => h("tr", { dataset: { group: g.name } },
         h("td", { class: "mono" }, h("a", { href: "#", title: "list this lane's jobs",
           onclick: (ev) => { ev.preventDefault(); selectGroup(g.name); } }, g.name)),
