@@ -306,6 +306,49 @@ def test_token_is_asked_for_before_any_read(
         handed.close()
 
 
+def test_roles_in_the_browser(
+    open_page: Callable[[str], Page], server: EmbeddedServer, q: Queue, r: redis.Redis
+) -> None:
+    q.enqueue({"x": 1}, group="g")
+    with serving(
+        server.url, token="admin-t", operator_token="oper-t", viewer_token="view-t"
+    ) as url:
+        # a viewer reads every page; every verb is disabled
+        page = open_page(f"{url}#token=view-t")
+        page.wait_for_selector("table.queues")
+        page.goto(f"{url}#/q/{q.name}")
+        page.wait_for_selector("#btn-pause")
+        assert "viewer" in page.inner_text("#mode")
+        for button in ("#btn-pause", "#btn-drain", "#btn-obliterate"):
+            assert page.is_disabled(button)
+        page.close()
+        # an operator pauses, but obliterate and a group's limit are an admin's
+        page = open_page(f"{url}#token=oper-t")
+        page.wait_for_selector("table.queues")
+        page.goto(f"{url}#/q/{q.name}")
+        page.wait_for_selector("#btn-pause:not([disabled])")
+        assert page.is_disabled("#btn-obliterate")
+        assert page.is_disabled("tr[data-group=g] button[data-admin]")
+        page.click("#btn-pause")
+        page.wait_for_selector(".head .badge.paused")
+        assert r.hget(q.keys.meta, "paused") == "1"
+        # logging out ends the session: the next read asks for a token again
+        page.evaluate(
+            "fetch('/api/logout', {method: 'POST', headers: {'Content-Type': 'application/json', "
+            "'X-Requested-With': 'echomq-console'}, body: '{}'})"
+        )
+        page.reload()
+        page.wait_for_selector("#token-input")
+        page.close()
+        # an admin may obliterate
+        page = open_page(f"{url}#token=admin-t")
+        page.wait_for_selector("table.queues")
+        page.goto(f"{url}#/q/{q.name}")
+        page.wait_for_selector("#btn-obliterate:not([disabled])")
+        assert "admin" in page.inner_text("#mode")
+        page.close()
+
+
 def test_read_only_page_disables_every_verb(
     open_page: Callable[[str], Page], server: EmbeddedServer, q: Queue
 ) -> None:

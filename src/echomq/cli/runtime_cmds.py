@@ -258,14 +258,28 @@ def load_console() -> Callable[..., Any]:
     "use EMQ_CONSOLE_TOKEN or --token-file.",
 )
 @click.option("--read-only", is_flag=True, help="Show the queues; refuse every write.")
+@click.option(
+    "--users-file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Users with roles: NAME ROLE sha256:HEX per line (viewer, operator, admin; "
+    "default: env EMQ_CONSOLE_USERS_FILE).",
+)
 @pass_env
 def console(
-    env: Env, host: str, port: int, token_file: str | None, token: str | None, read_only: bool
+    env: Env,
+    host: str,
+    port: int,
+    token_file: str | None,
+    token: str | None,
+    read_only: bool,
+    users_file: str | None,
 ) -> None:
     """Serve the web console: the operator plane in a browser.
 
-    With a token (EMQ_CONSOLE_TOKEN, or a file) every read and change needs it; a
-    bind beyond loopback refuses to start without one.
+    With a token (EMQ_CONSOLE_TOKEN, or a file: an admin's), per-role tokens
+    (EMQ_CONSOLE_OPERATOR_TOKEN, EMQ_CONSOLE_VIEWER_TOKEN) or a users file, every read
+    and change needs one, and its role decides what it may change; a bind beyond
+    loopback refuses to start without one.
     """
     try:
         serve = load_console()
@@ -289,6 +303,7 @@ def console(
         token=token,
         read_only=read_only,
         token_file=token_file,
+        users_file=users_file,
     )
 
 

@@ -267,7 +267,10 @@
 
   // ------------------------------------------------------------------- chrome
   function paintChrome() {
-    $("#mode").hidden = !config.read_only;
+    const mode = $("#mode");
+    mode.hidden = !config.read_only && !(config.token_required && config.role);
+    mode.textContent = config.read_only ? "read-only" : `${config.user || ""} · ${config.role || ""}`;
+    mode.dataset.role = config.role || "";
     const btn = $("#token-btn");
     btn.hidden = !config.token_required;
     btn.textContent = config.authenticated ? "Logged in ✓" : "Log in";
@@ -310,11 +313,25 @@
     };
   }
 
-  /* A write button: disabled (with a reason) on a read-only console. */
+  /* What the user's role allows: a viewer reads; an operator acts; an admin alone
+   * obliterates and changes limits (the server checks each change the same way). */
+  const mayAct = () => !config.read_only && config.role !== "viewer";
+  const mayAdmin = () => mayAct() && (config.role === undefined || config.role === "admin");
+  function notAllowed(admin) {
+    if (config.read_only) return "read-only console";
+    if (!mayAct()) return "a viewer reads only";
+    return admin && !mayAdmin() ? "an admin's verb (you are an operator)" : null;
+  }
+
+  /* A write button: disabled (with a reason) where the console or the role forbids it;
+   * `admin: true` marks an admin's verb. */
   function verb(label, onclick, cls = "", attrs = {}) {
+    const { admin, ...rest } = attrs;
+    const why = notAllowed(admin);
     return h("button", {
       type: "button", class: cls, onclick,
-      disabled: config.read_only, title: config.read_only ? "read-only console" : null, ...attrs,
+      disabled: why !== null, title: why, "data-admin": admin ? "1" : null, ...rest,
+      ...(rest.disabled !== undefined ? { disabled: why !== null || rest.disabled } : {}),
     }, label);
   }
 
@@ -641,7 +658,7 @@
       } finally {
         view.draining = false;
         const again = $("#btn-drain");
-        if (again) again.disabled = config.read_only;
+        if (again) again.disabled = !mayAct();
         setTimeout(() => { if (!view.draining) oblit.hidden = true; }, 1500);
         if (!view.stopped) refresh();
       }
@@ -931,8 +948,8 @@
       paintHealth(s);
       fill(actions,
         verb(s.paused ? "Resume" : "Pause", pauseOrResume, s.paused ? "" : "ghost", { id: "btn-pause" }),
-        verb("Drain…", drain, "danger", { id: "btn-drain", disabled: config.read_only || !!view.draining }),
-        verb("Obliterate…", obliterate, "danger", { id: "btn-obliterate" }),
+        verb("Drain…", drain, "danger", { id: "btn-drain", disabled: !!view.draining }),
+        verb("Obliterate…", obliterate, "danger", { id: "btn-obliterate", admin: true }),
       );
       const labels = [...STATES, "completed", "failed"];
       fill(cards, ...labels.map((st) => {
@@ -1051,7 +1068,7 @@
         h("td", { class: "mono" }, rep.group || "—"),
         h("td", { class: "row-actions" },
           verb("Run now", () => repeatVerb(rep.name, "run"), "ghost small",
-            { disabled: config.read_only || rep.paused, title: rep.paused ? "resume it first" : "make one job now" }),
+            { disabled: rep.paused, title: rep.paused ? "resume it first" : "make one job now" }),
           verb(rep.paused ? "Resume" : "Pause", () => repeatVerb(rep.name, rep.paused ? "resume" : "pause"), "ghost small"),
           verb("Cancel…", () => cancelRepeat(rep.name), "danger small"))));
       fill(repeats, h("table", {}, h("thead", {}, head), h("tbody", {}, rows)));
@@ -1114,7 +1131,7 @@
           verb(g.paused ? "Resume" : "Pause",
             () => groupVerb(g.name, g.paused ? "resume" : "pause", {}, `Group ${g.name} ${g.paused ? "resumed" : "paused"}`),
             "ghost small"),
-          verb("Limit…", () => groupNumber(g.name, "limit", g.limit), "ghost small"),
+          verb("Limit…", () => groupNumber(g.name, "limit", g.limit), "ghost small", { admin: true }),
           verb("Weight…", () => groupNumber(g.name, "weight", g.weight), "ghost small"),
           verb("Drain…", () => groupDrain(g.name, g.depth), "danger small"))));
       fill(groups, h("table", {}, h("thead", {}, head), h("tbody", {}, rows)));
@@ -1373,8 +1390,8 @@
     const editor = h("textarea", { id: "payload", spellcheck: "false", "aria-label": "payload (JSON)" });
     const editorMsg = h("span", { class: "sub" });
     const logs = h("ol", { class: "logs" });
-    const logLine = h("input", { type: "text", id: "log-line", placeholder: "a log line", disabled: config.read_only });
-    const progressInput = h("input", { type: "text", id: "progress-value", placeholder: "e.g. 50", disabled: config.read_only });
+    const logLine = h("input", { type: "text", id: "log-line", placeholder: "a log line", disabled: !mayAct() });
+    const progressInput = h("input", { type: "text", id: "progress-value", placeholder: "e.g. 50", disabled: !mayAct() });
     const body = h("div");
     const history = h("section", { class: "panel", id: "job-history", hidden: true });
     const problem = problemBanner();
