@@ -450,6 +450,52 @@ def test_the_groups_table_sorts_filters_and_counts(
     assert names == [f"t1{i}" for i in range(10)]
 
 
+def test_controls_and_bidi_are_escaped_and_the_traceback_is_full_width(
+    open_page: Callable[[str], Page], console_url: str, q: Queue, r: redis.Redis
+) -> None:
+    trace = (
+        "Traceback (most recent call last):\n" + "  File x.py\n" * 40 + "ValueError: " + "x" * 400
+    )
+    jid = dead_job(q, {"f": "invoice\u202egnp.exe"}, trace)
+    r.hset(q.keys.job(jid), "name", "invoice\u202egnp.exe\x1b[2J")
+    page = open_page(f"{console_url}#/q/{q.name}?state=dead")
+    page.wait_for_selector(f"tr[data-job={jid}]")
+    text = page.inner_text(f"tr[data-job={jid}]")
+    assert "invoice\\u202egnp.exe\\x1b[2J" in text and "\u202e" not in text
+    page.goto(f"{console_url}#/q/{q.name}/job/{jid}")
+    page.wait_for_selector("#last-error[open]")
+    width = page.evaluate("document.querySelector('#last-error').getBoundingClientRect().width")
+    assert width > 900  # the page's width, not a narrow column (viewport 1280)
+    assert "ValueError" in page.inner_text("#last-error summary")
+    page.click("#last-error summary")  # collapses
+    page.wait_for_selector("#last-error:not([open])")
+    # an active job offers Cancel, not Remove (the server would refuse it: locked)
+    running = q.enqueue({"run": 1}, priority=-(2**20))
+    got = q.claim()
+    assert got is not None and got.id == running
+    page.goto(f"{console_url}#/q/{q.name}/job/{running}")
+    page.wait_for_selector("#btn-cancel")
+    assert page.query_selector("#btn-remove") is None
+
+
+def test_a_toast_stays_with_its_queue(
+    open_page: Callable[[str], Page],
+    console_url: str,
+    make_queue: Callable[..., Queue],
+    qname: str,
+) -> None:
+    a, b = make_queue(qname + "-a"), make_queue(qname + "-b")
+    a.enqueue({"x": 1})
+    b.enqueue({"x": 1})
+    page = open_page(f"{console_url}#/q/{a.name}")
+    page.wait_for_selector("#btn-pause:not([disabled])")
+    page.click("#btn-pause")
+    page.wait_for_selector(".toast:has-text('paused')")
+    page.goto(f"{console_url}#/q/{b.name}")
+    page.wait_for_selector(".head .badge.running")
+    assert page.query_selector(".toast:has-text('paused')") is None
+
+
 def test_the_pager_past_the_end_shows_the_last_page(
     open_page: Callable[[str], Page], console_url: str, q: Queue
 ) -> None:

@@ -62,11 +62,20 @@
     }
     return add(el, children);
   }
-  /* Append children (nodes or text; null, undefined and false are skipped). */
+  /* Job text is data: like the CLI (echomq.safetext), every control character (C0
+   * but line breaks and tabs, DEL, C1) and every bidi override or isolate is shown as
+   * an escape, so U+202E cannot turn "gnp.exe" into "exe.png" on the page. */
+  const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  const safeText = (text) => text.replace(UNSAFE, (ch) => {
+    if (ch === "\r") return "\\r";
+    const code = ch.charCodeAt(0);
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+  });
+  /* Append children (nodes or text, escaped; null, undefined and false are skipped). */
   function add(el, children) {
     for (const child of children.flat(Infinity)) {
       if (child === null || child === undefined || child === false) continue;
-      el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+      el.append(child instanceof Node ? child : document.createTextNode(safeText(String(child))));
     }
     return el;
   }
@@ -159,8 +168,15 @@
   }
 
   // ------------------------------------------------------------------- toasts
+  /* The queue a hash shows (#/q/<name>...), or "" elsewhere. */
+  const hashQueue = (hash) => {
+    const m = /^#?\/q\/([^/?]+)/.exec(hash || "");
+    return m ? decodeURIComponent(m[1]) : "";
+  };
   function toast(kind, title, detail, reason) {
-    const box = h("div", { class: `toast ${kind}`, role: "status", dataset: reason ? { reason } : {} },
+    const data = { queue: hashQueue(location.hash) };
+    if (reason) data.reason = reason;
+    const box = h("div", { class: `toast ${kind}`, role: "status", dataset: data },
       h("b", {}, title), detail ? h("span", {}, detail) : null);
     $("#toasts").append(box);
     setTimeout(() => box.remove(), kind === "error" ? 9000 : 4000);
@@ -1409,9 +1425,10 @@
           verb("Save payload", savePayload, "", { id: "btn-save" }),
           h("button", { type: "button", class: "ghost", onclick: revert }, "Revert"),
           editorMsg)),
-      h("section", { class: "panel" }, h("h2", {}, "Details"), details, errorBox,
+      h("section", { class: "panel" }, h("h2", {}, "Details"), details,
         h("div", { class: "inline" }, progressInput, verb("Set progress", setProgress, "ghost", { id: "btn-progress" })))),
     h("div", { class: "gap" }),
+    errorBox,
     history,
     h("section", { class: "panel" }, h("h2", {}, "Logs"), logs,
       h("form", { class: "inline", onsubmit: (ev) => { ev.preventDefault(); appendLog(); } },
@@ -1512,7 +1529,8 @@
           title: "move it to pending now, at its priority" }) : null,
         state === "active" ? verb("Cancel…", cancelJob, "danger", { id: "btn-cancel",
           title: "ask the worker running it to stop it" }) : null,
-        verb("Remove…", remove, "danger", { id: "btn-remove" }));
+        // a running job is its worker's: the server refuses to remove it (locked)
+        state === "active" ? null : verb("Remove…", remove, "danger", { id: "btn-remove" }));
       const timeLabel = { active: "lease ends", scheduled: "due", dead: "died" }[state];
       const when = (ms) => (ms === undefined || ms === null || ms === "" ? undefined
         : `${relTime(Number(ms), d.now_ms)} · ${isoTime(Number(ms))}`);
@@ -1545,8 +1563,12 @@
               h("td", { class: "mono", title: isoTime(e.time_ms) }, e.time_ms ? `${relTime(e.time_ms, d.now_ms)}` : "—"),
               h("td", { class: "err" }, e.error)))))] : null);
       history.hidden = !history.firstChild;
-      fill(errorBox, row.last_error ? h("div", { class: "error-box", id: "last-error" },
-        h("b", {}, "Last error"), "\n", row.last_error) : "");
+      // the full width of the page, collapsible (its first line stays in sight)
+      const firstLine = (row.last_error || "").split("\n").filter(Boolean).pop() || "";
+      fill(errorBox, row.last_error ? h("details", { class: "error-box", id: "last-error",
+        open: view.errorOpen !== false, ontoggle: (ev) => { view.errorOpen = ev.target.open; } },
+      h("summary", {}, h("b", {}, "Last error "), h("span", { class: "first-line" }, firstLine)),
+      h("pre", {}, row.last_error)) : "");
       if (!view.dirty) editor.value = JSON.stringify(row.data, null, 2);
       fill(logs, ...(d.log_count > d.logs.length
         ? [h("li", { class: "none", id: "logs-more" }, `${fmt(d.log_count - d.logs.length)} older line(s) not shown (the newest ${fmt(d.logs.length)} are).`)]
@@ -1590,6 +1612,11 @@
 
   // ------------------------------------------------------------------- router
   async function route() {
+    // a toast about one queue does not follow the operator onto another queue's page
+    const shown = hashQueue(location.hash);
+    for (const t of document.querySelectorAll("#toasts .toast")) {
+      if (shown && t.dataset.queue && t.dataset.queue !== shown) t.remove();
+    }
     let hash = location.hash.replace(/^#/, "");
     if (hash.startsWith("token=")) {
       // a token handed over in the fragment: logged in with, then dropped from the URL
