@@ -740,7 +740,8 @@ def test_repeat_add_list_cancel(emq: Any, fast: Any, q: Queue, r: redis.Redis) -
     assert by_name["nightly"]["next_run_ms"] == nightly_next
     assert len(as_json(fast("--json", "repeat", "list", q.name, "--limit", "1"))["repeats"]) == 1
     text = fast("repeat", "list", q.name).stdout
-    assert "every 5000 ms" in text and "cron 0 3 * * *" in text
+    assert "every 5s" in text and "cron 0 3 * * *" in text  # a readable cadence
+    assert "every 5000 ms" in fast("--raw", "repeat", "list", q.name).stdout  # --raw: ms
 
     before = dump(r, q)
     for args, code in (
@@ -812,7 +813,9 @@ def test_retention_shows_sets_merges_and_clears(fast: Any, q: Queue, r: redis.Re
     fast("retention", q.name, "--completed-age", "90s", "--completed", "0")
     assert r.hgetall(q.keys.meta) == {"keep_completed_ms": "90000", "keep_dead_ms": "604800000"}
     text = fast("retention", q.name).stdout
-    assert "completed" in text and "90000" in text and "604800000" in text
+    assert "completed" in text and "1m 30s" in text and "7d" in text  # readable ages
+    raw = fast("--raw", "retention", q.name).stdout
+    assert "90000" in raw and "604800000" in raw
     bad = fast("retention", q.name, "--dead-age", "soon")
     assert bad.returncode == 2 and r.hgetall(q.keys.meta)["keep_dead_ms"] == "604800000"
     assert [e.verb for e in q.audit(5)] == ["set_retention", "set_retention"]

@@ -18,6 +18,7 @@ from conftest import dump, queue_keys
 from echomq import Queue, ids
 from echomq.cli import app as cli_app
 from echomq.cli import exits
+from echomq.cli.times import duration_text, utc_text
 from echomq.discovery import server_label
 from echomq.embedded import EmbeddedServer
 from operator_support import put_job
@@ -217,3 +218,24 @@ def test_stats_summarises_many_lanes_and_warns_without_workers(
     assert doc["workers"] == 1 and doc["stranded"] is False and len(doc["groups"]) == 10
     r.delete(q.keys.worker("0123456789abcdef"), q.keys.workers)
     assert dump(r, q) == before
+
+
+def test_readable_times_durations_and_refusals(emq: Any, q: Queue, r: redis.Redis) -> None:
+    assert [duration_text(ms) for ms in (250, 1500, 90_000, 3_600_000, 604_800_000, 5_400_000)] == [
+        "250ms", "1.5s", "1m 30s", "1h", "7d", "1h 30m",
+    ]  # fmt: skip
+    jid = q.enqueue({"n": 1}, keep_ms=60_000)
+    got = q.claim()
+    assert got is not None
+    q.complete(jid, got.token)
+    shown = emq("job", "show", q.name, jid).stdout
+    enqueued = int(r.hget(q.keys.job(jid), "enqueued_at"))
+    assert utc_text(enqueued) in shown and " ago)" in shown  # ISO UTC and how long ago
+    assert str(enqueued) not in shown
+    assert str(enqueued) in emq("--raw", "job", "show", q.name, jid).stdout
+    assert emq("--json", "job", "show", q.name, jid).doc["enqueued_at"] == enqueued
+    # a refusal says what its reason means, not the script's internal code
+    refused = emq("obliterate", q.name, "--yes")
+    assert refused.code == exits.REFUSED["not_paused"]
+    assert refused.stderr.strip() == "refused: not_paused: the queue is not paused (obliterate)"
+    assert "EMQ" not in refused.stderr

@@ -123,6 +123,8 @@ class Env:
         self.json = as_json
         self.executor = executor
         self.create = create
+        #: ``--raw``: times and durations as ms in text output (JSON always has ms).
+        self.raw = False
         self.out = _console(stderr=False)
         self.err = _console(stderr=True)
         self._client: Any = None
@@ -304,7 +306,11 @@ def _translated(ctx: click.Context) -> Iterator[None]:
         yield
     except Refused as exc:
         detail = str(exc)
-        message = f"refused: {exc.reason}" + (f" ({detail})" if detail != exc.reason else "")
+        if detail.startswith("EMQ") or detail == exc.reason:
+            # a script's internal code (EMQSTATE not paused): say what it means instead
+            message = f"refused: {exc.reason}: {exits.meaning(exc.reason)}"
+        else:
+            message = f"refused: {exc.reason} ({detail})"
         code = exits.for_reason(exc.reason)
         raise fail("refused", message, code, reason=exc.reason) from None
     except (InvalidJobId, InvalidName) as exc:
@@ -365,6 +371,11 @@ class EmqGroup(click.Group):
     help="Scripts or the server module's native commands (env EMQ_EXECUTOR; default auto).",
 )
 @click.option(
+    "--raw",
+    is_flag=True,
+    help="Times and durations as numbers of ms, not ISO times and 7d/90s (anywhere on the line).",
+)
+@click.option(
     "--create",
     is_flag=True,
     help="Let a verb act on a queue with no keys yet (anywhere on the line); without "
@@ -373,7 +384,12 @@ class EmqGroup(click.Group):
 @click.version_option(__version__, prog_name="emq")
 @click.pass_context
 def cli(
-    ctx: click.Context, url: str | None, as_json: bool, executor: str | None, create: bool
+    ctx: click.Context,
+    url: str | None,
+    as_json: bool,
+    executor: str | None,
+    raw: bool,
+    create: bool,
 ) -> None:
     """emq: operate echomq queues on Valkey/Redis.
 
@@ -387,6 +403,7 @@ def cli(
             f"(e.g. redis://host:6379/0), or unset it to use the default address {DEFAULT_URL}"
         )
     ctx.obj = Env(url or None, as_json, executor, create)
+    ctx.obj.raw = raw
     if url:
         checks.url(url, "--url")  # a typed usage error (exit 2), not a traceback later
 
@@ -397,12 +414,12 @@ def pass_env(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 #: The root flags that may come anywhere on the line.
-HOISTED = ("--json", "--create")
+HOISTED = ("--json", "--create", "--raw")
 
 
 def hoist_json(argv: list[str]) -> list[str]:
-    """``--json`` and ``--create`` may come anywhere on the line: move them before the
-    subcommand.
+    """``--json``, ``--create`` and ``--raw`` may come anywhere on the line: move them
+    before the subcommand.
 
     Arguments after a ``--`` are left alone (``emq job log Q ID -- --json`` logs
     the text ``--json``).
@@ -422,8 +439,8 @@ def _click_error_kind(exc: click.ClickException) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run ``emq`` with ``argv`` (default: the process arguments); return the status."""
     args = hoist_json(list(sys.argv[1:] if argv is None else argv))
-    # hoisted: a --json before any "--" is the first argument now
-    as_json = bool(args) and args[0] == "--json"
+    # hoisted: a --json before any "--" is among the first arguments now
+    as_json = "--json" in args[: len(HOISTED)]
     try:
         rv = cli.main(args=args, prog_name="emq", standalone_mode=False)
     except click.ClickException as exc:

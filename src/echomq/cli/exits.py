@@ -52,6 +52,11 @@ _REASON_MEANING = {
 REFUSED_OTHER = 19
 
 
+def meaning(reason: str) -> str:
+    """What a refusal's reason means, in words (``another reason`` when unknown)."""
+    return _REASON_MEANING.get(reason, "another reason")
+
+
 def for_reason(reason: str) -> int:
     """The exit status of a refusal with ``reason``."""
     return REFUSED.get(reason, REFUSED_OTHER)

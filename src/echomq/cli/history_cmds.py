@@ -11,7 +11,7 @@ from rich.table import Table
 from ..queue import Queue
 from ..results import Retention
 from .app import Env, cli, confirm, pass_env
-from .times import UNITS_MS
+from .times import UNITS_MS, duration_text
 
 
 def _duration_ms(value: str) -> int:
@@ -119,10 +119,11 @@ def retention(
             env.out.print(f"{queue} keeps no history", markup=False)
         else:
             env.heading(f"retention of {queue} {env.on_server()}")
-            table = Table("set", "newest N", "younger than (ms)")
+            table = Table("set", "newest N", "younger than (ms)" if env.raw else "younger than")
             for name in ("completed", "dead"):
                 n, age = getattr(current, name), getattr(current, name + "_age_ms")
-                table.add_row(name, "-" if n is None else str(n), "-" if age is None else str(age))
+                shown = "-" if age is None else str(age) if env.raw else duration_text(age)
+                table.add_row(name, "-" if n is None else str(n), shown)
             env.out.print(table)
         if trimmed:
             env.out.print(f"trimmed {trimmed} settled jobs", markup=False)
