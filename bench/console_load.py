@@ -148,7 +148,9 @@ def main() -> None:
             r.config_set("slowlog-log-slower-than", 1000)  # every call of 1 ms and more
             r.config_set("slowlog-max-len", 100_000)
             r.slowlog_reset()
+            assert srv.proc is not None
             cpu0, wall0 = cpu_s(console.pid), time.monotonic()
+            server0, own0 = cpu_s(srv.proc.pid), time.process_time()
             times: list[float] = []
             errors: list[str] = []
             stop = time.monotonic() + args.seconds
@@ -159,7 +161,10 @@ def main() -> None:
                 )
 
             asyncio.run(run())
-            cpu = (cpu_s(console.pid) - cpu0) / (time.monotonic() - wall0)
+            wall = time.monotonic() - wall0
+            cpu = (cpu_s(console.pid) - cpu0) / wall
+            server_cpu = (cpu_s(srv.proc.pid) - server0) / wall
+            own_cpu = (time.process_time() - own0) / wall
             slow = [
                 e for e in r.slowlog_get(100_000) if not str(e["command"]).startswith("b'SLOWLOG")
             ]
@@ -174,7 +179,11 @@ def main() -> None:
         f"p50 {statistics.median(times) * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, "
         f"max {times[-1] * 1000:.0f} ms; errors {len(errors)} {sorted(set(errors))[:5]}"
     )
-    print(f"console process: {cpu:.2f} CPU seconds per second (one core = 1.00)")
+    print(
+        f"CPU seconds per second (one core = 1.00): console {cpu:.2f}, server "
+        f"{server_cpu:.2f}, the simulated operators (this process) {own_cpu:.2f}; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
     over = [e for e in slow if e["duration"] > 10_000]
     if worst is None:
         print("server: no call of 1 ms or more")
