@@ -1,5 +1,5 @@
 """The console's groups table: sorted, filtered, counted and paged over bounded reads,
-one shared walk per few seconds; and the health fields a page shows at its top."""
+one shared walk per few seconds; and the shared reads of a queue's views."""
 
 from __future__ import annotations
 
@@ -95,3 +95,33 @@ def test_the_walk_is_shared_and_a_change_shows_at_once(
         ("a", 6, False),
         ("b", 3, True),
     ]
+
+
+def test_shared_reads_serve_many_operators_and_a_change_shows_at_once(
+    server: EmbeddedServer, q: Queue, r: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    monkeypatch.delenv(TOKEN_FILE_ENV, raising=False)
+    q.enqueue({"x": 1})
+    app = create_app(server.url, shared_reads_s=30)
+    with TestClient(app, base_url="http://127.0.0.1:8765") as api:
+        path = f"/api/queues/{q.name}"
+        assert api.get(path).json()["counts"]["pending"] == 1
+        q.enqueue({"x": 2})  # not through the console: the shared read stands
+        assert api.get(path).json()["counts"]["pending"] == 1
+        assert api.get(path + "?fresh=1").json()["counts"]["pending"] == 2  # another read
+        # a change through the console drops the queue's shared reads: the next is fresh
+        reply = api.post(path + "/pause", content="{}", headers=CHANGE)
+        assert reply.status_code == 200
+        body = api.get(path).json()
+        assert body["paused"] is True and body["counts"]["pending"] == 2
+        # a refused change drops them too (it may have raced a change elsewhere)
+        q.enqueue({"x": 3})
+        refused = api.post(path + "/jobs/JOB00000000001/reprocess", content="{}", headers=CHANGE)
+        assert refused.status_code == 404
+        assert api.get(path).json()["counts"]["pending"] == 3
+    # the default: every request reads the server
+    with TestClient(create_app(server.url), base_url="http://127.0.0.1:8765") as api:
+        before = api.get(f"/api/queues/{q.name}").json()["counts"]["pending"]
+        q.enqueue({"x": 4})
+        assert api.get(f"/api/queues/{q.name}").json()["counts"]["pending"] == before + 1

@@ -116,6 +116,10 @@ def _routes(console: Console, safety: Safety, per_client: int) -> list[Route | M
     reads = ReadRoutes(console)
     changes = ChangeRoutes(console, safety)
     events = EventStreams(console, safety, per_client).events
+
+    def change(fn: Any) -> Any:
+        return acting(safety, fn, console)
+
     q = "/api/queues/{queue}"
     return [
         Route("/", index),
@@ -137,11 +141,11 @@ def _routes(console: Console, safety: Safety, per_client: int) -> list[Route | M
         Route(q + "/audit", reading(safety, reads.audit)),
         Route(q + "/events", events),
         Route(q + "/jobs/{job}", reading(safety, reads.job)),
-        Route(q + "/{verb}", acting(safety, changes.queue_verb), methods=["POST"]),
-        Route(q + "/groups/{group}/{verb}", acting(safety, changes.group_verb), methods=["POST"]),
-        Route(q + "/jobs/{job}/{verb}", acting(safety, changes.job_verb), methods=["POST"]),
-        Route(q + "/repeats/{name}/{verb}", acting(safety, changes.repeat_verb), methods=["POST"]),
-        Route(q + "/bulk/{verb}", acting(safety, changes.bulk_verb), methods=["POST"]),
+        Route(q + "/{verb}", change(changes.queue_verb), methods=["POST"]),
+        Route(q + "/groups/{group}/{verb}", change(changes.group_verb), methods=["POST"]),
+        Route(q + "/jobs/{job}/{verb}", change(changes.job_verb), methods=["POST"]),
+        Route(q + "/repeats/{name}/{verb}", change(changes.repeat_verb), methods=["POST"]),
+        Route(q + "/bulk/{verb}", change(changes.bulk_verb), methods=["POST"]),
     ]
 
 
@@ -158,6 +162,7 @@ def create_app(
     viewer_token: str | None = None,
     users_file: str | None = None,
     session_ttl_s: float = SESSION_TTL_S,
+    shared_reads_s: float = 0.0,
 ) -> ASGIApp:
     """Build the console as an ASGI app.
 
@@ -179,6 +184,8 @@ def create_app(
         users_file: a file of ``NAME ROLE sha256:HEX`` lines (default:
             ``EMQ_CONSOLE_USERS_FILE``); see :mod:`echomq.console.access`.
         session_ttl_s: how long a login's session lives.
+        shared_reads_s: share each queue view's read between identical requests for
+            this long (0: every request reads; see :mod:`.shared_reads`).
 
     Returns:
         The ASGI application (a Starlette app behind the host/headers guard).
@@ -201,6 +208,7 @@ def create_app(
         credentials=creds, read_only=read_only, loopback=loopback, sessions=Sessions(session_ttl_s)
     )
     console = Console(url, client=client, read_only=read_only)
+    console.shared_reads.ttl_s = shared_reads_s
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -225,6 +233,7 @@ def serve(
     read_only: bool = False,
     token_file: str | None = None,
     users_file: str | None = None,
+    shared_reads_s: float = 1.0,
 ) -> None:
     """Serve the console with uvicorn until interrupted.
 
@@ -237,6 +246,8 @@ def serve(
         read_only: refuse every change.
         token_file: a file holding the token.
         users_file: a file of ``NAME ROLE sha256:HEX`` lines (users with roles).
+        shared_reads_s: how long identical reads share one server read (1 s: fifty
+            operators on one queue page cost one page's reads).
 
     Raises:
         UnsafeBind: ``host`` is not loopback and no token is configured.
@@ -250,6 +261,7 @@ def serve(
         read_only=read_only,
         token_file=token_file,
         users_file=users_file,
+        shared_reads_s=shared_reads_s,
     )
     # uvicorn's access log would print every poll; warnings and errors only
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)

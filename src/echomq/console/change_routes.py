@@ -24,12 +24,21 @@ from .safety import Safety
 from .web import Endpoint, json_endpoint, param, read_json
 
 
-def acting(safety: Safety, fn: Callable[[Request], Awaitable[dict[str, Any]]]) -> Endpoint:
-    """A change, journaled as the request's actor."""
+def acting(
+    safety: Safety,
+    fn: Callable[[Request], Awaitable[dict[str, Any]]],
+    console: Console | None = None,
+) -> Endpoint:
+    """A change, journaled as the request's actor; afterwards (done or refused) the
+    queue's shared reads are dropped, so the next read shows what it did."""
 
     async def as_actor(request: Request) -> dict[str, Any]:
-        with acting_as(safety.actor(request)):
-            return await fn(request)
+        try:
+            with acting_as(safety.actor(request)):
+                return await fn(request)
+        finally:
+            if console is not None:
+                console.forget_reads(request.path_params.get("queue", ""))
 
     return json_endpoint(as_actor)
 
