@@ -264,6 +264,13 @@ def load_console() -> Callable[..., Any]:
     help="Users with roles: NAME ROLE sha256:HEX per line (viewer, operator, admin; "
     "default: env EMQ_CONSOLE_USERS_FILE).",
 )
+@click.option(
+    "--shared-reads",
+    type=click.FloatRange(0, 60),
+    default=1.0,
+    show_default=True,
+    help="Seconds identical reads of a queue share one server read (0: every request reads).",
+)
 @pass_env
 def console(
     env: Env,
@@ -273,6 +280,7 @@ def console(
     token: str | None,
     read_only: bool,
     users_file: str | None,
+    shared_reads: float,
 ) -> None:
     """Serve the web console: the operator plane in a browser.
 
@@ -304,6 +312,7 @@ def console(
         read_only=read_only,
         token_file=token_file,
         users_file=users_file,
+        shared_reads_s=shared_reads,
     )
 
 
