@@ -159,7 +159,7 @@ def test_emq_audit_names_the_cli_user(server: EmbeddedServer, q: Queue, r: redis
             timeout=60,
         )
 
-    assert emq("pause", q.name).returncode == 0
+    assert emq("pause", q.name, "--create").returncode == 0  # a new queue: --create
     p = emq("--json", "audit", q.name)
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
@@ -167,4 +167,5 @@ def test_emq_audit_names_the_cli_user(server: EmbeddedServer, q: Queue, r: redis
     assert entry["verb"] == "pause" and "@" in entry["actor"] and ":" not in entry["actor"]
     text = emq("audit", q.name).stdout
     assert "pause" in text and entry["actor"] in text
-    assert emq("audit", q.name + "x").stdout.strip().startswith("no audit entries")
+    typo = emq("audit", q.name + "x")
+    assert typo.returncode == 8 and f"(did you mean {q.name}?)" in typo.stderr

@@ -134,9 +134,12 @@ def test_enqueue_stats_jobs_and_show(emq: Any, fast: Any, q: Queue, r: redis.Red
             {"name": "g1", "depth": 1, "in_flight": 0, "limit": None, "weight": 1, "paused": False,
              "rate_limit": None, "held_until_ms": None}
         ],
+        "group_count": 1, "workers": 0, "stranded": True,
     }  # fmt: skip
     text = fast("stats", q.name)
     assert text.returncode == 0 and "pending" in text.stdout and "g1" in text.stdout
+    assert "0 live" in text.stdout
+    assert "warning: 2 pending but no live workers" in text.stdout
 
     page = as_json(fast("--json", "jobs", q.name, "pending"))
     # the flat pending set in run order; a lane is listed with --group
@@ -287,7 +290,9 @@ def test_obliterate_refusals_then_budgeted_loop(
     assert queue_keys(r, q) == set()
     assert dump(r, other) == other_before
 
-    gone = fast("obliterate", q.name, "--yes")  # the meta hash went too: not paused
+    gone = fast("obliterate", q.name, "--yes")  # every key went: no such queue now
+    assert gone.returncode == exits.NO_QUEUE == 8 and queue_keys(r, q) == set()
+    gone = fast("--create", "obliterate", q.name, "--yes")  # the meta hash went: not paused
     assert gone.returncode == 14 and queue_keys(r, q) == set()
     text = fast("obliterate", other.name)
     assert text.returncode == exits.NOT_CONFIRMED and dump(r, other) == other_before
@@ -687,9 +692,10 @@ def test_group_reassign(emq: Any, fast: Any, q: Queue, r: redis.Redis) -> None:
 
 def test_repeat_add_list_cancel(emq: Any, fast: Any, q: Queue, r: redis.Redis) -> None:
     b = q.keys.base
-    empty = fast("repeat", "list", q.name)
+    empty = fast("--create", "repeat", "list", q.name)
     assert empty.returncode == 0 and empty.stdout.strip() == f"no repeatables in {q.name}"
-    assert as_json(fast("--json", "repeat", "list", q.name)) == {"queue": q.name, "repeats": []}
+    doc = as_json(fast("--json", "--create", "repeat", "list", q.name))
+    assert doc == {"queue": q.name, "repeats": []}
 
     start = _server_ms(r)
     p = fast(
@@ -742,7 +748,8 @@ def test_repeat_add_list_cancel(emq: Any, fast: Any, q: Queue, r: redis.Redis) -
     assert by_name["nightly"]["next_run_ms"] == nightly_next
     assert len(as_json(fast("--json", "repeat", "list", q.name, "--limit", "1"))["repeats"]) == 1
     text = fast("repeat", "list", q.name).stdout
-    assert "every 5000 ms" in text and "cron 0 3 * * *" in text
+    assert "every 5s" in text and "cron 0 3 * * *" in text  # a readable cadence
+    assert "every 5000 ms" in fast("--raw", "repeat", "list", q.name).stdout  # --raw: ms
 
     before = dump(r, q)
     for args, code in (
@@ -796,8 +803,11 @@ def test_new_commands_gate_names_before_connecting() -> None:
 
 
 def test_retention_shows_sets_merges_and_clears(fast: Any, q: Queue, r: redis.Redis) -> None:
-    shown = fast("retention", q.name)
+    typo = fast("retention", q.name, "--completed", "100")
+    assert typo.returncode == exits.NO_QUEUE and queue_keys(r, q) == set()
+    shown = fast("--create", "retention", q.name)
     assert shown.returncode == 0 and "keeps no history" in shown.stdout
+    q.enqueue("makes the queue")
     doc = as_json(fast("--json", "retention", q.name, "--completed", "100", "--dead-age", "7d"))
     assert doc == {
         "queue": q.name,
@@ -811,7 +821,9 @@ def test_retention_shows_sets_merges_and_clears(fast: Any, q: Queue, r: redis.Re
     fast("retention", q.name, "--completed-age", "90s", "--completed", "0")
     assert r.hgetall(q.keys.meta) == {"keep_completed_ms": "90000", "keep_dead_ms": "604800000"}
     text = fast("retention", q.name).stdout
-    assert "completed" in text and "90000" in text and "604800000" in text
+    assert "completed" in text and "1m 30s" in text and "7d" in text  # readable ages
+    raw = fast("--raw", "retention", q.name).stdout
+    assert "90000" in raw and "604800000" in raw
     bad = fast("retention", q.name, "--dead-age", "soon")
     assert bad.returncode == 2 and r.hgetall(q.keys.meta)["keep_dead_ms"] == "604800000"
     assert [e.verb for e in q.audit(5)] == ["set_retention", "set_retention"]

@@ -148,6 +148,9 @@ def test_list_queues_counts_and_pause(
         "kept": 0,
     }
     assert rows[b.name]["counts"]["pending"] == 1
+    # health at a glance: no live worker; a's job waits with the gate open, b is paused
+    assert rows[a.name]["workers"] == 0 and rows[a.name]["stranded"] is True
+    assert rows[b.name]["workers"] == 0 and rows[b.name]["stranded"] is False
     assert (dump(r, a), dump(r, b)) == before
 
 
@@ -185,7 +188,14 @@ def test_queue_summary(api: TestClient, q: Queue, r: redis.Redis) -> None:
     body = api.get(qp(q)).json()
     assert body["name"] == q.name and body["paused"] is True
     assert body["counts"]["pending"] == 1 and isinstance(body["now_ms"], int)
+    assert body["workers"] == 0 and body["stranded"] is False  # paused: waiting on purpose
     assert dump(r, q) == before
+    q.resume()
+    assert api.get(qp(q)).json()["stranded"] is True
+    r.hset(q.keys.worker("0123456789abcdef"), mapping={"host": "h", "beat": "1"})
+    r.zadd(q.keys.workers, {"0123456789abcdef": 1})
+    body = api.get(qp(q)).json()
+    assert body["workers"] == 1 and body["stranded"] is False
 
 
 def test_queue_summary_shows_the_flow_control_badge_data(
@@ -304,7 +314,7 @@ def test_groups_and_metrics(api: TestClient, q: Queue, r: redis.Redis) -> None:
             q.complete(c.id, c.token)
     dead_job(q)
     before = dump(r, q)
-    groups = api.get(qp(q, "/groups")).json()["groups"]
+    groups = api.get(qp(q, "/groups?sort=name&desc=0")).json()["groups"]
     assert [g["name"] for g in groups] == ["a", "b"]
     a, b = groups
     assert (a["limit"], a["paused"], b["limit"], b["paused"]) == (2, False, None, True)
@@ -362,13 +372,22 @@ def test_drain_with_and_without_schedule(api: TestClient, q: Queue, r: redis.Red
     claimed = q.claim()
     assert claimed is not None and claimed.id == busy
     q.enqueue({"a": 3})
-    reply = post(api, qp(q, "/drain"))
-    assert reply.json() == {"ok": True, "drained": 3}
+    # one bounded call per request: the page calls again while done is false
+    reply = post(api, qp(q, "/drain"), {"budget": 2})
+    assert reply.json() == {
+        "ok": True, "drained": 2, "done": False, "remaining": {"pending": 1, "scheduled": 1}
+    }  # fmt: skip
+    reply = post(api, qp(q, "/drain"), {"budget": 2})
+    assert reply.json() == {
+        "ok": True, "drained": 1, "done": True, "remaining": {"pending": 0, "scheduled": 1}
+    }  # fmt: skip
     assert r.zcard(q.keys.pending) == 0 and r.zcard(q.keys.lane("g")) == 0
     assert r.zscore(q.keys.schedule, later) is not None
     assert r.zscore(q.keys.active, claimed.id) is not None and r.exists(q.keys.job(claimed.id))
     reply = post(api, qp(q, "/drain"), {"include_schedule": True})
-    assert reply.json() == {"ok": True, "drained": 1}
+    assert reply.json() == {
+        "ok": True, "drained": 1, "done": True, "remaining": {"pending": 0, "scheduled": 0}
+    }  # fmt: skip
     assert not r.exists(q.keys.schedule) and not r.exists(q.keys.job(later))
     assert r.exists(q.keys.job(busy)) and r.zscore(q.keys.active, busy) is not None
 
@@ -378,6 +397,8 @@ def test_drain_bad_body_is_400(api: TestClient, q: Queue, r: redis.Redis) -> Non
     before = dump(r, q)
     refused(post(api, qp(q, "/drain"), {"include_schedule": "yes"}), 400, "invalid", "argument")
     refused(post(api, qp(q, "/drain"), {"schedule": True}), 400, "invalid", "argument")
+    refused(post(api, qp(q, "/drain"), {"budget": 0}), 400, "invalid", "argument")
+    refused(post(api, qp(q, "/drain"), {"budget": 10**6}), 400, "invalid", "argument")
     resp = api.post(qp(q, "/drain"), content="[1]", headers=CHANGE)
     refused(resp, 400, "invalid", "json")
     refused(api.post(qp(q, "/drain"), content="{", headers=CHANGE), 400, "invalid", "json")

@@ -306,6 +306,49 @@ def test_token_is_asked_for_before_any_read(
         handed.close()
 
 
+def test_roles_in_the_browser(
+    open_page: Callable[[str], Page], server: EmbeddedServer, q: Queue, r: redis.Redis
+) -> None:
+    q.enqueue({"x": 1}, group="g")
+    with serving(
+        server.url, token="admin-t", operator_token="oper-t", viewer_token="view-t"
+    ) as url:
+        # a viewer reads every page; every verb is disabled
+        page = open_page(f"{url}#token=view-t")
+        page.wait_for_selector("table.queues")
+        page.goto(f"{url}#/q/{q.name}")
+        page.wait_for_selector("#btn-pause")
+        assert "viewer" in page.inner_text("#mode")
+        for button in ("#btn-pause", "#btn-drain", "#btn-obliterate"):
+            assert page.is_disabled(button)
+        page.close()
+        # an operator pauses, but obliterate and a group's limit are an admin's
+        page = open_page(f"{url}#token=oper-t")
+        page.wait_for_selector("table.queues")
+        page.goto(f"{url}#/q/{q.name}")
+        page.wait_for_selector("#btn-pause:not([disabled])")
+        assert page.is_disabled("#btn-obliterate")
+        assert page.is_disabled("tr[data-group=g] button[data-admin]")
+        page.click("#btn-pause")
+        page.wait_for_selector(".head .badge.paused")
+        assert r.hget(q.keys.meta, "paused") == "1"
+        # logging out ends the session: the next read asks for a token again
+        page.evaluate(
+            "fetch('/api/logout', {method: 'POST', headers: {'Content-Type': 'application/json', "
+            "'X-Requested-With': 'echomq-console'}, body: '{}'})"
+        )
+        page.reload()
+        page.wait_for_selector("#token-input")
+        page.close()
+        # an admin may obliterate
+        page = open_page(f"{url}#token=admin-t")
+        page.wait_for_selector("table.queues")
+        page.goto(f"{url}#/q/{q.name}")
+        page.wait_for_selector("#btn-obliterate:not([disabled])")
+        assert "admin" in page.inner_text("#mode")
+        page.close()
+
+
 def test_read_only_page_disables_every_verb(
     open_page: Callable[[str], Page], server: EmbeddedServer, q: Queue
 ) -> None:
@@ -343,6 +386,139 @@ def test_job_text_renders_as_text(
     assert "<img src=x" in page.inner_text("ol.logs")
     assert page.query_selector("main img") is None
     assert page.evaluate("window.pwned === undefined")
+
+
+def test_drain_runs_in_bounded_calls_with_progress(
+    open_page: Callable[[str], Page], console_url: str, q: Queue, r: redis.Redis
+) -> None:
+    for i in range(30):
+        q.enqueue({"i": i}, group=f"g{i % 3}" if i % 2 else None)
+    later = q.enqueue({"later": 1}, delay_ms=60000)
+    page = open_page(f"{console_url}#/q/{q.name}")
+    calls: list[Request] = []
+    page.on("request", lambda req: calls.append(req) if req.url.endswith("/drain") else None)
+    page.wait_for_selector("#btn-drain:not([disabled])")
+    page.click("#btn-drain")
+    page.fill("#drain-budget", "4")
+    page.click("#modal-ok")
+    page.wait_for_selector("#drain-progress")
+    page.wait_for_selector(".toast:has-text('Drained 30 jobs')")
+    assert len(calls) >= 8  # 30 jobs at 4 per call: the page looped on bounded calls
+    assert r.zcard(q.keys.pending) == 0 and r.zcard(q.keys.gindex) == 0
+    assert r.zrange(q.keys.schedule, 0, -1) == [later]  # the schedule stays
+    page.wait_for_selector("#btn-drain:not([disabled])")
+
+
+def test_health_strip_warns_when_jobs_wait_with_no_worker(
+    open_page: Callable[[str], Page], console_url: str, q: Queue, r: redis.Redis
+) -> None:
+    q.enqueue({"x": 1})
+    page = open_page(f"{console_url}#/q/{q.name}")
+    page.wait_for_selector("#health-warning:has-text('1 pending but no live workers')")
+    # at the top of the page, above the cards
+    top = page.evaluate("document.querySelector('#health-warning').getBoundingClientRect().top")
+    assert top < page.evaluate("document.querySelector('.cards').getBoundingClientRect().top")
+    assert "0 live workers" in page.inner_text("#health")
+    page.goto(f"{console_url}#/")
+    page.wait_for_selector(f"tr[data-queue='{q.name}'] [data-stranded]")
+    assert page.inner_text(f"tr[data-queue='{q.name}'] td[data-col=workers]") == "0"
+    r.hset(q.keys.worker("0123456789abcdef"), mapping={"host": "h", "beat": "1"})
+    r.zadd(q.keys.workers, {"0123456789abcdef": 1})
+    page.goto(f"{console_url}#/q/{q.name}")
+    page.wait_for_selector("#health:has-text('1 live worker')")
+    assert page.query_selector("#health-warning") is None
+
+
+def test_the_groups_table_sorts_filters_and_counts(
+    open_page: Callable[[str], Page], console_url: str, q: Queue
+) -> None:
+    for i in range(60):
+        q.enqueue_many([{"i": i}] * (i % 5 + 1), group=f"t{i:02d}")
+    page = open_page(f"{console_url}#/q/{q.name}")
+    page.wait_for_selector("#groups-total:has-text('60 groups')")
+    assert "180 pending in lanes" in page.inner_text("#groups-total")
+    first = page.query_selector("tr[data-group]")
+    assert first is not None and first.get_attribute("data-group") == "t59"  # deepest
+    assert "1–50 of 60" in page.inner_text("#groups-range")
+    page.click("th[data-sort=name] button")  # by name, a to z
+    page.wait_for_selector("th[data-sort=name].sorted")
+    page.wait_for_function("document.querySelector('tr[data-group]').dataset.group === 't00'")
+    page.fill("#groups-filter", "t1")
+    page.click("#btn-groups-filter")
+    page.wait_for_selector("#groups-total:has-text('10 of 60 groups match')")
+    names = [row.get_attribute("data-group") for row in page.query_selector_all("tr[data-group]")]
+    assert names == [f"t1{i}" for i in range(10)]
+
+
+def test_controls_and_bidi_are_escaped_and_the_traceback_is_full_width(
+    open_page: Callable[[str], Page], console_url: str, q: Queue, r: redis.Redis
+) -> None:
+    trace = (
+        "Traceback (most recent call last):\n" + "  File x.py\n" * 40 + "ValueError: " + "x" * 400
+    )
+    jid = dead_job(q, {"f": "invoice\u202egnp.exe"}, trace)
+    r.hset(q.keys.job(jid), "name", "invoice\u202egnp.exe\x1b[2J")
+    page = open_page(f"{console_url}#/q/{q.name}?state=dead")
+    page.wait_for_selector(f"tr[data-job={jid}]")
+    text = page.inner_text(f"tr[data-job={jid}]")
+    assert "invoice\\u202egnp.exe\\x1b[2J" in text and "\u202e" not in text
+    page.goto(f"{console_url}#/q/{q.name}/job/{jid}")
+    page.wait_for_selector("#last-error[open]")
+    width = page.evaluate("document.querySelector('#last-error').getBoundingClientRect().width")
+    assert width > 900  # the page's width, not a narrow column (viewport 1280)
+    assert "ValueError" in page.inner_text("#last-error summary")
+    page.click("#last-error summary")  # collapses
+    page.wait_for_selector("#last-error:not([open])")
+    # an active job offers Cancel, not Remove (the server would refuse it: locked)
+    running = q.enqueue({"run": 1}, priority=-(2**20))
+    got = q.claim()
+    assert got is not None and got.id == running
+    page.goto(f"{console_url}#/q/{q.name}/job/{running}")
+    page.wait_for_selector("#btn-cancel")
+    assert page.query_selector("#btn-remove") is None
+
+
+def test_a_toast_stays_with_its_queue(
+    open_page: Callable[[str], Page],
+    console_url: str,
+    make_queue: Callable[..., Queue],
+    qname: str,
+) -> None:
+    a, b = make_queue(qname + "-a"), make_queue(qname + "-b")
+    a.enqueue({"x": 1})
+    b.enqueue({"x": 1})
+    page = open_page(f"{console_url}#/q/{a.name}")
+    page.wait_for_selector("#btn-pause:not([disabled])")
+    page.click("#btn-pause")
+    page.wait_for_selector(".toast:has-text('paused')")
+    page.goto(f"{console_url}#/q/{b.name}")
+    page.wait_for_selector(".head .badge.running")
+    assert page.query_selector(".toast:has-text('paused')") is None
+
+
+def test_the_pager_past_the_end_shows_the_last_page(
+    open_page: Callable[[str], Page], console_url: str, q: Queue
+) -> None:
+    ids = [q.enqueue({"i": i}) for i in range(25)]
+    page = open_page(f"{console_url}#/q/{q.name}?page=99")
+    page.wait_for_selector(f"tr[data-job={ids[24]}]")
+    assert page.inner_text("#page-range").startswith("21–25 of 25")
+    assert "page=2" in page.evaluate("location.hash")
+
+
+def test_find_on_pending_covers_the_lanes(
+    open_page: Callable[[str], Page], console_url: str, q: Queue
+) -> None:
+    for i in range(6):
+        q.enqueue({"i": i}, name="flat")
+    hidden = q.enqueue({"x": 1}, name="needle", group="acme")
+    page = open_page(f"{console_url}#/q/{q.name}")
+    page.fill("#find-text", "needle")
+    page.select_option("#find-field", "name")
+    page.click("#btn-find")
+    page.wait_for_selector(f"tr[data-job={hidden}]")
+    status = page.inner_text("#find-status")
+    assert "every job examined of 7 (flat and every lane)" in status
 
 
 def test_tab_page_and_search_live_in_the_url(

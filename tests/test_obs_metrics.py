@@ -70,6 +70,9 @@ def test_exposition_matches_a_queue_in_a_known_state(
     q = make_queue(qname)
     known_state(q)
     counts = q.counts()
+    # one live worker record (a crashed one, its record gone, is not counted)
+    q.client.hset(q.keys.worker("0123456789abcdef"), mapping={"host": "h", "beat": "1"})
+    q.client.zadd(q.keys.workers, {"0123456789abcdef": 1, "fedcba9876543210": 1})
     other = make_queue(qname + "-empty")
     registry = CollectorRegistry(auto_describe=False)
     registry.register(QueueCollector(q.client, [q.name, other.name], top_groups=1))
@@ -85,6 +88,9 @@ def test_exposition_matches_a_queue_in_a_known_state(
     assert value(s, "echomq_jobs_completed_total", queue=q.name) == 2
     assert value(s, "echomq_jobs_failed_total", queue=q.name) == 1
     assert value(s, "echomq_queue_groups", queue=q.name) == 2
+    assert value(s, "echomq_queue_workers", queue=q.name) == 1
+    assert value(s, "echomq_queue_jobs", queue=q.name, state="completed") == counts.kept
+    assert value(s, "echomq_queue_workers", queue=other.name) == 0
     # top 1 group: 'big' (3 waiting + 1 in flight); 'small' is left out
     assert value(s, "echomq_group_jobs", queue=q.name, group="big", state="pending") == 3
     assert value(s, "echomq_group_jobs", queue=q.name, group="big", state="active") == 1
@@ -110,7 +116,8 @@ def test_oldest_age_comes_from_the_ids_of_first_and_last_priority_bands(q: Queue
     q.enqueue({"x": 4}, job_id=aged(200_000), group="lane", priority=3)  # a lane head
     (snap,) = q.runner.drive(snapshots([q.ctx]))
     assert 199 < snap.oldest_pending_age_s < 230
-    assert snap.pending == 4 and snap.groups == 1 and snap.server_calls == 2
+    # obs_queue, one groups page, the worker registry
+    assert snap.pending == 4 and snap.groups == 1 and snap.server_calls == 3
     q.remove_job(aged(200_000))
     (snap,) = q.runner.drive(snapshots([q.ctx]))
     assert 89 < snap.oldest_pending_age_s < 120
@@ -230,3 +237,17 @@ def test_worker_histograms_bucket_like_prometheus() -> None:
     assert abs(total - 1000.3021) < 1e-9
     assert value(s, "echomq_job_duration_seconds_count", queue="q", outcome="completed") == 0
     assert value(s, "echomq_worker_jobs_in_hand", queue="q") == 1
+
+
+def test_kept_history_and_live_workers_are_in_the_snapshot(q: Queue, r: redis.Redis) -> None:
+    jid = q.enqueue({"x": 1}, keep_ms=60_000)
+    got = q.claim()
+    assert got is not None and got.id == jid
+    q.complete(jid, got.token)
+    (snap,) = q.runner.drive(snapshots([q.ctx]))
+    assert snap.kept == 1 and snap.workers == 0 and snap.pending == 0
+    r.hset(q.keys.worker("0123456789abcdef"), mapping={"host": "h", "beat": "1"})
+    r.zadd(q.keys.workers, {"0123456789abcdef": 1})
+    (snap,) = q.runner.drive(snapshots([q.ctx]))
+    assert snap.workers == 1
+    assert r.zrange(q.keys.completed, 0, -1) == [jid]

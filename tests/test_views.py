@@ -124,6 +124,29 @@ def test_find_is_bounded_and_resumable(q: Queue, r: redis.Redis) -> None:
         q.find_jobs("pending", "")
 
 
+def test_find_on_pending_walks_the_flat_set_then_every_lane(q: Queue, r: redis.Redis) -> None:
+    flat = [q.enqueue({"n": i}, name="flat") for i in range(3)]
+    laned = [q.enqueue({"n": i}, name=f"lane{i % 3}", group=f"g{i % 3}") for i in range(6)]
+    before = dump(r, q)
+    # the lane's jobs are found from the pending tab, not only with group=
+    step = q.find_jobs("pending", "lane1", fields=["name"], budget=4)
+    assert step.scanned == 4 and step.cursor == 4 and step.total == 9
+    assert step.jobs == []  # the flat set (3) and the first lane job in the index
+    rest = q.find_jobs("pending", "lane1", fields=["name"], budget=4, cursor=step.cursor)
+    again = q.find_jobs("pending", "lane1", fields=["name"], budget=4, cursor=rest.cursor)
+    assert rest.cursor == 8 and again.cursor is None and again.scanned == 1
+    assert {j.id for j in rest.jobs + again.jobs} == {laned[1], laned[4]}
+    assert all(j.group == "g1" for j in rest.jobs + again.jobs)
+    # one step over everything: every pending job examined, then (only then) no cursor
+    whole = q.find_jobs("pending", "", since_ms=0, budget=100)
+    assert whole.scanned == 9 and whole.total == 9 and whole.cursor is None
+    assert {j.id for j in whole.jobs} == set(flat + laned)
+    # a lane alone still pages that lane, with its own total
+    lane = q.find_jobs("pending", "lane", fields=["name"], group="g2")
+    assert [j.id for j in lane.jobs] == [laned[2], laned[5]] and lane.total == 2
+    assert dump(r, q) == before
+
+
 def test_find_in_errors(q: Queue) -> None:
     hit = dead(q, "HTTPError: 404 Not Found [/v1/charges]")
     dead(q, "TimeoutError")

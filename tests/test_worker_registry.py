@@ -229,7 +229,7 @@ def test_emq_job_cancel_and_emq_workers(q: Queue, r: redis.Redis, server: Embedd
             timeout=60,
         )
 
-    p = emq("workers", q.name)
+    p = emq("workers", q.name, "--create")  # no key yet: a typo unless --create
     assert p.returncode == 0 and "no live workers" in p.stdout
     # a record whose host is hostile text: shown escaped, never run
     wid = "0123456789abcdef"

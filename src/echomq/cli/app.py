@@ -7,6 +7,7 @@ client, the consoles). Errors are turned into messages and exit statuses in one 
 
 from __future__ import annotations
 
+import difflib
 import getpass
 import json
 import os
@@ -22,7 +23,7 @@ from rich.console import Console
 
 from .. import checks
 from ..connect import is_cluster, sync_client
-from ..discovery import server_label
+from ..discovery import discover_queues, server_label
 from ..errors import (
     EchoMQError,
     InvalidArgument,
@@ -35,6 +36,7 @@ from ..queue import DEFAULT_URL, Queue
 from ..version import __version__
 from ..views import to_json
 from . import exits
+from .known import require_known
 from .text import clean_lines
 
 #: The environment variable naming the server.
@@ -63,6 +65,25 @@ CONNECT_TIMEOUT_S = 2.0
 
 class NotConfirmed(Exception):
     """A destructive verb was not confirmed; nothing was sent."""
+
+
+class UnknownQueue(Exception):
+    """No key of the named queue exists on the server (a typo, most likely); nothing
+    but the existence check was sent.
+
+    Attributes:
+        queue: the name asked for.
+        suggestion: the closest queue name found on the server, or ``None``.
+    """
+
+    def __init__(self, message: str, queue: str, suggestion: str | None) -> None:
+        super().__init__(message)
+        self.queue = queue
+        self.suggestion = suggestion
+
+
+#: Keys the "did you mean" search examines at most (it runs only on the error path).
+SUGGEST_SCAN_LIMIT = 100_000
 
 
 class CommandFailed(Exception):
@@ -95,10 +116,15 @@ class Env:
         err: the console for messages and progress (stderr).
     """
 
-    def __init__(self, url: str | None, as_json: bool, executor: str | None = None) -> None:
+    def __init__(
+        self, url: str | None, as_json: bool, executor: str | None = None, create: bool = False
+    ) -> None:
         self.url = url
         self.json = as_json
         self.executor = executor
+        self.create = create
+        #: ``--raw``: times and durations as ms in text output (JSON always has ms).
+        self.raw = False
         self.out = _console(stderr=False)
         self.err = _console(stderr=True)
         self._client: Any = None
@@ -137,13 +163,45 @@ class Env:
             self._client = sync_client(self.server_url, socket_connect_timeout=CONNECT_TIMEOUT_S)
         return self._client
 
-    def queue(self, name: str) -> Queue:
-        """A :class:`~echomq.Queue` on the shared client.
+    def queue(self, name: str, *, may_create: bool = False) -> Queue:
+        """A :class:`~echomq.Queue` on the shared client, known to exist on the server.
+
+        A queue is known when any of its keys that outlive a job exists (its meta
+        hash, a state set, its lanes' registry, its metrics, its enqueue sequence,
+        its worker registry or its audit journal: ``Queue.queue_exists``, one
+        ``EXISTS``). A name with none of them is a typo far more often than an
+        intent, so every verb but those that make queues refuses it, unless
+        ``--create`` was given. The check runs with the first verb, after its
+        arguments were checked (see :mod:`.known`).
+
+        Args:
+            may_create: skip the check (``enqueue``, ``worker``, the exporter, names
+                the server just listed): nothing is sent here.
 
         Raises:
             InvalidName: the name is malformed (nothing is sent).
+            UnknownQueue: no such queue on the server (and no ``--create``).
         """
-        return Queue(name, client=self.client, actor=self.actor, executor=self.executor)
+        q = Queue(name, client=self.client, actor=self.actor, executor=self.executor)
+        if may_create or self.create:
+            return q
+        return require_known(q, lambda: self._unknown(name))
+
+    def note_if_unknown(self, q: Queue) -> None:
+        """For the verbs that may wait for a queue to appear (``worker``, ``events``):
+        say on stderr when it has no key yet, in case the name is a typo."""
+        if not q.queue_exists():
+            self.note(f"note: {self._unknown(q.name)}; waiting for it to appear")
+
+    def _unknown(self, name: str) -> UnknownQueue:
+        found = discover_queues(self.client, SUGGEST_SCAN_LIMIT).queues
+        close = difflib.get_close_matches(name, found, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        return UnknownQueue(
+            f"no queue named {name} on {self.server}{hint}",
+            name,
+            close[0] if close else None,
+        )
 
     @property
     def actor(self) -> str:
@@ -180,8 +238,9 @@ class Env:
             self.out.print(clean_lines(text), markup=False)
 
     def note(self, text: str) -> None:
-        """A message on stderr (kept with ``--json``, which owns stdout)."""
-        self.err.print(clean_lines(text), markup=False)
+        """A message on stderr (kept with ``--json``, which owns stdout), never broken
+        into lines (a script greps it)."""
+        self.err.print(clean_lines(text), markup=False, soft_wrap=True)
 
     @property
     def on_cluster(self) -> bool:
@@ -247,7 +306,11 @@ def _translated(ctx: click.Context) -> Iterator[None]:
         yield
     except Refused as exc:
         detail = str(exc)
-        message = f"refused: {exc.reason}" + (f" ({detail})" if detail != exc.reason else "")
+        if detail.startswith("EMQ") or detail == exc.reason:
+            # a script's internal code (EMQSTATE not paused): say what it means instead
+            message = f"refused: {exc.reason}: {exits.meaning(exc.reason)}"
+        else:
+            message = f"refused: {exc.reason} ({detail})"
         code = exits.for_reason(exc.reason)
         raise fail("refused", message, code, reason=exc.reason) from None
     except (InvalidJobId, InvalidName) as exc:
@@ -258,6 +321,14 @@ def _translated(ctx: click.Context) -> Iterator[None]:
         raise fail("no_server", f"error: {no_server()}", exits.NO_SERVER) from None
     except NotConfirmed as exc:
         raise fail("not_confirmed", f"not confirmed: {exc}", exits.NOT_CONFIRMED) from None
+    except UnknownQueue as exc:
+        raise fail(
+            "no_queue",
+            f"error: {exc}; --create acts on it anyway",
+            exits.NO_QUEUE,
+            queue=exc.queue,
+            suggestion=exc.suggestion,
+        ) from None
     except CommandFailed as exc:
         raise fail("failed", f"error: {exc}", exc.code) from None
     except (EchoMQError, redis.RedisError) as exc:
@@ -299,9 +370,27 @@ class EmqGroup(click.Group):
     default=None,
     help="Scripts or the server module's native commands (env EMQ_EXECUTOR; default auto).",
 )
+@click.option(
+    "--raw",
+    is_flag=True,
+    help="Times and durations as numbers of ms, not ISO times and 7d/90s (anywhere on the line).",
+)
+@click.option(
+    "--create",
+    is_flag=True,
+    help="Let a verb act on a queue with no keys yet (anywhere on the line); without "
+    "it such a name is refused as a likely typo (exit 8).",
+)
 @click.version_option(__version__, prog_name="emq")
 @click.pass_context
-def cli(ctx: click.Context, url: str | None, as_json: bool, executor: str | None) -> None:
+def cli(
+    ctx: click.Context,
+    url: str | None,
+    as_json: bool,
+    executor: str | None,
+    raw: bool,
+    create: bool,
+) -> None:
     """emq: operate echomq queues on Valkey/Redis.
 
     Destructive verbs (drain, obliterate, job remove, group drain) ask for
@@ -313,7 +402,8 @@ def cli(ctx: click.Context, url: str | None, as_json: bool, executor: str | None
             f"{URL_ENV} (or --url) is set but empty: name the server "
             f"(e.g. redis://host:6379/0), or unset it to use the default address {DEFAULT_URL}"
         )
-    ctx.obj = Env(url or None, as_json, executor)
+    ctx.obj = Env(url or None, as_json, executor, create)
+    ctx.obj.raw = raw
     if url:
         checks.url(url, "--url")  # a typed usage error (exit 2), not a traceback later
 
@@ -323,28 +413,46 @@ def pass_env(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.pass_obj(f)
 
 
+#: The root flags that may come anywhere on the line.
+HOISTED = ("--json", "--create", "--raw")
+
+
 def hoist_json(argv: list[str]) -> list[str]:
-    """``--json`` may come anywhere on the line: move it before the subcommand.
+    """``--json``, ``--create`` and ``--raw`` may come anywhere on the line: move them
+    before the subcommand.
 
     Arguments after a ``--`` are left alone (``emq job log Q ID -- --json`` logs
     the text ``--json``).
     """
     end = argv.index("--") if "--" in argv else len(argv)
     head, tail = argv[:end], argv[end:]
-    if "--json" not in head:
+    flags = [f for f in HOISTED if f in head]
+    if not flags:
         return argv
-    return ["--json", *(a for a in head if a != "--json"), *tail]
+    return [*flags, *(a for a in head if a not in HOISTED), *tail]
+
+
+def _click_error_kind(exc: click.ClickException) -> str:
+    return "usage" if isinstance(exc, click.UsageError) else "error"
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``emq`` with ``argv`` (default: the process arguments); return the status."""
     args = hoist_json(list(sys.argv[1:] if argv is None else argv))
+    # hoisted: a --json before any "--" is among the first arguments now
+    as_json = "--json" in args[: len(HOISTED)]
     try:
         rv = cli.main(args=args, prog_name="emq", standalone_mode=False)
     except click.ClickException as exc:
+        # usage errors are found by click before any command runs: the same JSON
+        # error document as every other failure, so a script reads one shape
         exc.show()
+        if as_json:
+            click.echo(_error_doc(_click_error_kind(exc), exc.format_message(), exc.exit_code))
         return exc.exit_code
     except click.Abort:
         click.echo("interrupted", err=True)
+        if as_json:
+            click.echo(_error_doc("interrupted", "interrupted", exits.INTERRUPTED))
         return exits.INTERRUPTED
     return rv if isinstance(rv, int) else exits.OK

@@ -87,8 +87,9 @@ def jobs(
 
     Pending lists the flat set; each group's lane is listed with --group. With
     --find, --since or --until, jobs are examined --budget per server call from
-    --offset on, until --limit match (or 100,000 were examined); the time range is on
-    the job's creation time, read from its id (no row is read for a job outside it).
+    --offset on, until --limit match (or 100,000 were examined); pending without
+    --group searches the flat set, then every lane. The time range is on the job's
+    creation time, read from its id (no row is read for a job outside it).
     """
     check_range(since_ms, until_ms)
     q = env.queue(queue)
@@ -104,7 +105,7 @@ def jobs(
             if in_lanes > 0:
                 env.note(f"{in_lanes} more pending jobs wait in lanes: list one with --group")
     else:
-        rows, cursor, examined = [], offset, 0
+        rows, cursor, examined, total = [], offset, 0, 0
         while len(rows) < limit and examined < FIND_SCAN_LIMIT:
             found = q.find_jobs(
                 state,
@@ -119,12 +120,18 @@ def jobs(
                 until_ms=until_ms,
             )
             rows += found.jobs
-            examined += found.scanned
+            examined, total = examined + found.scanned, found.total
             if found.cursor is None:
                 cursor = -1
                 break
             cursor = found.cursor
         doc.update(find=text, examined=examined, next_offset=None if cursor < 0 else cursor)
+        doc.update(total=total)  # the jobs the walk covers (pending: flat and every lane)
+        if cursor >= 0 and not env.json:
+            env.note(
+                f"examined {examined} of {total} {state} jobs from offset {offset}; "
+                f"go on with --offset {cursor}"
+            )
         doc.update(since_ms=since_ms, until_ms=until_ms)
     doc["jobs"] = rows
 

@@ -20,6 +20,8 @@ NOT_CONFIRMED = 5
 MISSING_EXTRA = 6
 #: ``emq demo``: a step did not behave as the runbook says.
 DEMO_FAILED = 7
+#: No queue of that name has a key on the server (a typo?); nothing was sent but reads.
+NO_QUEUE = 8
 #: Interrupted (Ctrl-C) before the command finished.
 INTERRUPTED = 130
 
@@ -50,6 +52,11 @@ _REASON_MEANING = {
 REFUSED_OTHER = 19
 
 
+def meaning(reason: str) -> str:
+    """What a refusal's reason means, in words (``another reason`` when unknown)."""
+    return _REASON_MEANING.get(reason, "another reason")
+
+
 def for_reason(reason: str) -> int:
     """The exit status of a refusal with ``reason``."""
     return REFUSED.get(reason, REFUSED_OTHER)
@@ -66,6 +73,7 @@ def table() -> list[tuple[int, str]]:
         (NOT_CONFIRMED, "destructive verb not confirmed (no --yes off a terminal, or declined)"),
         (MISSING_EXTRA, "optional extra not installed (console)"),
         (DEMO_FAILED, "a demo step did not behave as the runbook says"),
+        (NO_QUEUE, "no queue of that name on the server (--create to make one; nothing sent)"),
     ]
     rows += [
         (code, f"refused: {reason}: {_REASON_MEANING[reason]}") for reason, code in REFUSED.items()

@@ -12,11 +12,11 @@ from rich.table import Table
 from .. import ids
 from ..errors import JobGone
 from ..keyspace import check_dedup
-from ..schema import HIDDEN_ROW_FIELDS
+from ..schema import HIDDEN_ROW_FIELDS, TIME_ROW_FIELDS
 from .app import Env, cli, confirm, pass_env
 from .queue_cmds import parse_json
 from .text import clean
-from .times import utc_text
+from .times import time_text, utc_text
 
 #: Row fields that hold a count: shown as numbers in ``--json``.
 NUMERIC_FIELDS = (
@@ -77,13 +77,17 @@ def show(env: Env, queue: str, job_id: str) -> None:
         row.setdefault("dedup_mode", "simple")
         held = q.dedup_owner(found.dedup)
         row["dedup_owner"] = None if held is None else held.job_id
+    now = None if env.json or env.raw else q.server_time()
 
     def text() -> None:
         env.heading(f"job {job_id} of {queue} {env.on_server()}")
         table = Table("field", "value")
         for key in sorted(row):
             if key not in ("id", "data", "errors"):
-                table.add_row(clean(key), clean(row[key]))
+                value = row[key]
+                if key in TIME_ROW_FIELDS and isinstance(value, int) and not env.raw:
+                    value = time_text(value, now)  # ISO UTC and how long ago; --raw: ms
+                table.add_row(clean(key), clean(value))
         table.add_row("data", clean(json.dumps(row.get("data"), ensure_ascii=False)))
         for e in found.errors:
             table.add_row(f"error (attempt {e.attempt})", clean(e.error))

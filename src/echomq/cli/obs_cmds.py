@@ -71,7 +71,7 @@ def _queue_source(env: Env, queues: tuple[str, ...], every_s: float) -> Callable
     """The queues to scrape: those given, else those discovered (again every
     ``every_s`` seconds: discovery SCANs the keyspace, far more work than a scrape)."""
     if queues:
-        names = [env.queue(q).name for q in queues]  # checked
+        names = [env.queue(q, may_create=True).name for q in queues]  # checked; may appear later
         return lambda: names
     from ..discovery import discover_queues
 

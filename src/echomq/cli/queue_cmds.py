@@ -17,6 +17,7 @@ from ..checks import MAX_BATCH
 from ..dedup import Dedup
 from ..discovery import DEFAULT_SCAN_LIMIT, discover_queues
 from ..queue import Queue
+from ..registry import MAX_WORKERS
 from .app import Env, cli, confirm, pass_env
 
 # ``emq jobs`` moved to browse_cmds: its names stay importable from here
@@ -70,7 +71,7 @@ def _progress(env: Env, what: str) -> Progress:
 def queues(env: Env, scan_limit: int) -> None:
     """Every queue found on the server, with its counts and pause state."""
     found = discover_queues(env.client, scan_limit)
-    rows = [queue_summary(env.queue(name)) for name in found.queues]
+    rows = [queue_summary(env.queue(name, may_create=True)) for name in found.queues]
     if not found.complete:
         env.note(f"note: the scan stopped after {scan_limit} keys; more queues may exist")
 
@@ -91,18 +92,40 @@ def queues(env: Env, scan_limit: int) -> None:
     env.emit({"queues": rows, "complete": found.complete}, show)
 
 
+#: Lanes ``emq stats`` lists by default (the deepest); ``--top 0`` lists every one.
+STATS_TOP = 10
+
+
+def stranded(summary: dict[str, Any]) -> bool:
+    """Whether jobs wait with no live worker to take them (and the gate is open)."""
+    return summary["pending"] > 0 and summary["workers"] == 0 and not summary["paused"]
+
+
 @cli.command()
 @click.argument("queue")
+@click.option(
+    "--top",
+    type=click.IntRange(min=0),
+    default=STATS_TOP,
+    show_default=True,
+    help="List the N deepest lanes (0: every lane); the rest are summed up in one line.",
+)
 @pass_env
-def stats(env: Env, queue: str) -> None:
-    """Counts of every state, the pause state, the latency and the lanes of QUEUE."""
+def stats(env: Env, queue: str, top: int) -> None:
+    """Counts of every state, the pause state, the latency, the live workers and the
+    deepest lanes of QUEUE (warns when jobs wait and no worker is live)."""
     q = env.queue(queue)
     summary = queue_summary(q)
     summary["latency_ms"] = q.latency()
     limits = q.limits()
     summary["limits"] = limits.as_dict()
-    groups = [asdict(g) for g in q.groups()]
+    summary["workers"] = len(q.workers(MAX_WORKERS))
+    every = sorted(q.groups(), key=lambda g: (-g.depth, -g.in_flight, g.name))
+    shown = every if top == 0 else every[:top]
+    groups = [asdict(g) for g in shown]
     summary["groups"] = groups
+    summary["group_count"] = len(every)
+    summary["stranded"] = stranded(summary)
 
     def show() -> None:
         env.heading(f"queue {queue} {env.on_server()}")
@@ -112,11 +135,21 @@ def stats(env: Env, queue: str) -> None:
         table.add_row("paused", "yes" if summary["paused"] else "no")
         latency = summary["latency_ms"]
         table.add_row("latency", "-" if latency is None else f"{latency / 1000:.1f}s")
+        table.add_row("workers", f"{summary['workers']} live")
         for name, value in limits_lines(limits):
             table.add_row(name, value)
         env.out.print(table)
+        if summary["stranded"]:
+            env.say(f"warning: {summary['pending']} pending but no live workers")
         if groups:
             print_groups(env, groups)
+        rest = every[len(shown) :]
+        if rest:
+            env.say(
+                f"... and {len(rest)} more of {len(every)} lanes "
+                f"({sum(g.depth for g in rest)} pending, {sum(g.in_flight for g in rest)} "
+                f"in flight, {sum(g.paused for g in rest)} paused); --top 0 lists every lane"
+            )
 
     env.emit(summary, show)
 
@@ -286,7 +319,7 @@ def enqueue(
 ) -> None:
     """Enqueue one job on QUEUE with JSON as its data; print its id."""
     data = parse_json(payload)
-    q = env.queue(queue)
+    q = env.queue(queue, may_create=True)  # enqueue makes queues
     spec = None
     if dedup_mode is not None or dedup_ttl_ms is not None:
         if dedup_id is None:

@@ -11,7 +11,7 @@ from rich.table import Table
 from .app import Env, cli, pass_env
 from .queue_cmds import parse_json
 from .text import clean
-from .times import utc_text
+from .times import duration_text, utc_text
 
 #: Repeatables listed when ``--limit`` is not given (the verb's own default).
 DEFAULT_LIST_LIMIT = 1000
@@ -22,8 +22,10 @@ def repeat() -> None:
     """Jobs made on a cadence: list, register, cancel, pause, resume or run a repeatable."""
 
 
-def _cadence(row: dict[str, Any]) -> str:
-    return f"every {row['every_ms']} ms" if row["every_ms"] is not None else f"cron {row['cron']}"
+def _cadence(row: dict[str, Any], raw: bool = False) -> str:
+    if row["every_ms"] is None:
+        return f"cron {row['cron']}"
+    return f"every {row['every_ms']} ms" if raw else f"every {duration_text(row['every_ms'])}"
 
 
 @repeat.command("list")
@@ -49,7 +51,7 @@ def list_repeats(env: Env, queue: str, limit: int) -> None:
         for row in rows:
             table.add_row(
                 clean(row["name"]),
-                clean(_cadence(row)),
+                clean(_cadence(row, env.raw)),
                 ("paused (was " + utc_text(row["next_run_ms"]) + ")")
                 if row["paused"]
                 else utc_text(row["next_run_ms"]),
@@ -101,7 +103,8 @@ def add_repeat(
     if (every_ms is None) == (cron_expr is None):
         raise click.UsageError("give exactly one of --every-ms and --cron")
     data = None if payload is None else parse_json(payload)
-    next_run = env.queue(queue).repeat(
+    # a repeatable produces jobs: like enqueue, it may make its queue
+    next_run = env.queue(queue, may_create=True).repeat(
         name,
         every_ms=every_ms,
         cron=cron_expr,

@@ -73,7 +73,8 @@ def events(env: Env, queue: str, count: int | None, timeout: float | None) -> No
 
     Pub/sub is at-most-once: an event is a notification, the sets are the truth.
     """
-    q = env.queue(queue)
+    q = env.queue(queue, may_create=True)  # it may appear later: a note, not a refusal
+    env.note_if_unknown(q)
     deadline = None if timeout is None else time.monotonic() + timeout
     seen = 0
     # The stream subscribes again after a lost connection; Ctrl-C ends the tail.
@@ -159,9 +160,11 @@ def worker(
     """Run a worker on QUEUE with the handler MODULE:FUNCTION until SIGINT/SIGTERM."""
     from ..worker import Worker, WorkerConfig
 
-    env.queue(queue_name)  # check the name before anything else
+    # check the name before anything else; a worker may wait for its queue to appear
+    q = env.queue(queue_name, may_create=True)
     handler = load_handler(handler_spec)
     _require_server(env)
+    env.note_if_unknown(q)
     metrics = obs_cmds.worker_observability(**obs)
     config = WorkerConfig(
         failure_log_level=logging.getLevelName(failure_level.upper()),
@@ -255,14 +258,36 @@ def load_console() -> Callable[..., Any]:
     "use EMQ_CONSOLE_TOKEN or --token-file.",
 )
 @click.option("--read-only", is_flag=True, help="Show the queues; refuse every write.")
+@click.option(
+    "--users-file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Users with roles: NAME ROLE sha256:HEX per line (viewer, operator, admin; "
+    "default: env EMQ_CONSOLE_USERS_FILE).",
+)
+@click.option(
+    "--shared-reads",
+    type=click.FloatRange(0, 60),
+    default=1.0,
+    show_default=True,
+    help="Seconds identical reads of a queue share one server read (0: every request reads).",
+)
 @pass_env
 def console(
-    env: Env, host: str, port: int, token_file: str | None, token: str | None, read_only: bool
+    env: Env,
+    host: str,
+    port: int,
+    token_file: str | None,
+    token: str | None,
+    read_only: bool,
+    users_file: str | None,
+    shared_reads: float,
 ) -> None:
     """Serve the web console: the operator plane in a browser.
 
-    With a token (EMQ_CONSOLE_TOKEN, or a file) every read and change needs it; a
-    bind beyond loopback refuses to start without one.
+    With a token (EMQ_CONSOLE_TOKEN, or a file: an admin's), per-role tokens
+    (EMQ_CONSOLE_OPERATOR_TOKEN, EMQ_CONSOLE_VIEWER_TOKEN) or a users file, every read
+    and change needs one, and its role decides what it may change; a bind beyond
+    loopback refuses to start without one.
     """
     try:
         serve = load_console()
@@ -286,6 +311,8 @@ def console(
         token=token,
         read_only=read_only,
         token_file=token_file,
+        users_file=users_file,
+        shared_reads_s=shared_reads,
     )
 
 

@@ -35,6 +35,32 @@ def utc_text(ms: int) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def duration_text(ms: int) -> str:
+    """A duration in ms as an operator reads it: ``7d``, ``1h 30m``, ``90s``, ``1.5s``,
+    ``250ms`` (the two largest units; exact when they are)."""
+    if ms < 1000:
+        return f"{ms}ms"
+    if ms < 60_000 and ms % 1000:
+        return f"{ms / 1000:.1f}s"
+    parts: list[str] = []
+    left = ms
+    for unit in ("d", "h", "m", "s"):
+        n, left = divmod(left, UNITS_MS[unit])
+        if n:
+            parts.append(f"{n}{unit}")
+    return " ".join(parts[:2])
+
+
+def time_text(ms: int, now_ms: int | None = None) -> str:
+    """A point in time as ISO 8601 UTC, with how long ago (or ahead) when ``now_ms`` is
+    given: ``2026-12-01T11:30:00.123Z (3m 20s ago)``."""
+    text = utc_text(ms)
+    if now_ms is None:
+        return text
+    delta = now_ms - ms
+    return f"{text} ({duration_text(abs(delta))} {'ago' if delta >= 0 else 'ahead'})"
+
+
 def parse_time_ms(value: str, now_ms: int) -> int:
     """A point in time as ms since the epoch.
 

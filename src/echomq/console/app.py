@@ -9,12 +9,15 @@ events, and the safety model:
   ``X-Requested-With``: a browser cannot send either cross-site without a CORS
   preflight, which this app never approves), and no foreign ``Origin`` / ``Referer``
   / ``Sec-Fetch-Site``;
-- with a token configured (``EMQ_CONSOLE_TOKEN``, a file named by ``--token-file`` or
-  ``EMQ_CONSOLE_TOKEN_FILE``, or the discouraged ``--token``) every request for data
-  (reads, event streams, changes) must carry it: ``X-EMQ-Token``, ``Authorization:
-  Bearer`` or ``Basic`` (any user, the token as password), or the session cookie
-  ``POST /api/login`` sets (HttpOnly, SameSite=Strict); only the page itself,
-  its static files, ``/api/config`` and ``/api/login`` answer without it;
+- with a credential configured (the admin token ``EMQ_CONSOLE_TOKEN``, a file named by
+  ``--token-file`` or ``EMQ_CONSOLE_TOKEN_FILE``, or the discouraged ``--token``; the
+  per-role tokens; a users file: see :mod:`.access`) every request for data (reads,
+  event streams, changes) must carry one: ``X-EMQ-Token``, ``Authorization: Bearer``
+  or ``Basic`` (the token as password), or the cookie of a session ``POST /api/login``
+  opened (HttpOnly, SameSite=Strict, expiring, revoked at logout); only the page
+  itself, its static files, ``/api/config`` and ``/api/login`` answer without it;
+- roles: a viewer reads, an operator acts, an admin alone obliterates and changes
+  limits;
 - a non-loopback bind without a token refuses to start;
 - event streams are capped per client address (``STREAMS_PER_CLIENT``) and in all
   (``MAX_STREAMS``); a refused stream answers 429 and the page polls instead;
@@ -46,6 +49,15 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from ..observability.console import metrics_endpoint
+from .access import (
+    OPERATOR_TOKEN_ENV,
+    ROLES,
+    SESSION_TTL_S,
+    USERS_FILE_ENV,
+    VIEWER_TOKEN_ENV,
+    Sessions,
+    credentials,
+)
 from .change_routes import ChangeRoutes, acting
 from .event_stream import BEAT_S, EventStreams
 from .handlers import STREAMS_PER_CLIENT, Console, UnsafeBind
@@ -57,9 +69,9 @@ from .safety import (
     USER_RE,
     Denied,
     Safety,
+    cookie_name,
     is_loopback,
     resolve_token,
-    session_value,
     user_name,
 )
 from .session_routes import SessionRoutes
@@ -68,20 +80,25 @@ from .web import MAX_BODY, Guard, JsonDoc, error_reply, http_error, json_endpoin
 __all__ = [
     "BEAT_S",
     "MAX_BODY",
+    "OPERATOR_TOKEN_ENV",
+    "ROLES",
     "SESSION_COOKIE",
+    "SESSION_TTL_S",
     "STATIC",
     "TOKEN_ENV",
     "TOKEN_FILE_ENV",
+    "USERS_FILE_ENV",
     "USER_RE",
+    "VIEWER_TOKEN_ENV",
     "Denied",
     "JsonDoc",
     "Safety",
+    "cookie_name",
     "create_app",
     "error_reply",
     "is_loopback",
     "resolve_token",
     "serve",
-    "session_value",
     "user_name",
 ]
 
@@ -99,6 +116,10 @@ def _routes(console: Console, safety: Safety, per_client: int) -> list[Route | M
     reads = ReadRoutes(console)
     changes = ChangeRoutes(console, safety)
     events = EventStreams(console, safety, per_client).events
+
+    def change(fn: Any) -> Any:
+        return acting(safety, fn, console)
+
     q = "/api/queues/{queue}"
     return [
         Route("/", index),
@@ -120,11 +141,11 @@ def _routes(console: Console, safety: Safety, per_client: int) -> list[Route | M
         Route(q + "/audit", reading(safety, reads.audit)),
         Route(q + "/events", events),
         Route(q + "/jobs/{job}", reading(safety, reads.job)),
-        Route(q + "/{verb}", acting(safety, changes.queue_verb), methods=["POST"]),
-        Route(q + "/groups/{group}/{verb}", acting(safety, changes.group_verb), methods=["POST"]),
-        Route(q + "/jobs/{job}/{verb}", acting(safety, changes.job_verb), methods=["POST"]),
-        Route(q + "/repeats/{name}/{verb}", acting(safety, changes.repeat_verb), methods=["POST"]),
-        Route(q + "/bulk/{verb}", acting(safety, changes.bulk_verb), methods=["POST"]),
+        Route(q + "/{verb}", change(changes.queue_verb), methods=["POST"]),
+        Route(q + "/groups/{group}/{verb}", change(changes.group_verb), methods=["POST"]),
+        Route(q + "/jobs/{job}/{verb}", change(changes.job_verb), methods=["POST"]),
+        Route(q + "/repeats/{name}/{verb}", change(changes.repeat_verb), methods=["POST"]),
+        Route(q + "/bulk/{verb}", change(changes.bulk_verb), methods=["POST"]),
     ]
 
 
@@ -137,6 +158,11 @@ def create_app(
     client: Any = None,
     token_file: str | None = None,
     streams_per_client: int = STREAMS_PER_CLIENT,
+    operator_token: str | None = None,
+    viewer_token: str | None = None,
+    users_file: str | None = None,
+    session_ttl_s: float = SESSION_TTL_S,
+    shared_reads_s: float = 0.0,
 ) -> ASGIApp:
     """Build the console as an ASGI app.
 
@@ -152,6 +178,14 @@ def create_app(
             instead of connecting to ``url``.
         token_file: a file holding the token (whitespace around it dropped).
         streams_per_client: event streams one client address may hold at once.
+        operator_token, viewer_token: tokens granting those roles (default: the
+            ``EMQ_CONSOLE_OPERATOR_TOKEN`` / ``EMQ_CONSOLE_VIEWER_TOKEN`` variables);
+            the console token is an admin's.
+        users_file: a file of ``NAME ROLE sha256:HEX`` lines (default:
+            ``EMQ_CONSOLE_USERS_FILE``); see :mod:`echomq.console.access`.
+        session_ttl_s: how long a login's session lives.
+        shared_reads_s: share each queue view's read between identical requests for
+            this long (0: every request reads; see :mod:`.shared_reads`).
 
     Returns:
         The ASGI application (a Starlette app behind the host/headers guard).
@@ -161,14 +195,20 @@ def create_app(
             token file cannot be read.
     """
     secret = resolve_token(token, token_file)
+    creds = credentials(
+        secret, operator_token=operator_token, viewer_token=viewer_token, users_file=users_file
+    )
     loopback = is_loopback(host)
-    if not loopback and secret is None:
+    if not loopback and not creds:
         raise UnsafeBind(
             f"refusing to serve on {host!r} without a token: set {TOKEN_ENV} "
-            f"or pass --token-file (or set {TOKEN_FILE_ENV})"
+            f"or pass --token-file (or set {TOKEN_FILE_ENV}), or a users file"
         )
-    safety = Safety(token=secret, read_only=read_only, loopback=loopback)
+    safety = Safety(
+        credentials=creds, read_only=read_only, loopback=loopback, sessions=Sessions(session_ttl_s)
+    )
     console = Console(url, client=client, read_only=read_only)
+    console.shared_reads.ttl_s = shared_reads_s
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -192,6 +232,8 @@ def serve(
     token: str | None = None,
     read_only: bool = False,
     token_file: str | None = None,
+    users_file: str | None = None,
+    shared_reads_s: float = 1.0,
 ) -> None:
     """Serve the console with uvicorn until interrupted.
 
@@ -203,12 +245,23 @@ def serve(
             ``EMQ_CONSOLE_TOKEN``).
         read_only: refuse every change.
         token_file: a file holding the token.
+        users_file: a file of ``NAME ROLE sha256:HEX`` lines (users with roles).
+        shared_reads_s: how long identical reads share one server read (1 s: fifty
+            operators on one queue page cost one page's reads).
 
     Raises:
         UnsafeBind: ``host`` is not loopback and no token is configured.
     """
     import uvicorn
 
-    app = create_app(url, host=host, token=token, read_only=read_only, token_file=token_file)
+    app = create_app(
+        url,
+        host=host,
+        token=token,
+        read_only=read_only,
+        token_file=token_file,
+        users_file=users_file,
+        shared_reads_s=shared_reads_s,
+    )
     # uvicorn's access log would print every poll; warnings and errors only
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)

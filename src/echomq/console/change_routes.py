@@ -10,6 +10,7 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
+from .access import ADMIN_VERBS
 from .handlers import (
     BULK_VERBS,
     GROUP_VERBS,
@@ -23,12 +24,21 @@ from .safety import Safety
 from .web import Endpoint, json_endpoint, param, read_json
 
 
-def acting(safety: Safety, fn: Callable[[Request], Awaitable[dict[str, Any]]]) -> Endpoint:
-    """A change, journaled as the request's actor."""
+def acting(
+    safety: Safety,
+    fn: Callable[[Request], Awaitable[dict[str, Any]]],
+    console: Console | None = None,
+) -> Endpoint:
+    """A change, journaled as the request's actor; afterwards (done or refused) the
+    queue's shared reads are dropped, so the next read shows what it did."""
 
     async def as_actor(request: Request) -> dict[str, Any]:
-        with acting_as(safety.actor(request)):
-            return await fn(request)
+        try:
+            with acting_as(safety.actor(request)):
+                return await fn(request)
+        finally:
+            if console is not None:
+                console.forget_reads(request.path_params.get("queue", ""))
 
     return json_endpoint(as_actor)
 
@@ -44,22 +54,24 @@ class ChangeRoutes:
     def __init__(self, console: Console, safety: Safety) -> None:
         self.console, self.safety = console, safety
 
-    async def change(self, request: Request) -> tuple[str, dict[str, Any]]:
-        """Pass the gates of a change; the verb named in the path and the JSON body."""
-        self.safety.check_change(request)
+    async def change(self, request: Request, scope: str) -> tuple[str, dict[str, Any]]:
+        """Pass the gates of a change (an admin's for :data:`~.access.ADMIN_VERBS`, an
+        operator's for the rest); the verb named in the path and the JSON body."""
         verb = param(request, "verb")
+        need = "admin" if (scope, verb) in ADMIN_VERBS else "operator"
+        self.safety.check_change(request, need)
         return verb, await read_json(request)
 
     async def queue_verb(self, request: Request) -> dict[str, Any]:
         """``POST /api/queues/{q}/<verb>``."""
-        verb, body = await self.change(request)
+        verb, body = await self.change(request, "queue")
         if verb not in QUEUE_VERBS:
             raise unknown(verb)
         return await QUEUE_VERBS[verb](self.console, param(request, "queue"), body)
 
     async def group_verb(self, request: Request) -> dict[str, Any]:
         """``POST /api/queues/{q}/groups/{g}/<verb>``."""
-        verb, body = await self.change(request)
+        verb, body = await self.change(request, "group")
         if verb not in GROUP_VERBS:
             raise unknown(verb)
         q, g = param(request, "queue"), param(request, "group")
@@ -67,7 +79,7 @@ class ChangeRoutes:
 
     async def job_verb(self, request: Request) -> dict[str, Any]:
         """``POST /api/queues/{q}/jobs/{id}/<verb>``."""
-        verb, body = await self.change(request)
+        verb, body = await self.change(request, "job")
         if verb not in JOB_VERBS:
             raise unknown(verb)
         q, j = param(request, "queue"), param(request, "job")
@@ -75,14 +87,14 @@ class ChangeRoutes:
 
     async def bulk_verb(self, request: Request) -> dict[str, Any]:
         """``POST /api/queues/{q}/bulk/<verb>``."""
-        verb, body = await self.change(request)
+        verb, body = await self.change(request, "bulk")
         if verb not in BULK_VERBS:
             raise unknown(verb)
         return await self.console.bulk(param(request, "queue"), verb, body)
 
     async def repeat_verb(self, request: Request) -> dict[str, Any]:
         """``POST /api/queues/{q}/repeats/{name}/<verb>``."""
-        verb, body = await self.change(request)
+        verb, body = await self.change(request, "repeat")
         if verb not in REPEAT_VERBS:
             raise unknown(verb)
         q, name = param(request, "queue"), param(request, "name")

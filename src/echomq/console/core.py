@@ -26,6 +26,7 @@ from ..errors import EchoMQError
 from ..queue import DEFAULT_URL, AsyncQueue
 from ..views import LenientJson
 from .limits import DEFAULT_ACTOR, POOL_SIZE, POOL_WAIT_S, QUEUE_CACHE
+from .shared_reads import SharedReads
 
 _ACTOR: ContextVar[str | None] = ContextVar("echomq_console_actor", default=None)
 
@@ -73,6 +74,20 @@ class ConsoleCore:
         self.server = server_label(self.url)
         self._health = True
         self._health_at = float("-inf")
+        #: Each queue's last walk of its groups (or the walk in flight), shared by every
+        #: request for a few seconds (see :mod:`.group_reads`).
+        self.group_walks: dict[str, Any] = {}
+        #: Reads shared between identical requests (off until ``create_app`` sets it).
+        self.shared_reads = SharedReads()
+
+    def forget_groups(self, queue: str) -> None:
+        """Drop the queue's shared groups walk (after a change to a group)."""
+        self.group_walks.pop(queue, None)
+
+    def forget_reads(self, queue: str) -> None:
+        """Drop every shared read of the queue (after any change to it)."""
+        self.forget_groups(queue)
+        self.shared_reads.forget(queue)
 
     @property
     def client(self) -> Any:

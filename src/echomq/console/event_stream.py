@@ -1,6 +1,9 @@
 """The console's event streams: ``GET /api/events`` and ``/api/queues/{q}/events`` as
 server-sent events, capped per client address and in all (a refused stream answers
-429 or 503 and the page polls instead)."""
+429 or 503 and the page polls instead). A stream is counted when it is admitted, in
+the same step as the check, so a burst of a hundred requests from one address gets
+its eight streams and a hundred minus eight refusals; each stream holds one pub/sub
+connection, so the server sees at most ``MAX_STREAMS`` of them from one console."""
 
 from __future__ import annotations
 
@@ -43,39 +46,77 @@ class EventStreams:
             self.safety.check_read(request)
             if name is not None:
                 self.console.queue(name)  # check the name before the stream starts
-            if self.streams[peer] >= self.per_client:
-                raise Denied(
-                    429,
-                    "unavailable",
-                    "streams",
-                    f"this client has {self.per_client} event streams open; poll instead",
-                )
-            if sum(self.streams.values()) >= MAX_STREAMS:
-                raise Denied(503, "unavailable", "streams", "too many event streams; poll instead")
+            # checked and counted in one step (no await between them): a burst of
+            # requests cannot all pass the check before any of them is counted
+            ticket = self.admit(peer)
         except (EchoMQError, Denied) as exc:
             return error_reply(exc)
         return StreamingResponse(
-            _sse(self.console, name, self.streams, peer),
+            _sse(self.console, name, ticket),
             media_type="text/event-stream",
             headers={"cache-control": "no-store", "x-accel-buffering": "no"},
         )
 
+    def admit(self, peer: str) -> Ticket:
+        """Count one more stream of ``peer``, or refuse it; atomic within the event loop.
 
-def _release(streams: Counter[str], peer: str) -> None:
-    streams[peer] -= 1
-    if streams[peer] <= 0:
-        del streams[peer]
+        Raises:
+            Denied: 429 past ``per_client`` streams of this address, 503 past
+                ``MAX_STREAMS`` in all.
+        """
+        if self.streams[peer] >= self.per_client:
+            raise Denied(
+                429,
+                "unavailable",
+                "streams",
+                f"this client has {self.per_client} event streams open; poll instead",
+            )
+        if sum(self.streams.values()) >= MAX_STREAMS:
+            raise Denied(503, "unavailable", "streams", "too many event streams; poll instead")
+        self.streams[peer] += 1
+        ticket = Ticket(self.streams, peer)
+        # a response never started (the client went away first) gives its slot back
+        with contextlib.suppress(RuntimeError):  # no running loop: a direct call
+            asyncio.get_running_loop().call_later(UNSTARTED_S, ticket.expire)
+        return ticket
 
 
-async def _sse(
-    console: Console, queue: str | None, streams: Counter[str], peer: str
-) -> AsyncIterator[str]:
+#: Seconds an admitted stream may take to start before its slot is given back.
+UNSTARTED_S = 10.0
+
+
+class Ticket:
+    """One admitted stream's slot: released once, by the stream's end or, when the
+    stream never started, after ``UNSTARTED_S``."""
+
+    def __init__(self, streams: Counter[str], peer: str) -> None:
+        self.streams, self.peer = streams, peer
+        self.started = False
+        self.released = False
+
+    def release(self) -> None:
+        """Give the slot back (idempotent)."""
+        if self.released:
+            return
+        self.released = True
+        self.streams[self.peer] -= 1
+        if self.streams[self.peer] <= 0:
+            del self.streams[self.peer]
+
+    def expire(self) -> None:
+        """Release a slot whose stream never started."""
+        if not self.started:
+            self.release()
+
+
+async def _sse(console: Console, queue: str | None, ticket: Ticket) -> AsyncIterator[str]:
     """Server-sent events: one ``data:`` line per event, ``: ping`` once subscribed,
     and an ``event: beat`` every ``BEAT_S`` with the server's health, so the page's
     live dot tells the truth within two beats. A relay that fails (the server went
     away) ends the stream after a last beat; the browser reconnects on its own."""
-    # counted from the generator's first step, so a stream never started never leaks
-    streams[peer] += 1
+    if ticket.released:  # expired before it started: the slot went to another
+        return
+    ticket.started = True
     relay = console.events(queue)
     box: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(maxsize=1024)
 
@@ -100,7 +141,7 @@ async def _sse(
             else:
                 yield "data: " + to_json(item) + "\n\n"
     finally:
-        _release(streams, peer)
+        ticket.release()
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await task

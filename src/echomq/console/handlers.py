@@ -31,6 +31,7 @@ from .body import Body, Reply
 from .bulk_verbs import BULK_VERBS, BulkVerbs
 from .core import ConsoleCore, ReadOnly, UnsafeBind, acting_as
 from .event_relay import EventRelay
+from .group_reads import GROUP_SORTS, GroupReads
 from .job_reads import JobReads
 from .job_verbs import JobVerbs
 from .limits import (
@@ -62,6 +63,7 @@ __all__ = [
     "BULK_VERBS",
     "DEFAULT_ACTOR",
     "GROUPS_PAGE",
+    "GROUP_SORTS",
     "GROUP_VERBS",
     "HEALTH_TIMEOUT_S",
     "HEALTH_TTL_S",
@@ -95,7 +97,15 @@ __all__ = [
 
 
 class Console(
-    QueueReads, JobReads, EventRelay, QueueVerbs, GroupVerbs, RepeatVerbs, JobVerbs, BulkVerbs
+    QueueReads,
+    GroupReads,
+    JobReads,
+    EventRelay,
+    QueueVerbs,
+    GroupVerbs,
+    RepeatVerbs,
+    JobVerbs,
+    BulkVerbs,
 ):
     """The console's handlers over one server.
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 #: Obliterate: the default and the largest budget (jobs per server call) per request.
 OBLITERATE_BUDGET = 1000
 MAX_OBLITERATE_BUDGET = 10000
+#: Drain: the default and the largest budget (jobs per server call) per request.
+DRAIN_BUDGET = 1000
+MAX_DRAIN_BUDGET = 10000
 #: The throughput chart's default and longest window, in minutes (buckets live a day).
 METRIC_MINUTES = 60
 MAX_METRIC_MINUTES = 1440
@@ -27,6 +30,10 @@ POOL_WAIT_S = 10.0
 SUMMARY_CONCURRENCY = 16
 #: Queues kept in the facade cache (a queue is cheap to rebuild; the cap bounds memory).
 QUEUE_CACHE = 256
+#: How long the groups table's walk of a queue's groups is shared (seconds), and the
+#: most groups one walk reads (in bounded pages).
+GROUPS_TTL_S = 2.0
+MAX_GROUPS_WALK = 10_000
 #: Groups per page of the groups table.
 GROUPS_PAGE = 50
 #: Seconds a health answer (one PING) is reused by every stream and request.

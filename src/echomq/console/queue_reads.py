@@ -61,15 +61,27 @@ class QueueReads(ConsoleCore):
         return {"redis": self._health, "checked_ms": int(time.time() * 1000)}
 
     async def _summary(self, q: AsyncQueue) -> Reply:
-        counts = (await q.counts()).as_dict()
+        got, live = await asyncio.gather(q.counts(), q.workers(MAX_WORKERS))
+        counts = got.as_dict()
         paused = counts.pop("paused")  # one call: the counts carry the pause
-        return {"name": q.name, "paused": paused, "counts": counts}
+        # health at a glance: the live workers (the registry's records), and whether
+        # jobs wait with none to take them while the gate is open
+        stranded = counts["pending"] > 0 and not live and not paused
+        return {
+            "name": q.name,
+            "paused": paused,
+            "counts": counts,
+            "workers": len(live),
+            "stranded": stranded,
+        }
 
     async def list_queues(self) -> Reply:
         """Every queue found so far with its counts and pause.
 
         Returns:
-            ``{"queues": [{"name", "paused", "counts"}], "complete": bool, "server"}``;
+            ``{"queues": [{"name", "paused", "counts", "workers", "stranded"}],
+            "complete": bool, "server"}`` (``workers``: live workers; ``stranded``:
+            jobs pending, the gate open and no live worker);
             ``complete`` is false while the bounded discovery scan is still walking
             a large keyspace (later calls find more).
         """

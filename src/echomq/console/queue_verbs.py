@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .body import Body, Reply, check_keys, flag_field, int_field, required_field
 from .core import ConsoleCore
-from .limits import MAX_OBLITERATE_BUDGET, OBLITERATE_BUDGET
+from .limits import DRAIN_BUDGET, MAX_DRAIN_BUDGET, MAX_OBLITERATE_BUDGET, OBLITERATE_BUDGET
 
 
 class QueueVerbs(ConsoleCore):
@@ -27,12 +27,26 @@ class QueueVerbs(ConsoleCore):
         return {"ok": True, "paused": False}
 
     async def drain(self, queue: str, body: Body) -> Reply:
-        """Delete the pending backlog (``include_schedule``: the schedule too)."""
-        check_keys(body, ("include_schedule",))
+        """One bounded drain call of the pending backlog (``include_schedule``: the
+        schedule too); the page calls again while ``done`` is false, showing progress
+        (a 100,000-job backlog is never one blocking request).
+
+        Body: ``include_schedule`` (bool), ``budget`` (jobs this call,
+        1..``MAX_DRAIN_BUDGET``).
+
+        Returns:
+            ``{"ok", "drained", "done", "remaining"}``: the jobs this call deleted,
+            whether none is left, and the pending and scheduled counts left.
+        """
+        check_keys(body, ("include_schedule", "budget"))
         include = flag_field(body, "include_schedule")
+        budget = int_field(body, "budget", DRAIN_BUDGET, 1, MAX_DRAIN_BUDGET)
         self._writable()
-        drained = await self.queue(queue).drain(include_schedule=include)
-        return {"ok": True, "drained": drained}
+        q = self.queue(queue)
+        drained, more = await q.drain_step(include_schedule=include, budget=budget)
+        counts = await q.counts()
+        remaining = {"pending": counts.pending, "scheduled": counts.scheduled}
+        return {"ok": True, "drained": drained, "done": not more, "remaining": remaining}
 
     async def obliterate(self, queue: str, body: Body) -> Reply:
         """One bounded obliterate call; the page calls again while ``done`` is false.
@@ -67,6 +81,7 @@ class GroupVerbs(ConsoleCore):
         check_keys(body, ())
         self._writable()
         await self.queue(queue).pause_group(group)
+        self.forget_groups(queue)  # the table shows the change at once
         return {"ok": True}
 
     async def resume_group(self, queue: str, group: str, body: Body) -> Reply:
@@ -74,6 +89,7 @@ class GroupVerbs(ConsoleCore):
         check_keys(body, ())
         self._writable()
         await self.queue(queue).resume_group(group)
+        self.forget_groups(queue)
         return {"ok": True}
 
     async def limit_group(self, queue: str, group: str, body: Body) -> Reply:
@@ -88,6 +104,7 @@ class GroupVerbs(ConsoleCore):
             await q.clear_group_limit(group)
         else:
             await q.set_group_limit(group, limit)
+        self.forget_groups(queue)
         return {"ok": True, "limit": limit}
 
     async def weight_group(self, queue: str, group: str, body: Body) -> Reply:
@@ -96,6 +113,7 @@ class GroupVerbs(ConsoleCore):
         weight = int_field(body, "weight", None, 1)
         self._writable()
         await self.queue(queue).set_group_weight(group, weight)
+        self.forget_groups(queue)
         return {"ok": True, "weight": weight}
 
     async def drain_group(self, queue: str, group: str, body: Body) -> Reply:
@@ -103,6 +121,7 @@ class GroupVerbs(ConsoleCore):
         check_keys(body, ())
         self._writable()
         drained = await self.queue(queue).drain_group(group)
+        self.forget_groups(queue)
         return {"ok": True, "drained": drained}
 
 

@@ -26,10 +26,27 @@ def reading(safety: Safety, fn: Callable[[Request], Awaitable[dict[str, Any]]]) 
 
 
 class ReadRoutes:
-    """The read endpoints of one console (wrap each with :func:`reading`)."""
+    """The read endpoints of one console (wrap each with :func:`reading`); the reads of
+    a queue (and the queue list) go through the console's shared reads."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
+
+    @staticmethod
+    def shared(
+        view: str, fn: Callable[[ReadRoutes, Request], Awaitable[dict[str, Any]]]
+    ) -> Callable[[ReadRoutes, Request], Awaitable[dict[str, Any]]]:
+        """A read shared between identical requests (see :mod:`.shared_reads`)."""
+
+        async def read(self: ReadRoutes, request: Request) -> dict[str, Any]:
+            queue = request.path_params.get("queue", "")
+            key = (queue, view, *request.path_params.values(), str(request.query_params))
+            got: dict[str, Any] = await self.console.shared_reads.read(
+                key, lambda: fn(self, request)
+            )
+            return got
+
+        return read
 
     async def health(self, request: Request) -> dict[str, Any]:
         """``GET /api/health``: whether the server answers."""
@@ -76,10 +93,20 @@ class ReadRoutes:
         return await self.console.job_detail(param(request, "queue"), param(request, "job"))
 
     async def groups(self, request: Request) -> dict[str, Any]:
-        """``GET /api/queues/{q}/groups``: a page of the queue's groups."""
-        cursor = request.query_params.get("cursor") or "0"
+        """``GET /api/queues/{q}/groups``: the groups table (``sort``, ``desc``,
+        ``filter``, ``offset``, ``n``), or with ``cursor`` one ``SSCAN`` page of them."""
         n = query_int(request, "n", GROUPS_PAGE)
-        return await self.console.list_groups(param(request, "queue"), cursor, n)
+        cursor = request.query_params.get("cursor")
+        if cursor is not None:
+            return await self.console.list_groups(param(request, "queue"), cursor or "0", n)
+        return await self.console.group_table(
+            param(request, "queue"),
+            sort=request.query_params.get("sort") or "depth",
+            desc=request.query_params.get("desc", "1") not in ("0", "false"),
+            text=request.query_params.get("filter") or "",
+            offset=query_int(request, "offset", 0),
+            n=n,
+        )
 
     async def repeats(self, request: Request) -> dict[str, Any]:
         """``GET /api/queues/{q}/repeats``: the queue's repeatables."""
@@ -103,3 +130,7 @@ class ReadRoutes:
     async def locate(self, request: Request) -> dict[str, Any]:
         """``GET /api/jobs/{id}``: which queue holds the job."""
         return await self.console.locate_job(param(request, "job"))
+
+
+for _view in ("queues", "queue", "jobs", "groups", "repeats", "metrics", "workers", "audit"):
+    setattr(ReadRoutes, _view, ReadRoutes.shared(_view, getattr(ReadRoutes, _view)))

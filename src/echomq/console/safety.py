@@ -7,26 +7,27 @@ the gates a read and a change pass before any handler runs.
   ``X-Requested-With``: a browser cannot send either cross-site without a CORS
   preflight, which the app never approves), and no foreign ``Origin`` / ``Referer``
   / ``Sec-Fetch-Site``;
-- with a token configured every request for data must carry it: ``X-EMQ-Token``,
-  ``Authorization: Bearer`` or ``Basic`` (any user, the token as password), or the
-  session cookie ``POST /api/login`` sets;
+- with credentials configured (:mod:`.access`: the console token, per-role tokens, a
+  users file) every request for data must carry one: ``X-EMQ-Token``,
+  ``Authorization: Bearer`` or ``Basic`` (the token as password), or the session
+  cookie ``POST /api/login`` sets; its role decides what it may change;
 - every change names its actor: ``console:<user>@<client address>``.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac
 import ipaddress
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
+from .access import Credentials, Principal, Sessions, rank
 from .core import UnsafeBind
 
 #: The environment variable a token may come from.
@@ -91,19 +92,11 @@ def user_name(given: Any, default: str = "operator") -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", given.strip())[:64]
 
 
-def session_value(token: str, user: str = "operator") -> str:
-    """The session cookie's value for ``token`` and ``user``: the user and a keyed
-    digest of it (never the token), so the cookie names who logged in and cannot be
-    made without the token."""
-    mac = hmac.new(token.encode(), b"echomq-console-session:" + user.encode(), hashlib.sha256)
-    return f"{user}.{mac.hexdigest()}"
-
-
-def _session_user(cookie: str, token: str) -> str | None:
-    user, _, _ = cookie.rpartition(".")
-    if USER_RE.fullmatch(user) is None:
-        return None
-    return user if same_secret(cookie, session_value(token, user)) else None
+def cookie_name(request: Request) -> str:
+    """The session cookie's name on this console: ``emq_session_<port>``, so two
+    consoles on one host (cookies ignore ports) never take each other's session."""
+    port = request.url.port or (443 if request.url.scheme == "https" else 80)
+    return f"{SESSION_COOKIE}_{port}"
 
 
 def same_secret(given: str, expected: str) -> bool:
@@ -116,14 +109,22 @@ class Safety:
     """The safety settings one app enforces.
 
     Attributes:
-        token: the token every change must carry, or ``None``.
-        read_only: refuse every change.
+        credentials: the tokens that open the console (none: everyone is ``local``,
+            an admin, on loopback only).
+        read_only: refuse every change (every role is capped at viewer).
         loopback: the app is bound to loopback, so ``Host`` must be loopback too.
+        sessions: the sessions ``POST /api/login`` opened (this process only).
     """
 
-    token: str | None
+    credentials: Credentials
     read_only: bool
     loopback: bool
+    sessions: Sessions = field(default_factory=Sessions)
+
+    @property
+    def token_required(self) -> bool:
+        """Whether a request for data must carry a credential."""
+        return bool(self.credentials)
 
     def check_host(self, host_header: str) -> None:
         """Refuse a non-loopback ``Host`` on a loopback bind (DNS rebinding)."""
@@ -133,12 +134,16 @@ class Safety:
         if not is_loopback(name):
             raise Denied(403, "forbidden", "host", f"host {host_header!r} is not loopback")
 
-    def check_change(self, request: Request) -> None:
+    def check_change(self, request: Request, need: str = "operator") -> None:
         """Every check a state-changing request passes before its handler runs.
+
+        Args:
+            need: the least role the change takes (``operator``, or ``admin``).
 
         Raises:
             Denied: cross-site (403), wrong content type (415), no custom header
-                (403), read-only (403), missing or wrong token (401).
+                (403), read-only (403), missing or wrong token (401), a role below
+                ``need`` (403, reason ``role``).
         """
         headers = request.headers
         host = headers.get("host", "").lower()
@@ -156,32 +161,50 @@ class Safety:
         self.check_read(request)
         if self.read_only:
             raise Denied(403, "forbidden", "read_only", "the console is read-only")
+        who = self.who(request)
+        if who is not None and rank(who.role) < rank(need):
+            raise Denied(
+                403, "forbidden", "role", f"a {who.role} may not do this; it takes an {need}"
+            )
 
     def authenticated(self, request: Request) -> bool:
-        """Whether the request carries the token (always true without one)."""
-        return self.user(request) is not None
+        """Whether the request carries a credential (always true without any)."""
+        return self.who(request) is not None
 
-    def user(self, request: Request) -> str | None:
-        """Who the request is: the Basic user, the session's user, ``token`` for a bare
-        token, ``local`` on a console without one; ``None`` when unauthenticated."""
-        if self.token is None:
-            return "local"
+    def who(self, request: Request) -> Principal | None:
+        """Who the request is, with its role (capped at viewer on a read-only console):
+        the token's user (a users file names one) or the Basic user, the session's,
+        ``token`` for a bare token, ``local`` on a console without credentials;
+        ``None`` when unauthenticated."""
+        found = self._who(request)
+        return None if found is None else found.capped(self.read_only)
+
+    def _who(self, request: Request) -> Principal | None:
+        if not self.credentials:
+            return Principal("local", "admin")
         headers = request.headers
         given = headers.get("x-emq-token")
-        if given is not None:
-            return "token" if same_secret(given, self.token) else None
         scheme, _, value = headers.get("authorization", "").partition(" ")
-        if scheme.lower() == "bearer":
-            return "token" if same_secret(value.strip(), self.token) else None
+        if given is None and scheme.lower() == "bearer":
+            given = value.strip()
+        if given is not None:
+            p = self.credentials.match(given)
+            return None if p is None else Principal(p.user or "token", p.role)
         if scheme.lower() == "basic":
             try:
                 pair = base64.b64decode(value.strip(), validate=True).decode()
             except ValueError:
                 return None
             name, _, secret = pair.partition(":")
-            return user_name(name, "token") if same_secret(secret, self.token) else None
-        cookie = request.cookies.get(SESSION_COOKIE)
-        return None if cookie is None else _session_user(cookie, self.token)
+            p = self.credentials.match(secret)
+            return None if p is None else Principal(p.user or user_name(name, "token"), p.role)
+        sid = request.cookies.get(cookie_name(request))
+        return None if sid is None else self.sessions.get(sid)
+
+    def user(self, request: Request) -> str | None:
+        """Who the request is (see :meth:`who`), ``None`` when unauthenticated."""
+        who = self.who(request)
+        return None if who is None else who.user
 
     def actor(self, request: Request) -> str:
         """The actor a change journals: ``console:<user>@<client address>``."""
@@ -193,7 +216,7 @@ class Safety:
 
         Raises:
             Denied: 401 (``X-EMQ-Token``, ``Authorization: Bearer`` or ``Basic`` with
-                the token as password, or the session cookie, let it through).
+                a token as password, or a session's cookie, let it through).
         """
         if not self.authenticated(request):
             raise Denied(401, "unauthorized", "token", "a valid token is required")

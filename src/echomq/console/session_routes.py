@@ -1,15 +1,18 @@
-"""The console's session routes: ``/api/config`` (what the page needs, and whether it
-must log in), ``POST /api/login`` (the session cookie) and ``POST /api/logout``."""
+"""The console's session routes: ``/api/config`` (what the page needs: whether it must
+log in, and the user's role), ``POST /api/login`` (a session and its cookie) and
+``POST /api/logout`` (the session ends on the server)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
+from .access import Principal
 from .handlers import Console
-from .safety import SESSION_COOKIE, Denied, Safety, same_secret, session_value, user_name
+from .safety import Denied, Safety, cookie_name, user_name
 from .web import JsonDoc, error_reply, read_json
 
 
@@ -25,17 +28,20 @@ class SessionRoutes:
 
     async def config(self, request: Request) -> dict[str, Any]:
         """``GET /api/config``: the console's settings, or only that a login is needed."""
-        if not self.safety.authenticated(request):
+        who = self.safety.who(request)
+        if who is None:
             return {"token_required": True, "authenticated": False}
         reply = self.console.config()
-        reply["token_required"] = self.safety.token is not None
+        reply["token_required"] = self.safety.token_required
         reply["authenticated"] = True
         reply["actor"] = self.safety.actor(request)
+        reply["user"] = who.user
+        reply["role"] = who.role
         reply["streams_per_client"] = self.per_client
         return reply
 
     async def login(self, request: Request) -> Response:
-        """``POST /api/login``: check the token, set the session cookie."""
+        """``POST /api/login``: check the token, open a session, set its cookie."""
         try:
             headers = request.headers
             site = headers.get("sec-fetch-site")
@@ -45,20 +51,29 @@ class SessionRoutes:
                 raise Denied(403, "forbidden", "header", "a login needs X-Requested-With")
             body = await read_json(request)
             given = body.get("token")
-            if self.safety.token is None:
+            if not self.safety.token_required:
                 return JsonDoc({"ok": True, "token_required": False})
-            if not isinstance(given, str) or not same_secret(given, self.safety.token):
+            found = self.safety.credentials.match(given) if isinstance(given, str) else None
+            if found is None:
                 raise Denied(401, "unauthorized", "token", "wrong token")
         except Denied as exc:
             return error_reply(exc)
-        user = user_name(body.get("user"))
+        # a users file names its user; a role token takes the name the page gives
+        who = Principal(found.user or user_name(body.get("user")), found.role)
+        sessions = self.safety.sessions
+        old = request.cookies.get(cookie_name(request))
+        if old is not None:
+            sessions.revoke(old)  # a second login replaces the first session
+        sid = sessions.open(who)
+        shown = who.capped(self.safety.read_only)
         reply = JsonDoc(
-            {"ok": True, "token_required": True, "user": user},
+            {"ok": True, "token_required": True, "user": shown.user, "role": shown.role},
             headers={"cache-control": "no-store"},
         )
         reply.set_cookie(
-            SESSION_COOKIE,
-            session_value(self.safety.token, user),
+            cookie_name(request),
+            sid,
+            max_age=max(1, math.ceil(sessions.ttl_s)),  # the browser forgets it too
             httponly=True,
             samesite="strict",
             secure=request.url.scheme == "https",
@@ -67,7 +82,10 @@ class SessionRoutes:
         return reply
 
     async def logout(self, request: Request) -> Response:
-        """``POST /api/logout``: drop the session cookie."""
-        reply = JsonDoc({"ok": True})
-        reply.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
+        """``POST /api/logout``: end the session on the server and drop its cookie (a
+        copy of the cookie no longer opens anything)."""
+        sid = request.cookies.get(cookie_name(request))
+        revoked = self.safety.sessions.revoke(sid) if sid is not None else False
+        reply = JsonDoc({"ok": True, "revoked": revoked})
+        reply.delete_cookie(cookie_name(request), path="/", httponly=True, samesite="strict")
         return reply

@@ -5,7 +5,8 @@
 --           live groups, oldest flat pending id ('' = none), server time ms,
 --           rate limited (0|1: no claim may start a job now: a full rate window, a
 --           handler's hold or the concurrency cap), ms until a start is allowed (the
---           window's or the hold's; 0 for the cap or none), lanes held (gwait)}
+--           window's or the hold's; 0 for the cap or none), lanes held (gwait),
+--           completed jobs kept as history (the completed set's size)}
 -- Refusals: none.
 -- Writes:  none.
 local B = KEYS[1]
@@ -42,4 +43,5 @@ return {
   limited,
   wait,
   redis.call('ZCARD', B .. GWAIT),
+  redis.call('ZCARD', B .. COMPLETED),
 }

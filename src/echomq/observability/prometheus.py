@@ -7,10 +7,12 @@ Two sides:
 
   ========================================================  ==============================
   ``echomq_queue_jobs{queue,state}``                        pending (lanes included),
-                                                            active, scheduled, dead
+                                                            active, scheduled, dead,
+                                                            completed (kept history)
   ``echomq_queue_paused{queue}``                            1 while the claim gate is shut
   ``echomq_queue_oldest_pending_age_seconds{queue}``        see the scrape module
   ``echomq_queue_groups{queue}``                            live groups
+  ``echomq_queue_workers{queue}``                           live workers (registry)
   ``echomq_jobs_completed_total{queue}``                    from ``metrics:completed``
   ``echomq_jobs_failed_total{queue}``                       from ``metrics:failed``
   ``echomq_group_jobs{queue,group,state}``                  the busiest groups only
@@ -86,6 +88,9 @@ class SnapshotCollector(Collector):
             labels=["queue"],
         )
         ngroups = GaugeMetricFamily("echomq_queue_groups", "Live groups (lanes).", labels=["queue"])
+        nworkers = GaugeMetricFamily(
+            "echomq_queue_workers", "Live workers (the registry's records).", labels=["queue"]
+        )
         done = CounterMetricFamily(
             "echomq_jobs_completed", "Jobs completed (metrics:completed).", labels=["queue"]
         )
@@ -121,15 +126,18 @@ class SnapshotCollector(Collector):
             held.add_metric([q], s.held_lanes)
             for state in STATES:
                 jobs.add_metric([q, state], getattr(s, state))
+            jobs.add_metric([q, "completed"], s.kept)  # kept as history (retention)
             paused.add_metric([q], 1.0 if s.paused else 0.0)
             age.add_metric([q], s.oldest_pending_age_s)
             ngroups.add_metric([q], s.groups)
+            nworkers.add_metric([q], s.workers)
             done.add_metric([q], s.completed)
             failed.add_metric([q], s.failed)
             for g in s.top_groups:
                 groups.add_metric([q, g.name, "pending"], g.pending)
                 groups.add_metric([q, g.name, "active"], g.active)
-        yield from (jobs, paused, age, ngroups, done, failed, groups, limited, limited_for, held)
+        yield from (jobs, paused, age, ngroups, nworkers, done, failed, groups)
+        yield from (limited, limited_for, held)
         if self.scrape_s is not None:
             took = GaugeMetricFamily(
                 "echomq_scrape_duration_seconds", "How long reading the queues took."

@@ -1,6 +1,8 @@
 """One queue's state for a scrape, read with bounded server work.
 
-A snapshot is two read-only scripts, each doing a fixed amount of work per call:
+A snapshot is two read-only scripts, each doing a fixed amount of work per call, and
+the worker registry's read (``workers``: the live records, at most ``MAX_WORKERS``, and
+a bounded trim of dead entries) for the live workers' count:
 
 - ``obs_queue`` reads the four sets' sizes (``ZCARD``), the pause, the two throughput
   totals, the number of live groups and the oldest candidates of the flat pending set;
@@ -34,11 +36,14 @@ from dataclasses import dataclass, field
 
 from .. import ids
 from ..context import Context, as_str
+from ..registry import MAX_WORKERS, TRIM_PER_READ
 from ..scripts import Batch, Eval, Plan, script
 
 # the two read-only scripts (lua/obs_queue.lua, lua/obs_groups.lua)
 QUEUE_SCRIPT = script("obs_queue")
 GROUPS_SCRIPT = script("obs_groups")
+#: The worker registry's read (lua/workers.lua), for the live workers' count.
+WORKERS_SCRIPT = script("workers")
 
 #: Groups asked per ``obs_groups`` call (an ``SSCAN`` COUNT hint).
 GROUP_PAGE = 100
@@ -75,6 +80,9 @@ class QueueSnapshot:
             hold's; 0 for the cap or when not limited).
         held_lanes: lanes held off the ring by their rate limit or a handler.
         server_calls: how many server calls the snapshot took.
+        workers: the live workers of the queue's registry (records whose ttl has
+            not passed: what ``Queue.workers`` answers, counted).
+        kept: completed jobs kept as history (the ``completed`` set).
     """
 
     queue: str
@@ -92,6 +100,8 @@ class QueueSnapshot:
     rate_limited_for_s: float = 0.0
     held_lanes: int = 0
     server_calls: int = 1
+    workers: int = 0
+    kept: int = 0
 
 
 def _age_s(oldest: str, now_ms: int) -> float:
@@ -126,10 +136,20 @@ def snapshots(
     if not ctxs:
         return []
     replies = yield Batch(tuple(Eval(QUEUE_SCRIPT, (c.keys.base,)) for c in ctxs))
+    # the live workers: the registry's read (its records, at most MAX_WORKERS, and a
+    # bounded trim of the dead entries), counted; one more pipelined round trip
+    registries = yield Batch(
+        tuple(
+            Eval(WORKERS_SCRIPT, (c.keys.base,), (str(MAX_WORKERS), str(TRIM_PER_READ)))
+            for c in ctxs
+        )
+    )
     out: list[QueueSnapshot] = []
-    for ctx, r in zip(ctxs, replies):
+    for ctx, r, reg in zip(ctxs, replies, registries):
         if isinstance(r, Exception):
             raise r
+        if isinstance(reg, Exception):
+            raise reg
         oldest, now_ms = as_str(r[8]), int(r[9])
         pending, calls = int(r[0]), 1
         top: list[GroupLoad] = []
@@ -168,7 +188,9 @@ def snapshots(
                 rate_limited=bool(int(r[10])),
                 rate_limited_for_s=int(r[11]) / 1000.0,
                 held_lanes=int(r[12]),
-                server_calls=calls,
+                server_calls=calls + 1,
+                workers=(len(reg) - 1) // 2,
+                kept=int(r[13]) if len(r) > 13 else 0,
             )
         )
     return out

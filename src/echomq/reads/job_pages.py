@@ -169,11 +169,13 @@ def find_jobs(
 
     Examines at most ``budget`` jobs from rank ``cursor`` in the state's order and
     returns the matches (at most ``n``) and where to go on. Every server command is
-    a page of the set or one row read, pipelined.
+    a page of the set or one row read, pipelined. ``pending`` without ``group`` walks
+    every pending job: the flat set, then every lane (through the lanes' index), so
+    the cursor is a rank in that walk and ``total`` counts both.
 
     Args:
-        text: the text to look for; ``""`` matches every job (with a time range, the
-            search is by time alone).
+        text: the text to look for; it may be ``""`` only with a time range (the
+            search is then by time alone), else it is refused.
         fields: where to look: ``id``, ``name``, ``group``, ``error`` (last error),
             ``payload`` (the stored text).
         order: the order the cursor walks, as :func:`job_page` takes it.
@@ -201,9 +203,14 @@ def find_jobs(
     if unknown or not wanted:
         raise InvalidArgument(f"search fields must be among {', '.join(SEARCH_FIELDS)}")
     _, rev = _order(state, order)
-    key = _set_key(ctx, state, group)
-    page, now = yield Batch((_range(key, cursor, cursor + budget - 1, rev), Cmd(("TIME",))))
-    scored = [(as_str(m), decode.scored(state, s)) for m, s in decode.pairs(page)]
+    if state == "pending" and group is None:
+        scored, total, now = yield from _pending_window(ctx, cursor, budget, rev)
+    else:
+        key = _set_key(ctx, state, group)
+        page, total, now = yield Batch(
+            (_range(key, cursor, cursor + budget - 1, rev), Cmd(("ZCARD", key)), Cmd(("TIME",)))
+        )
+        scored = [(as_str(m), decode.scored(state, s)) for m, s in decode.pairs(page)]
     lo = -1 if since_ms is None else since_ms
     hi = checks.MAX_RUN_AT_MS if until_ms is None else until_ms
     inside = [lo <= ids.minted_at_ms(j) <= hi for j, _ in scored]
@@ -247,4 +254,36 @@ def find_jobs(
         cursor + examined if more else None,
         decode.time_ms(now),
         hits,
+        int(total),
     )
+
+
+def _pending_window(
+    ctx: Context, cursor: int, budget: int, rev: bool
+) -> Plan[tuple[list[tuple[str, int]], int, Any]]:
+    """Up to ``budget`` pending jobs from rank ``cursor`` of one walk over every
+    pending job: the flat set, then every lane through the lanes' index (``gindex``,
+    each lane's jobs at their lane score), so a search never walks the lanes one by
+    one and never misses one. Two reads by rank at most (the second only where the
+    window crosses into the index).
+
+    Returns:
+        ``(scored, total, time)``: the window's ``(id, priority)``, the jobs in the
+        walk (flat and laned), the server's ``TIME`` reply.
+    """
+    k = ctx.keys
+    page, flat, laned, now = yield Batch(
+        (
+            _range(k.pending, cursor, cursor + budget - 1, rev),
+            Cmd(("ZCARD", k.pending)),
+            Cmd(("ZCARD", k.gindex)),
+            Cmd(("TIME",)),
+        )
+    )
+    scored = [(as_str(m), decode.scored("pending", s)) for m, s in decode.pairs(page)]
+    left = budget - len(scored)
+    if left > 0 and int(laned):
+        start = max(0, cursor - int(flat))
+        more = yield _range(k.gindex, start, start + left - 1, rev)
+        scored += [(as_str(m), decode.scored("pending", s)) for m, s in decode.pairs(more)]
+    return scored, int(flat) + int(laned), now

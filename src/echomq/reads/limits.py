@@ -55,7 +55,9 @@ LINE_FIELDS = (
     "progress",
     "last_error",
 )
-#: Keys whose presence says a queue exists (any one of them).
+#: Keys whose presence says a queue exists (any one of them): those that outlive a
+#: job (the enqueue sequence stays after the last job went, the worker registry while
+#: a worker waits on a queue with no job yet, the journal after an operator's verb).
 PRESENCE_KEYS = (
     "meta",
     "pending",
@@ -67,4 +69,8 @@ PRESENCE_KEYS = (
     "repeat",
     "metrics:completed",
     "metrics:failed",
+    "seq",
+    "workers",
+    "audit",
+    "keepuntil",
 )

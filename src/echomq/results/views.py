@@ -60,6 +60,8 @@ class Found:
         scanned: jobs examined by this call.
         cursor: where the next call goes on (a rank in the state's order), or
             ``None`` when the state was examined to its end.
+        total: the jobs the walk covers now (for pending without a group: the flat
+            set and every lane), so a tool shows "examined N of M".
     """
 
     state: str
@@ -70,6 +72,7 @@ class Found:
     cursor: int | None
     now_ms: int
     jobs: list[JobLine]
+    total: int = 0
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,13 @@
   const LIVE_STALE_MS = 2000;
   const STREAM_RETRY_MS = 30000;
   const GROUPS_PAGE = 50;
+  /* One word each: "dead" is a job's state (it failed for good); the queue's all-time
+   * total of jobs dead-lettered is "dead-lettered", never "failed", which the worker
+   * table uses for failed attempts. */
+  const COL_LABELS = { failed: "dead-lettered" };
+  const COL_TITLES = { completed: "completed in all (the throughput record)",
+    failed: "jobs dead-lettered in all (the throughput record)" };
+  const DRAIN_BUDGET = 1000; // jobs per drain request (the server's bounded call)
   const REASONS = {
     gone: "the job no longer exists",
     locked: "a worker holds this job",
@@ -55,11 +62,20 @@
     }
     return add(el, children);
   }
-  /* Append children (nodes or text; null, undefined and false are skipped). */
+  /* Job text is data: like the CLI (echomq.safetext), every control character (C0
+   * but line breaks and tabs, DEL, C1) and every bidi override or isolate is shown as
+   * an escape, so U+202E cannot turn "gnp.exe" into "exe.png" on the page. */
+  const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  const safeText = (text) => text.replace(UNSAFE, (ch) => {
+    if (ch === "\r") return "\\r";
+    const code = ch.charCodeAt(0);
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+  });
+  /* Append children (nodes or text, escaped; null, undefined and false are skipped). */
   function add(el, children) {
     for (const child of children.flat(Infinity)) {
       if (child === null || child === undefined || child === false) continue;
-      el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+      el.append(child instanceof Node ? child : document.createTextNode(safeText(String(child))));
     }
     return el;
   }
@@ -152,8 +168,15 @@
   }
 
   // ------------------------------------------------------------------- toasts
+  /* The queue a hash shows (#/q/<name>...), or "" elsewhere. */
+  const hashQueue = (hash) => {
+    const m = /^#?\/q\/([^/?]+)/.exec(hash || "");
+    return m ? decodeURIComponent(m[1]) : "";
+  };
   function toast(kind, title, detail, reason) {
-    const box = h("div", { class: `toast ${kind}`, role: "status", dataset: reason ? { reason } : {} },
+    const data = { queue: hashQueue(location.hash) };
+    if (reason) data.reason = reason;
+    const box = h("div", { class: `toast ${kind}`, role: "status", dataset: data },
       h("b", {}, title), detail ? h("span", {}, detail) : null);
     $("#toasts").append(box);
     setTimeout(() => box.remove(), kind === "error" ? 9000 : 4000);
@@ -260,7 +283,10 @@
 
   // ------------------------------------------------------------------- chrome
   function paintChrome() {
-    $("#mode").hidden = !config.read_only;
+    const mode = $("#mode");
+    mode.hidden = !config.read_only && !(config.token_required && config.role);
+    mode.textContent = config.read_only ? "read-only" : `${config.user || ""} · ${config.role || ""}`;
+    mode.dataset.role = config.role || "";
     const btn = $("#token-btn");
     btn.hidden = !config.token_required;
     btn.textContent = config.authenticated ? "Logged in ✓" : "Log in";
@@ -303,11 +329,25 @@
     };
   }
 
-  /* A write button: disabled (with a reason) on a read-only console. */
+  /* What the user's role allows: a viewer reads; an operator acts; an admin alone
+   * obliterates and changes limits (the server checks each change the same way). */
+  const mayAct = () => !config.read_only && config.role !== "viewer";
+  const mayAdmin = () => mayAct() && (config.role === undefined || config.role === "admin");
+  function notAllowed(admin) {
+    if (config.read_only) return "read-only console";
+    if (!mayAct()) return "a viewer reads only";
+    return admin && !mayAdmin() ? "an admin's verb (you are an operator)" : null;
+  }
+
+  /* A write button: disabled (with a reason) where the console or the role forbids it;
+   * `admin: true` marks an admin's verb. */
   function verb(label, onclick, cls = "", attrs = {}) {
+    const { admin, ...rest } = attrs;
+    const why = notAllowed(admin);
     return h("button", {
       type: "button", class: cls, onclick,
-      disabled: config.read_only, title: config.read_only ? "read-only console" : null, ...attrs,
+      disabled: why !== null, title: why, "data-admin": admin ? "1" : null, ...rest,
+      ...(rest.disabled !== undefined ? { disabled: why !== null || rest.disabled } : {}),
     }, label);
   }
 
@@ -417,10 +457,14 @@
       }
       const cols = ["pending", "active", "scheduled", "dead", "completed", "failed"];
       const head = h("tr", {}, h("th", {}, "Queue"), h("th", {}, "State"),
-        cols.map((c) => h("th", { class: "num" }, c)));
+        h("th", { class: "num" }, "workers"),
+        cols.map((c) => h("th", { class: "num", title: COL_TITLES[c] || null }, COL_LABELS[c] || c)));
       const rows = data.queues.map((q) => h("tr", { dataset: { queue: q.name } },
         h("td", {}, h("a", { href: qlink(q.name), class: "mono" }, q.name)),
-        h("td", {}, stateBadge(q.paused)),
+        h("td", {}, stateBadge(q.paused),
+          q.stranded ? h("span", { class: "badge warn", dataset: { stranded: "1" },
+            title: "jobs are pending and no live worker serves this queue" }, "no workers") : null),
+        h("td", { class: `num${q.workers ? "" : " zero"}`, dataset: { col: "workers" } }, fmt(q.workers)),
         cols.map((c) => h("td", { class: `num${q.counts[c] ? "" : " zero"}`, dataset: { col: c } },
           fmt(q.counts[c])))));
       fill(holder, h("table", { class: "queues" }, h("thead", {}, head), h("tbody", {}, rows)));
@@ -462,10 +506,13 @@
       until: /^\d+$/.test(params.get("until") || "") ? Number(params.get("until")) : null,
       cursor: 0,
       found: [],
-      groupsCursor: "0",
-      groupsTrail: [],
+      groupsSort: "depth",
+      groupsDesc: true,
+      groupsFilter: "",
+      groupsOffset: 0,
       summary: null,
       stopped: false,
+      draining: false,
     };
 
     /* The tab, page, lane and search live in the URL (replaced, not pushed). */
@@ -493,6 +540,12 @@
     const events = h("ul", { class: "events" }, h("li", { class: "none" }, "Waiting for events…"));
     const groups = h("div");
     const groupsPager = h("div", { class: "pager" });
+    const groupsTotal = h("span", { class: "sub", id: "groups-total" });
+    const groupsFilterInput = h("input", { type: "search", id: "groups-filter", placeholder: "filter groups by name",
+      "aria-label": "filter groups by name" });
+    const groupsFilterBar = h("form", { class: "inline findbar", id: "groups-filter-form", hidden: true,
+      onsubmit: (ev) => { ev.preventDefault(); view.groupsFilter = groupsFilterInput.value.trim(); view.groupsOffset = 0; loadGroups(); } },
+      groupsFilterInput, h("button", { type: "submit", class: "ghost small", id: "btn-groups-filter" }, "Filter"));
     const repeats = h("div");
     const workers = h("div", { id: "workers" });
     const audit = h("div", { id: "audit" });
@@ -532,8 +585,10 @@
     const missing = h("div", { class: "panel empty", id: "no-such-queue", hidden: true });
     const content = h("div");
 
+    const health = h("div", { class: "health", id: "health", role: "status" });
     root.append(
       h("div", { class: "head" }, h("h1", { class: "mono" }, name), badge, actions),
+      health,
       problem.el,
       missing,
       content);
@@ -549,7 +604,7 @@
             h("span", {}, h("i", { class: "f" }), "failed (dead-lettered)"))),
         h("section", { class: "panel" }, h("h2", {}, "Live events"), events)),
       h("div", { class: "gap" }),
-      h("section", { class: "panel flush" }, h("h2", {}, "Groups"), groups, groupsPager),
+      h("section", { class: "panel flush" }, h("h2", {}, "Groups ", groupsTotal), groupsFilterBar, groups, groupsPager),
       h("section", { class: "panel flush jobs" }, h("h2", {}, "Jobs"), tabs, findBar, laneNote, jobs, pager),
       h("section", { class: "panel flush" }, h("h2", {}, "Repeatables"), repeats),
       h("section", { class: "panel flush" }, h("h2", {}, "Workers ",
@@ -568,22 +623,71 @@
     }
 
     async function drain() {
+      if (view.draining) return;
       const sched = h("input", { type: "checkbox", id: "drain-schedule" });
+      const budget = h("input", { type: "number", id: "drain-budget", min: 1, max: 10000, value: DRAIN_BUDGET });
       const c = view.summary ? view.summary.counts : {};
       const go = await modal({
         title: `Drain ${name}?`,
         ok: "Drain",
         danger: true,
+        canSubmit: () => Number(budget.value) >= 1 && Number(budget.value) <= 10000,
         body: [
           h("p", {}, `Deletes every pending job (${fmt(c.pending)}, every lane included) with its logs. `,
             "Jobs in flight and the repeat registry survive."),
           h("label", { class: "check" }, sched, `Also delete the scheduled jobs (${fmt(c.scheduled)})`),
+          h("label", { class: "field" }, h("span", {}, "Jobs deleted per server call"), budget),
         ],
       });
-      if (!go) return;
-      const reply = await act("Drain", () => post(`${base}/drain`, { include_schedule: sched.checked }), false);
-      if (reply) toast("ok", `Drained ${fmt(reply.drained)} job${reply.drained === 1 ? "" : "s"}`);
-      refresh();
+      if (!go || view.draining) return;
+      await runDrain(sched.checked, (c.pending || 0) + (sched.checked ? c.scheduled || 0 : 0),
+        Number(budget.value));
+    }
+
+    /* Drain in bounded calls (a budget of jobs each), like obliterate: a progress bar,
+     * and the button disabled until the last call answered (no second drain). */
+    async function runDrain(includeSchedule, start, budget) {
+      view.draining = true;
+      const button = $("#btn-drain");
+      if (button) button.disabled = true;
+      const bar = h("div");
+      const label = h("span", { class: "sub", id: "drain-status" }, "Starting…");
+      fill(oblit, h("h2", {}, "Draining"),
+        h("div", { class: "oblit" }, h("div", { class: "progress danger", id: "drain-progress" }, bar), label));
+      oblit.hidden = false;
+      let calls = 0;
+      let drained = 0;
+      try {
+        for (;;) {
+          let reply;
+          try {
+            reply = await post(`${base}/drain`, { include_schedule: includeSchedule, budget });
+          } catch (err) {
+            showError("Drain", err);
+            break;
+          }
+          calls += 1;
+          drained += reply.drained;
+          const left = reply.remaining.pending + (includeSchedule ? reply.remaining.scheduled : 0);
+          const total = Math.max(start, drained + left);
+          const share = reply.done ? 1 : total ? Math.min(0.99, drained / total) : 0.5;
+          bar.style.width = `${Math.round(share * 100)}%`;
+          label.textContent = reply.done
+            ? `Drained ${fmt(drained)} in ${calls} call${calls === 1 ? "" : "s"}`
+            : `${fmt(drained)} of ${fmt(total)} jobs deleted · call ${calls}`;
+          if (reply.done) {
+            toast("ok", `Drained ${fmt(drained)} job${drained === 1 ? "" : "s"}`, `${calls} bounded call${calls === 1 ? "" : "s"}`);
+            break;
+          }
+          if (view.stopped) break; // the page was left: stop between two bounded calls
+        }
+      } finally {
+        view.draining = false;
+        const again = $("#btn-drain");
+        if (again) again.disabled = !mayAct();
+        setTimeout(() => { if (!view.draining) oblit.hidden = true; }, 1500);
+        if (!view.stopped) refresh();
+      }
     }
 
     async function obliterate() {
@@ -683,7 +787,7 @@
         fill(workers, h("div", { class: "empty" }, "No live workers: none has beaten in the last few seconds."));
         return;
       }
-      const head = h("tr", {}, ["Worker", "Host", "PID", "Jobs", "Concurrency", "Done", "Failed", "Up", "Last beat", "In hand"]
+      const head = h("tr", {}, ["Worker", "Host", "PID", "Jobs", "Concurrency", "Done", "Failed attempts", "Up", "Last beat", "In hand"]
         .map((t) => h("th", {}, t)));
       const rows = list.map((w) => h("tr", { dataset: { worker: w.id } },
         h("td", { class: "mono" }, w.id),
@@ -837,6 +941,24 @@
     }
 
     // --- painting
+    /* Health at a glance, at the top of the page: live workers, the oldest pending
+     * job's wait, the gate, and the one warning an operator must not scroll to. */
+    function paintHealth(s) {
+      const items = [
+        h("span", { class: "item", dataset: { health: "workers" } },
+          h("b", {}, fmt(s.workers)), ` live worker${s.workers === 1 ? "" : "s"}`),
+        h("span", { class: "item", dataset: { health: "oldest" },
+          title: "how long the job at the head of the backlog has waited" },
+          "oldest pending ", h("b", {}, s.latency_ms === null ? "none" : span(s.latency_ms))),
+        s.paused ? h("span", { class: "item badge paused" }, "paused: claims wait") : null,
+      ];
+      if (s.stranded) {
+        items.unshift(h("span", { class: "item warn", id: "health-warning" },
+          `${fmt(s.counts.pending)} pending but no live workers`));
+      }
+      fill(health, ...items);
+    }
+
     function paintHead(s) {
       missing.hidden = s.exists !== false;
       content.hidden = s.exists === false;
@@ -849,10 +971,11 @@
         return;
       }
       fill(badge, stateBadge(s.paused), limitBadge(s.rate_limited, s.limited_until_ms));
+      paintHealth(s);
       fill(actions,
         verb(s.paused ? "Resume" : "Pause", pauseOrResume, s.paused ? "" : "ghost", { id: "btn-pause" }),
-        verb("Drain…", drain, "danger", { id: "btn-drain" }),
-        verb("Obliterate…", obliterate, "danger", { id: "btn-obliterate" }),
+        verb("Drain…", drain, "danger", { id: "btn-drain", disabled: !!view.draining }),
+        verb("Obliterate…", obliterate, "danger", { id: "btn-obliterate", admin: true }),
       );
       const labels = [...STATES, "completed", "failed"];
       fill(cards, ...labels.map((st) => {
@@ -862,7 +985,8 @@
           class: `card${selectable ? "" : " static"}${view.state === st ? " selected" : ""}`,
           dataset: { state: st },
           onclick: selectable ? () => selectState(st) : null,
-        }, h("div", { class: "label" }, st), h("div", { class: "value" }, fmt(s.counts[st])));
+        }, h("div", { class: "label", title: COL_TITLES[st] || null }, COL_LABELS[st] || st),
+        h("div", { class: "value" }, fmt(s.counts[st])));
       }), h("div", { class: "card static", id: "latency", dataset: { state: "latency" },
         title: "how long the job at the head of the backlog has waited" },
       h("div", { class: "label" }, "latency"), h("div", { class: "value" }, span(s.latency_ms))));
@@ -912,24 +1036,41 @@
       loadJobs();
     }
 
+    /* The groups table: every lane sorted (deepest first by default, or the column
+     * clicked), filtered by name, counted and paged; the console walks the groups in
+     * bounded calls and shares the walk between requests for a few seconds. */
     function paintGroupsPager(page) {
-      const more = page.cursor !== "0";
-      const first = view.groupsTrail.length === 0;
+      const first = page.matched ? page.offset + 1 : 0;
+      const last = Math.min(page.offset + page.groups.length, page.matched);
       fill(groupsPager,
-        h("span", { class: "sub" }, `page ${view.groupsTrail.length + 1} of the groups (${GROUPS_PAGE} a page)`),
-        h("button", { type: "button", class: "ghost small", id: "groups-first", disabled: first,
-          onclick: () => { view.groupsTrail = []; view.groupsCursor = "0"; loadGroups(); } }, "« First"),
-        h("button", { type: "button", class: "ghost small", id: "groups-next", disabled: !more,
-          onclick: () => { view.groupsTrail.push(view.groupsCursor); view.groupsCursor = page.cursor; loadGroups(); } },
-        "Next ›"));
-      groupsPager.hidden = first && !more;
+        h("span", { class: "sub", id: "groups-range" },
+          `${fmt(first)}–${fmt(last)} of ${fmt(page.matched)}`,
+          page.filter ? ` matching “${page.filter}”` : "",
+          page.complete ? "" : ` (the first ${fmt(page.total)} groups read)`),
+        h("button", { type: "button", class: "ghost small", id: "groups-prev", disabled: page.offset === 0,
+          onclick: () => { view.groupsOffset = Math.max(0, page.offset - GROUPS_PAGE); loadGroups(); } }, "‹ Prev"),
+        h("button", { type: "button", class: "ghost small", id: "groups-next",
+          disabled: page.offset + GROUPS_PAGE >= page.matched,
+          onclick: () => { view.groupsOffset = page.offset + GROUPS_PAGE; loadGroups(); } }, "Next ›"));
+      groupsPager.hidden = page.matched <= GROUPS_PAGE && page.offset === 0;
+      const counted = page.filter
+        ? `${fmt(page.matched)} of ${fmt(page.total)} groups match “${page.filter}”`
+        : `${fmt(page.total)} group${page.total === 1 ? "" : "s"}`;
+      fill(groupsTotal, page.total
+        ? `${counted} · ${fmt(page.pending)} pending in lanes · ${fmt(page.in_flight)} in flight · ` +
+          `${fmt(page.paused)} paused`
+        : "");
     }
 
     async function loadGroups() {
       try {
-        const g = await get(`${base}/groups?cursor=${enc(view.groupsCursor)}&n=${GROUPS_PAGE}`);
+        const q = new URLSearchParams({ sort: view.groupsSort, desc: view.groupsDesc ? "1" : "0",
+          offset: String(view.groupsOffset), n: String(GROUPS_PAGE) });
+        if (view.groupsFilter) q.set("filter", view.groupsFilter);
+        const g = await get(`${base}/groups?${q}`);
         if (view.stopped) return;
-        paintGroups(g.groups);
+        view.groupsOffset = g.offset;
+        paintGroups(g.groups, g);
         paintGroupsPager(g);
       } catch (err) {
         fill(groups, h("div", { class: "empty" }, `Cannot list groups: ${err.message}`));
@@ -953,7 +1094,7 @@
         h("td", { class: "mono" }, rep.group || "—"),
         h("td", { class: "row-actions" },
           verb("Run now", () => repeatVerb(rep.name, "run"), "ghost small",
-            { disabled: config.read_only || rep.paused, title: rep.paused ? "resume it first" : "make one job now" }),
+            { disabled: rep.paused, title: rep.paused ? "resume it first" : "make one job now" }),
           verb(rep.paused ? "Resume" : "Pause", () => repeatVerb(rep.name, rep.paused ? "resume" : "pause"), "ghost small"),
           verb("Cancel…", () => cancelRepeat(rep.name), "danger small"))));
       fill(repeats, h("table", {}, h("thead", {}, head), h("tbody", {}, rows)));
@@ -982,13 +1123,28 @@
       refresh();
     }
 
-    function paintGroups(list) {
+    function paintGroups(list, page) {
+      groupsFilterBar.hidden = !page.total;
       if (!list.length) {
-        fill(groups, h("div", { class: "empty" }, "No groups: every job of this queue is flat."));
+        fill(groups, h("div", { class: "empty" }, page.total
+          ? `No group matches “${page.filter}”.` : "No groups: every job of this queue is flat."));
         return;
       }
-      const head = h("tr", {}, ["Group", "Depth", "In flight", "Limit", "Weight", "State", ""].map((t, i) =>
-        h("th", { class: i >= 1 && i <= 4 ? "num" : "" }, t)));
+      const cols = [["Group", "name"], ["Depth", "depth"], ["In flight", "in_flight"], ["Limit", "limit"],
+        ["Weight", "weight"], ["State", "paused"], ["", null]];
+      const head = h("tr", {}, cols.map(([t, key], i) => {
+        if (!key) return h("th", {}, t);
+        const on = view.groupsSort === key;
+        return h("th", { class: `${i >= 1 && i <= 4 ? "num " : ""}sortable${on ? " sorted" : ""}`,
+          dataset: { sort: key }, "aria-sort": on ? (view.groupsDesc ? "descending" : "ascending") : null },
+        h("button", { type: "button", class: "linklike", title: `sort by ${t.toLowerCase()}`,
+          onclick: () => {
+            if (on) view.groupsDesc = !view.groupsDesc;
+            else { view.groupsSort = key; view.groupsDesc = key !== "name"; }
+            view.groupsOffset = 0;
+            loadGroups();
+          } }, t, on ? (view.groupsDesc ? " ▼" : " ▲") : ""));
+      }));
       const rows = list.map((g) => h("tr", { dataset: { group: g.name } },
         h("td", { class: "mono" }, h("a", { href: "#", title: "list this lane's jobs",
           onclick: (ev) => { ev.preventDefault(); selectGroup(g.name); } }, g.name)),
@@ -1001,7 +1157,7 @@
           verb(g.paused ? "Resume" : "Pause",
             () => groupVerb(g.name, g.paused ? "resume" : "pause", {}, `Group ${g.name} ${g.paused ? "resumed" : "paused"}`),
             "ghost small"),
-          verb("Limit…", () => groupNumber(g.name, "limit", g.limit), "ghost small"),
+          verb("Limit…", () => groupNumber(g.name, "limit", g.limit), "ghost small", { admin: true }),
           verb("Weight…", () => groupNumber(g.name, "weight", g.weight), "ghost small"),
           verb("Drain…", () => groupDrain(g.name, g.depth), "danger small"))));
       fill(groups, h("table", {}, h("thead", {}, head), h("tbody", {}, rows)));
@@ -1053,7 +1209,14 @@
       } else {
         fill(jobs, jobRows(page.state, page.jobs, page.now_ms));
       }
-      const first = page.total ? page.offset + 1 : 0;
+      if (page.total > 0 && page.offset >= page.total) {
+        // past the end (a deep link, or the set shrank under the page): the last page
+        view.offset = Math.floor((page.total - 1) / view.size) * view.size;
+        syncUrl();
+        loadJobs();
+        return;
+      }
+      const first = page.total ? Math.min(page.offset + 1, page.total) : 0;
       const last = Math.min(page.offset + page.jobs.length, page.total);
       fill(pager,
         h("span", { class: "sub", id: "page-range" }, `${fmt(first)}–${fmt(last)} of ${fmt(page.total)}, ${ORDER_TEXT[page.order]}`),
@@ -1069,11 +1232,14 @@
       laneNote.hidden = true;
       fill(jobs, view.found.length ? jobRows(found.state, view.found, found.now_ms)
         : h("div", { class: "empty" }, `No ${found.state} job matches ${found.text ? `“${found.text}”` : "the time range"} so far.`));
+      /* honest at scale: "every job" only when the walk reached its end; else how far
+       * it went of how many (pending: the flat set, then every lane) */
       const done = found.cursor === null;
+      const of = ` of ${fmt(found.total)}${found.state === "pending" && !found.group ? " (flat and every lane)" : ""}`;
       fill(pager,
         h("span", { class: "sub", id: "find-status" },
           `${fmt(view.found.length)} match${view.found.length === 1 ? "" : "es"}, `,
-          done ? "every job examined" : `${fmt(found.cursor)} examined so far`),
+          done ? `every job examined${of}` : `${fmt(found.cursor)}${of} examined so far`),
         h("button", { type: "button", class: "ghost small", id: "find-more", disabled: done,
           onclick: () => { view.cursor = found.cursor; loadJobs(true); } }, "Search further ›"));
     }
@@ -1127,7 +1293,7 @@
           get(`${base}/workers`), get(`${base}/audit?n=50`)]);
         if (view.stopped) return;
         view.metrics = m;
-        totals.textContent = `· ${fmt(m.completed.total)} completed, ${fmt(m.failed.total)} failed in all`;
+        totals.textContent = `· ${fmt(m.completed.total)} completed, ${fmt(m.failed.total)} dead-lettered in all`;
         drawChart(canvas, m);
         paintRepeats(rp.repeats);
         paintWorkers(wk.workers, s.now_ms);
@@ -1250,8 +1416,8 @@
     const editor = h("textarea", { id: "payload", spellcheck: "false", "aria-label": "payload (JSON)" });
     const editorMsg = h("span", { class: "sub" });
     const logs = h("ol", { class: "logs" });
-    const logLine = h("input", { type: "text", id: "log-line", placeholder: "a log line", disabled: config.read_only });
-    const progressInput = h("input", { type: "text", id: "progress-value", placeholder: "e.g. 50", disabled: config.read_only });
+    const logLine = h("input", { type: "text", id: "log-line", placeholder: "a log line", disabled: !mayAct() });
+    const progressInput = h("input", { type: "text", id: "progress-value", placeholder: "e.g. 50", disabled: !mayAct() });
     const body = h("div");
     const history = h("section", { class: "panel", id: "job-history", hidden: true });
     const problem = problemBanner();
@@ -1269,9 +1435,10 @@
           verb("Save payload", savePayload, "", { id: "btn-save" }),
           h("button", { type: "button", class: "ghost", onclick: revert }, "Revert"),
           editorMsg)),
-      h("section", { class: "panel" }, h("h2", {}, "Details"), details, errorBox,
+      h("section", { class: "panel" }, h("h2", {}, "Details"), details,
         h("div", { class: "inline" }, progressInput, verb("Set progress", setProgress, "ghost", { id: "btn-progress" })))),
     h("div", { class: "gap" }),
+    errorBox,
     history,
     h("section", { class: "panel" }, h("h2", {}, "Logs"), logs,
       h("form", { class: "inline", onsubmit: (ev) => { ev.preventDefault(); appendLog(); } },
@@ -1372,7 +1539,8 @@
           title: "move it to pending now, at its priority" }) : null,
         state === "active" ? verb("Cancel…", cancelJob, "danger", { id: "btn-cancel",
           title: "ask the worker running it to stop it" }) : null,
-        verb("Remove…", remove, "danger", { id: "btn-remove" }));
+        // a running job is its worker's: the server refuses to remove it (locked)
+        state === "active" ? null : verb("Remove…", remove, "danger", { id: "btn-remove" }));
       const timeLabel = { active: "lease ends", scheduled: "due", dead: "died" }[state];
       const when = (ms) => (ms === undefined || ms === null || ms === "" ? undefined
         : `${relTime(Number(ms), d.now_ms)} · ${isoTime(Number(ms))}`);
@@ -1409,8 +1577,12 @@
               h("td", { class: "mono", title: isoTime(e.time_ms) }, e.time_ms ? `${relTime(e.time_ms, d.now_ms)}` : "—"),
               h("td", { class: "err" }, e.error)))))] : null);
       history.hidden = !history.firstChild;
-      fill(errorBox, row.last_error ? h("div", { class: "error-box", id: "last-error" },
-        h("b", {}, "Last error"), "\n", row.last_error) : "");
+      // the full width of the page, collapsible (its first line stays in sight)
+      const firstLine = (row.last_error || "").split("\n").filter(Boolean).pop() || "";
+      fill(errorBox, row.last_error ? h("details", { class: "error-box", id: "last-error",
+        open: view.errorOpen !== false, ontoggle: (ev) => { view.errorOpen = ev.target.open; } },
+      h("summary", {}, h("b", {}, "Last error "), h("span", { class: "first-line" }, firstLine)),
+      h("pre", {}, row.last_error)) : "");
       if (!view.dirty) editor.value = JSON.stringify(row.data, null, 2);
       fill(logs, ...(d.log_count > d.logs.length
         ? [h("li", { class: "none", id: "logs-more" }, `${fmt(d.log_count - d.logs.length)} older line(s) not shown (the newest ${fmt(d.logs.length)} are).`)]
@@ -1454,6 +1626,11 @@
 
   // ------------------------------------------------------------------- router
   async function route() {
+    // a toast about one queue does not follow the operator onto another queue's page
+    const shown = hashQueue(location.hash);
+    for (const t of document.querySelectorAll("#toasts .toast")) {
+      if (shown && t.dataset.queue && t.dataset.queue !== shown) t.remove();
+    }
     let hash = location.hash.replace(/^#/, "");
     if (hash.startsWith("token=")) {
       // a token handed over in the fragment: logged in with, then dropped from the URL
