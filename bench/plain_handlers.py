@@ -1,6 +1,8 @@
 """A plain (``def``) handler against an ``async def`` one, at equal concurrency.
 
-For each kind, a backlog of ``--jobs`` no-op jobs is enqueued, then one ``Worker``
+For each kind, a backlog of ``--jobs`` jobs is enqueued (each job's body one 16-byte
+``write(2)`` to ``/dev/null``, like the peers harness's jobs: a system call releases
+the GIL, as real handlers do; ``--body noop`` for none), then one ``Worker``
 (in this process, on its main thread) serves it until every job completed; the kinds
 are interleaved ``--repeat`` times so the machine's drift hits them alike. Per run:
 
@@ -18,6 +20,7 @@ is set); ``--concurrency``, ``--jobs``, ``--repeat``.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import threading
 import time
@@ -26,13 +29,18 @@ from typing import Any
 from _common import bench_server, median, report
 from echomq import JobContext, Queue, Worker
 
+_SINK = os.open(os.devnull, os.O_WRONLY)
+_WRITE = True  # --body write: each job makes one small write(2), as the peers' jobs do
+
 
 def plain(job: JobContext) -> None:
-    return None
+    if _WRITE:
+        os.write(_SINK, b"0123456789abcdef")
 
 
 async def async_handler(job: JobContext) -> None:
-    return None
+    if _WRITE:
+        os.write(_SINK, b"0123456789abcdef")
 
 
 def cpu_s() -> float:
@@ -69,7 +77,10 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=10)
     ap.add_argument("--jobs", type=int, default=20_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--body", choices=("write", "noop"), default="write")
     args = ap.parse_args()
+    global _WRITE
+    _WRITE = args.body == "write"
     got: dict[str, list[tuple[float, float]]] = {"async": [], "plain": []}
     with bench_server() as url:
         for run in range(args.repeat):
@@ -83,7 +94,7 @@ def main() -> None:
         rows.append([kind, med[kind][0], med[kind][1], detail])
     rate = med["plain"][0] / med["async"][0]
     cpu = med["plain"][1] / med["async"][1]
-    rows.append(["plain/async", rate, cpu, f"concurrency {args.concurrency}"])
+    rows.append(["plain/async", rate, cpu, f"concurrency {args.concurrency}, body {args.body}"])
     report(rows)
 
 

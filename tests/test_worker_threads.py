@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from echomq import JobContext, Queue, Worker
-from echomq.worker.threads import COLLECT_S, HandlerThreads
+from echomq.worker.threads import COLLECT_S, START_S, HandlerThreads
 from worker_support import FAST, job_keys, running, wait_until
 
 
@@ -47,7 +47,8 @@ def test_values_and_errors_reach_the_awaiting_task() -> None:
 
 def test_blocking_handlers_all_run_at_once_up_to_size() -> None:
     # a barrier of `size` parties passes only if every handler has a thread of its own
-    # at the same time, although they were queued together (a chain of wake-ups)
+    # at the same time, although they were queued together (the loop wakes a thread
+    # for each job left queued behind a handler that blocks)
     size = 6
     barrier = threading.Barrier(size, timeout=5)
     now = peak = 0
@@ -72,6 +73,35 @@ def test_blocking_handlers_all_run_at_once_up_to_size() -> None:
 
     run(main())
     assert peak == size  # never more than size at once
+
+
+def test_a_job_queued_behind_a_blocking_handler_starts_on_another_thread() -> None:
+    # one batch of two: the first thread blocks in the first handler; the loop's look
+    # wakes a second thread for the second job within a few START_S
+    release = threading.Event()
+    started: dict[int, float] = {}
+
+    def handle(i: int) -> str:
+        started[i] = time.monotonic()
+        if i == 0:
+            release.wait(5)
+        return threading.current_thread().name
+
+    async def main() -> tuple[str, str]:
+        pool = HandlerThreads(2)
+        try:
+            first, second = pool.submit(handle, 0), pool.submit(handle, 1)
+            other = await asyncio.wait_for(second, 2)  # while the first still blocks
+            assert not first.done()
+            release.set()
+            return await first, other
+        finally:
+            pool.shutdown()
+
+    a, b = run(main())
+    assert a != b
+    assert started[1] - started[0] < 0.5  # START_S is a millisecond
+    assert START_S <= 0.01
 
 
 def test_a_finished_job_does_not_wait_behind_a_long_one_on_its_thread() -> None:

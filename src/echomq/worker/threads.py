@@ -4,21 +4,22 @@ A :class:`~concurrent.futures.ThreadPoolExecutor` behind ``run_in_executor`` cos
 plain handler a thread wake-up and a ``call_soon_threadsafe`` (a self-pipe write, an
 ``epoll`` wake-up of the loop, a GIL hand-over) for every job. The finished jobs then
 reached the serve loop one or two at a time, so its completions and claims went out
-in small batches: more round trips and more server calls per job. Measured on a
-no-op handler at concurrency 10 (``docs/performance.md``), a plain handler cost about
-twice the worker CPU of an ``async def`` one and ran at half its rate.
+in small batches: more round trips and more server calls per job. Measured at
+concurrency 10 (``bench/plain_handlers.py``, ``docs/performance.md``), a plain handler
+cost about twice the worker CPU of an ``async def`` one.
 
 :class:`HandlerThreads` keeps the contract (at most ``size`` handlers at once, each on
 a thread of its own; the loop awaits one future per job) and hands over in batches:
 
-- one thread is woken at a time; the woken thread, on taking a job while more are
-  queued, wakes the next. Jobs queued behind a handler that blocks still start at
-  once (a chain of wake-ups), while short handlers run back to back on the thread
-  already awake instead of waking one thread per job;
-- a thread that finishes a job while more are queued takes the next one and keeps
-  the result; results go back to the loop in one hand-over when a thread finds the
-  queue empty. So that no result waits behind a long handler, the loop also collects
-  finished results every :data:`COLLECT_S` while any job is out;
+- a batch of jobs wakes one thread; a thread that finishes a job takes the next one
+  queued without sleeping, so short handlers run back to back on one thread instead
+  of waking a thread each (and fighting over the GIL at every system call);
+- the loop looks at the queue every :data:`START_S` while jobs are queued, and wakes
+  a thread for each job queued longer than that: jobs queued behind a handler that
+  blocks (I/O, ``sleep``) start within about that time, each on a thread of its own;
+- finished results go back to the loop in one hand-over when a thread finds the
+  queue empty; the loop also collects them every :data:`COLLECT_S` while jobs are
+  out, so no finished job waits behind a long one;
 - threads start on demand, up to ``size`` (an ``async def``-only worker starts none).
 """
 
@@ -28,15 +29,20 @@ import asyncio
 import collections
 import contextlib
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 #: How often the loop collects finished results while jobs are out (seconds): the
 #: most a finished job waits behind a long handler that its thread took next.
 COLLECT_S = 0.005
+#: How often the loop looks at the queued jobs while any are queued (seconds), and how
+#: long the oldest may have waited before more threads are woken for them: the most a
+#: job waits behind a handler that blocks (each look costs the loop a timer).
+START_S = 0.001
 
-#: A queued job: the handler, its argument, and the future the loop awaits.
-_Item = tuple[Callable[[Any], Any], Any, "asyncio.Future[Any]"]
+#: A queued job: the handler, its argument, the future the loop awaits, when queued.
+_Item = tuple[Callable[[Any], Any], Any, "asyncio.Future[Any]", float]
 
 
 class HandlerThreads:
@@ -81,11 +87,11 @@ class HandlerThreads:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the handler threads are shut down")
-            self._jobs.append((fn, arg, fut))
+            self._jobs.append((fn, arg, fut, time.monotonic()))
             self._wake_one()
         self._out += 1
         if self._collector is None:
-            self._collector = loop.call_later(COLLECT_S, self._collect)
+            self._collector = loop.call_later(START_S, self._collect)
         return fut
 
     def shutdown(self) -> None:
@@ -97,7 +103,7 @@ class HandlerThreads:
             self._jobs.clear()
             parked, self._parked = self._parked, []
             self._waking += len(parked)  # each looks at the jobs once more, then ends
-        for _, _, fut in dropped:
+        for _, _, fut, _ in dropped:
             fut.cancel()
         self._out -= len(dropped)
         if self._collector is not None:
@@ -110,16 +116,23 @@ class HandlerThreads:
 
     def _wake_one(self) -> None:
         """Make sure a thread is on its way to the queued jobs (under ``_lock``)."""
-        if self._waking:
-            return  # that one wakes the next if jobs are left when it takes one
+        if not self._waking:
+            self._wake()
+
+    def _wake(self) -> bool:
+        """Wake a parked thread, or start one; False when every thread is busy
+        (under ``_lock``)."""
         if self._parked:
             self._waking += 1
             self._parked.pop().release()
-        elif self._started < self.size:
+            return True
+        if self._started < self.size:
             self._waking += 1
             self._started += 1
             name = f"{self.name}_{self._started}"
             threading.Thread(target=self._work, name=name, daemon=False).start()
+            return True
+        return False
 
     def _work(self) -> None:
         parker = threading.Lock()
@@ -133,13 +146,11 @@ class HandlerThreads:
                     if self._closed:
                         return
                     self._parked.append(parker)
-                elif jobs:
-                    self._wake_one()
             if item is None:
                 parker.acquire()  # released by _wake_one or shutdown (counted there)
                 continue
             while item is not None:
-                fn, arg, fut = item
+                fn, arg, fut, _ = item
                 try:
                     value, error = fn(arg), None
                 except BaseException as exc:  # given to the loop, raised in the awaiting task
@@ -173,9 +184,23 @@ class HandlerThreads:
         self._resolve()
 
     def _collect(self) -> None:
+        """The loop's look: resolve what finished; wake a thread for each job queued
+        longer than :data:`START_S` (its thread is held by a handler that blocks)."""
         self._collector = None
         self._resolve()
-        if self._out > 0 and not self._closed and self._loop is not None:
+        if self._closed or self._loop is None:
+            return
+        with self._lock:
+            queued = len(self._jobs)
+            if queued and time.monotonic() - self._jobs[0][3] >= START_S:
+                for _ in range(queued - self._waking):
+                    if not self._wake():
+                        break
+            # look again soon only while a queued job could get a thread of its own
+            soon = queued and (self._parked or self._started < self.size)
+        if soon:
+            self._collector = self._loop.call_later(START_S, self._collect)
+        elif self._out > 0:
             self._collector = self._loop.call_later(COLLECT_S, self._collect)
 
     def _resolve(self) -> None:
