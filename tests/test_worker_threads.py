@@ -128,6 +128,30 @@ def test_a_finished_job_does_not_wait_behind_a_long_one_on_its_thread() -> None:
     assert COLLECT_S <= 0.05
 
 
+def test_a_job_cancelled_before_a_thread_took_it_never_runs() -> None:
+    # a timeout or a shutdown cancels the job's task while it waits for a thread: the
+    # job is settled (failed, released), so its handler must not run later
+    gate = threading.Event()
+    ran: list[int] = []
+
+    async def main() -> None:
+        pool = HandlerThreads(1)
+        try:
+            first = pool.submit(lambda _: gate.wait(5), 0)
+            second = pool.submit(ran.append, 1)
+            await asyncio.sleep(0.05)  # the one thread is in the first job
+            second.cancel()
+            gate.set()
+            assert await first is True
+            third = pool.submit(ran.append, 3)  # the thread goes on with the next one
+            await asyncio.wait_for(third, 2)
+        finally:
+            pool.shutdown()
+
+    run(main())
+    assert ran == [3]
+
+
 def test_threads_start_on_demand_and_end_at_shutdown() -> None:
     before = {t.name for t in threading.enumerate()}
 

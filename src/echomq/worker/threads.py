@@ -151,10 +151,15 @@ class HandlerThreads:
                 continue
             while item is not None:
                 fn, arg, fut, _ = item
-                try:
-                    value, error = fn(arg), None
-                except BaseException as exc:  # given to the loop, raised in the awaiting task
-                    value, error = None, exc
+                if fut.cancelled():
+                    # its task was cancelled before a thread took it (a timeout, a
+                    # shutdown that released the job): the handler must not run
+                    value, error = None, None
+                else:
+                    try:
+                        value, error = fn(arg), None
+                    except BaseException as exc:  # given to the loop, raised in the task
+                        value, error = None, exc
                 finished.append((fut, value, error))
                 with lock:
                     # more queued: run it and keep the result (the next hand-over, or
