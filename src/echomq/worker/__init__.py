@@ -46,7 +46,8 @@ class Worker:
             settings, serializer and ``max_attempts`` are reused) or an
             :class:`~echomq.AsyncQueue` (used as is, on the loop that runs the worker).
         handler: ``handler(job)``, plain or ``async def``; or a mapping of job name to
-            handler, with ``"*"`` as the fallback. A plain handler runs in a thread pool.
+            handler, with ``"*"`` as the fallback. A plain handler runs on the worker's
+            handler threads (:mod:`echomq.worker.threads`).
         url: the server URL when ``queue_or_name`` is a name (default local).
         concurrency: shortcut for ``config.concurrency`` (default 10).
         lease_ms: shortcut for ``config.lease_ms`` (default 30000).
