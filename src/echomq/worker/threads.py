@@ -37,9 +37,12 @@ from typing import Any
 #: most a finished job waits behind a long handler that its thread took next.
 COLLECT_S = 0.005
 #: How often the loop looks at the queued jobs while any are queued (seconds), and how
-#: long the oldest may have waited before more threads are woken for them: the most a
-#: job waits behind a handler that blocks (each look costs the loop a timer).
-START_S = 0.001
+#: long the oldest may have waited before more threads are woken for them: about the
+#: most a job waits behind a handler that blocks. Longer than a batch of short handlers
+#: takes on one thread (measured: at 1 ms, looks in the middle of such batches woke
+#: threads that then fought over the GIL, and the plain path cost twice the async
+#: one's CPU; at 3-5 ms, 1.3-1.4x); the GIL's own switch interval is 5 ms.
+START_S = 0.005
 
 #: A queued job: the handler, its argument, the future the loop awaits, when queued.
 _Item = tuple[Callable[[Any], Any], Any, "asyncio.Future[Any]", float]
