@@ -35,8 +35,17 @@ server ran (what a script spends its time on).
 one private server per kind, the same workloads after a warm-up): what no neighbour on
 a shared machine can disturb, and the figure to quote for native/scripts.
 
+``--functions`` measures, under callgrind, what Redis 7 Functions would save of a
+script call's fixed cost: per call, an ``EVALSHA`` of ``return 1`` against an ``FCALL``
+of a function returning 1, and an ``EVALSHA`` of each lifecycle script's prologue (its
+header, ``local B = KEYS[1]`` and the lib helpers spliced in, then ``return 1``)
+against an ``FCALL`` of a library that defines the same helpers once, at load. The
+second pair is an upper bound of the saving: a real port would pass the queue's base
+to the helpers (they read ``B`` as an upvalue), which costs a little back.
+
 Run: ``.venv/bin/python bench/server_cost.py`` (about a minute; ``--jobs``,
-``--batch``, ``--repeat``), or ``... --callgrind`` (about 20 s; needs valgrind).
+``--batch``, ``--repeat``), or ``... --callgrind`` (about 20 s; needs valgrind), or
+``... --functions`` (about a minute; needs valgrind).
 """
 
 from __future__ import annotations
@@ -46,6 +55,7 @@ import itertools
 import os
 import sys
 from collections.abc import Callable
+from importlib import resources
 from typing import Any
 
 import redis
@@ -53,6 +63,8 @@ import redis
 from _common import Callgrind, median, report
 from echomq import Queue, native
 from echomq.embedded import EmbeddedServer
+from echomq.scripts import _INCLUDE as INCLUDE
+from echomq.scripts import script
 from echomq.worker.plans import complete_and_claim
 
 KINDS = ("scripts", "native", "raw")
@@ -157,6 +169,57 @@ def instructions(jobs: int, batched_jobs: int, batch: int) -> None:
     report(rows)
 
 
+def prologue(name: str) -> str:
+    """The part of ``name``'s script body that runs before its own work: the first
+    line, the header, ``local B = KEYS[1]`` and the lib helpers spliced in."""
+    body = script(name).body
+    raw = (resources.files("echomq") / "lua" / f"{name}.lua").read_text(encoding="utf-8")
+    after = raw[list(INCLUDE.finditer(raw))[-1].end() :]
+    first = next(line for line in after.splitlines() if line.strip())
+    return body[: body.index(first)]
+
+
+def _library(lib: str, helpers: str) -> str:
+    # loaded once: no KEYS/ARGV then, so the prologue's top-level reads get a stand-in
+    helpers = helpers.replace("KEYS[", "({''})[").replace("ARGV[", "({''})[")
+    return (
+        f"#!lua name={lib}\n{helpers}\nredis.register_function{{function_name='{lib}', "
+        "callback=function(keys, args) return 1 end, flags={'allow-oom'}}\n"
+    )
+
+
+def functions(calls: int) -> None:
+    """Ir per call: EVALSHA against FCALL, bare and with each lifecycle prologue."""
+    rows: list[list[Any]] = [["body", "EVALSHA Ir/call", "FCALL Ir/call", "saved", "FCALL/EVALSHA"]]
+    with Callgrind(module=False) as cg:
+        r: Any = redis.Redis.from_url(cg.url)  # execute_command is untyped
+        if int(r.info("server")["redis_version"].split(".")[0]) < 7:
+            raise SystemExit("--functions needs a server with Functions (Redis 7+)")
+
+        def per_call(*cmd: Any) -> float:
+            for _ in range(50):  # the warm-up: compiled, caches filled
+                r.execute_command(*cmd)
+            cg.take()
+            for _ in range(calls):
+                r.execute_command(*cmd)
+            return cg.take() / calls
+
+        bodies = [("return 1", "", "#!lua flags=allow-oom\n")]
+        for name in ("enqueue", "claim", "complete"):
+            text = prologue(name)
+            helpers = text.split("\n", 1)[1]  # without the #!lua line
+            bodies.append((f"{name}'s prologue", helpers, text))
+        for i, (label, helpers, text) in enumerate(bodies):
+            sha = r.script_load(text + "\nreturn 1\n")
+            lib = f"emqbench{i}"
+            r.execute_command("FUNCTION", "LOAD", "REPLACE", _library(lib, helpers))
+            ev = per_call("EVALSHA", sha, 1, "emq:{bench}:")
+            fc = per_call("FCALL", lib, 1, "emq:{bench}:")
+            rows.append([label, ev, fc, ev - fc, fc / ev])
+        r.close()
+    report(rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=1000, help="jobs per one-by-one run")
@@ -166,7 +229,11 @@ def main() -> None:
     ap.add_argument("--median", action="store_true", help="the median of the runs instead")
     ap.add_argument("--detail", action="store_true", help="per-command calls and usec per job")
     ap.add_argument("--callgrind", action="store_true", help="count instructions (valgrind)")
+    ap.add_argument("--functions", action="store_true", help="EVALSHA against FCALL (valgrind)")
     args = ap.parse_args()
+    if args.functions:
+        functions(500)
+        return
     if args.callgrind:
         if native.build(quiet=True) is None:
             sys.exit("bench/server_cost.py: the native module did not build (make -C native)")

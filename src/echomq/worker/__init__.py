@@ -22,7 +22,6 @@ import dataclasses
 import signal
 import threading
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..keyspace import check_name
@@ -34,6 +33,7 @@ from .connections import async_queue_for, blocking_client
 from .engine import Engine
 from .routes import Handler, Routes
 from .stats import WorkerStats
+from .threads import HandlerThreads
 
 __all__ = ["Worker", "WorkerConfig", "WorkerStats"]
 
@@ -46,7 +46,8 @@ class Worker:
             settings, serializer and ``max_attempts`` are reused) or an
             :class:`~echomq.AsyncQueue` (used as is, on the loop that runs the worker).
         handler: ``handler(job)``, plain or ``async def``; or a mapping of job name to
-            handler, with ``"*"`` as the fallback. A plain handler runs in a thread pool.
+            handler, with ``"*"`` as the fallback. A plain handler runs on the worker's
+            handler threads (:mod:`echomq.worker.threads`).
         url: the server URL when ``queue_or_name`` is a name (default local).
         concurrency: shortcut for ``config.concurrency`` (default 10).
         lease_ms: shortcut for ``config.lease_ms`` (default 30000).
@@ -130,11 +131,11 @@ class Worker:
         self._thread = threading.get_ident()
         aq, owned = async_queue_for(self._source, self._url, self._executor)
         blocker = blocking_client(aq)
-        pool = ThreadPoolExecutor(self.config.pool_size, thread_name_prefix="emq-handler")
+        pool = HandlerThreads(self.config.pool_size)
         try:
             await self._engine.run(aq, blocker, pool, self.ready)
         finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+            pool.shutdown()
             if blocker is not aq.client:
                 await blocker.aclose()
             if owned:

@@ -37,7 +37,8 @@ class WorkerConfig:
             released back to the backlog.
         job_timeout_ms: a handler running longer than this is cancelled and the job
             fails with a timeout (``None`` = no limit).
-        threads: the thread pool size for plain (sync) handlers (default concurrency).
+        threads: how many plain (sync) handlers run at once, each on a thread of its
+            own (default concurrency; :mod:`echomq.worker.threads`).
         maintenance_budget: the most jobs the stalled check and promote move per beat.
         repeat_budget: the most repeatables fired per beat.
         error_max_chars: ``last_error`` (error text and traceback) is cut to this.

@@ -29,7 +29,6 @@ import random
 import secrets
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +54,7 @@ from .limits import Throttle, rate_limited
 from .outage import Outage
 from .routes import Routes, failure_text
 from .stats import WorkerStats
+from .threads import HandlerThreads
 from .waker import Waker
 
 log = logging.getLogger("echomq.worker")
@@ -106,7 +106,7 @@ class Engine:
         self.wid = secrets.token_hex(8)
 
     async def run(
-        self, aq: AsyncQueue, blocker: Any, pool: ThreadPoolExecutor, ready: threading.Event
+        self, aq: AsyncQueue, blocker: Any, pool: HandlerThreads, ready: threading.Event
     ) -> None:
         """Check the keyspace version, serve until a stop is requested, then wind down."""
         loop = asyncio.get_running_loop()
@@ -163,7 +163,7 @@ class Engine:
 
     # ---- the serve loop -----------------------------------------------------------
 
-    async def _serve(self, aq: AsyncQueue, blocker: Any, pool: ThreadPoolExecutor) -> None:
+    async def _serve(self, aq: AsyncQueue, blocker: Any, pool: HandlerThreads) -> None:
         cfg, loop = self.config, asyncio.get_running_loop()
         wake: asyncio.Task[None] | None = None
         failures = 0
@@ -234,7 +234,7 @@ class Engine:
             await asyncio.wait([wake], timeout=0.05)
         await asyncio.gather(wake, return_exceptions=True)
 
-    async def _wake_then_claim(self, aq: AsyncQueue, pool: ThreadPoolExecutor) -> None:
+    async def _wake_then_claim(self, aq: AsyncQueue, pool: HandlerThreads) -> None:
         """Wait on the wake list and claim, the claim riding behind the BLPOP.
 
         A wake token or the beat's timeout both lead to one claim. With the gate open
@@ -269,9 +269,7 @@ class Engine:
         finally:
             waker.done()
 
-    def _claimed(
-        self, aq: AsyncQueue, got: list[Claimed], want: int, pool: ThreadPoolExecutor
-    ) -> None:
+    def _claimed(self, aq: AsyncQueue, got: list[Claimed], want: int, pool: HandlerThreads) -> None:
         loop = asyncio.get_running_loop()
         if want:
             # held back by the queue's limits: no claim until the wait it answered
@@ -296,7 +294,7 @@ class Engine:
         if run.task is not None and not run.task.done():
             run.task.cancel()
 
-    async def _execute(self, run: _Running, pool: ThreadPoolExecutor) -> None:
+    async def _execute(self, run: _Running, pool: HandlerThreads) -> None:
         job = run.job
         outcome, error = "done", ""
         try:
@@ -305,7 +303,7 @@ class Engine:
             if is_async:
                 run.value = await fn(job)
             else:
-                result = await asyncio.get_running_loop().run_in_executor(pool, fn, job)
+                result = await pool.submit(fn, job)
                 if inspect.isawaitable(result):
                     result = await result
                 run.value = result
