@@ -40,15 +40,16 @@ from .queue import AsyncQueue, Queue
 from .repeat import Repeatable
 from .results import Counts, ErrorRecord, JobRow, JobState, LogEntry, Retention, RetryOutcome
 from .version import __version__ as __version__
-from .worker import Worker, WorkerStats
+from .worker import Batch, Worker, WorkerStats
 from .worker.config import WorkerConfig
-from .worker.job import JobCancelled, JobContext
+from .worker.job import JobCancelled, JobContext, JobFailure
 
 __all__ = [
     "AsyncEventStream",
     "AsyncQueue",
     "AuditEntry",
     "Backoff",
+    "Batch",
     "BulkResult",
     "Claimed",
     "Counts",
@@ -65,6 +66,7 @@ __all__ = [
     "JobCancelled",
     "JobContext",
     "JobFailed",
+    "JobFailure",
     "JobFilter",
     "JobGone",
     "JobLocked",
