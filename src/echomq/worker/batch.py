@@ -45,9 +45,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("echomq.worker")
 
-#: The largest batch (one claim call leases it; bounded like every server call).
-MAX_BATCH_SIZE = 1000
-
 
 @dataclass(frozen=True)
 class Batch:
@@ -67,7 +64,7 @@ class Batch:
     wait_ms: int = 500
 
     def __post_init__(self) -> None:
-        checks.integer(self.size, "Batch.size", 1, MAX_BATCH_SIZE)
+        checks.integer(self.size, "Batch.size", 1, checks.MAX_HANDLER_BATCH)
         checks.integer(self.min_size, "Batch.min_size", 1, self.size)
         checks.integer(self.wait_ms, "Batch.wait_ms", 0, checks.HORIZON_MS)
 
