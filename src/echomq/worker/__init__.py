@@ -126,6 +126,8 @@ class Worker:
             self._engine_for(name, h, metrics) for name, h in zip(names, per_queue(handler, names))
         ]
         self._engine = self._engines[0]
+        for engine in self._engines[1:]:
+            engine.wid = self._engine.wid  # one worker: one id under every queue
         #: Set once the worker is connected and serving (for hosts and tests).
         self.ready = threading.Event()
         self._finished = threading.Event()
@@ -145,8 +147,6 @@ class Worker:
         if self.batch is not None:
             engine.batcher = Batcher(engine, self.batch)
             engine.shape["batch"] = self.batch.describe()
-        if getattr(self, "_engines", None):
-            engine.wid = self._engines[0].wid  # one worker: one id under every queue
         return engine
 
     @property
