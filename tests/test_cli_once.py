@@ -115,8 +115,8 @@ def test_worker_command_serves_every_queue_given(
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
     proc = subprocess.Popen(
         [sys.executable, "-m", "echomq.cli", "--url", server.url, "--json", "worker",
-         "emq_multi_handlers:handle", "--queue", qs[0].name, "--queue", f"{qs[1].name},{qs[2].name}",
-         "--order", "fair"],
+         "emq_multi_handlers:handle", "--queue", qs[0].name,
+         "--queue", f"{qs[1].name},{qs[2].name}", "--order", "fair"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
         text=True, env=env, cwd=tmp_path,
     )  # fmt: skip
