@@ -99,7 +99,17 @@ class Coordinator:
     def changed(self, source: Engine) -> None:
         """Slots or demand moved (``source`` settled, claimed, or woke): nudge each
         other engine that may now claim."""
-        for engine in self.engines:
+        engines = self.engines
+        if engines[0].capacity <= sum(e.holding for e in engines):
+            return  # no slot free (the common case under load): nobody can claim
+        if self.order == "priority":
+            for engine in engines:
+                if engine.more:  # the first queue that may have work claims next
+                    if engine is not source:
+                        engine.nudge()
+                    return
+            return
+        for engine in engines:
             if engine is not source and engine.more and self.free_for(engine) > 0:
                 engine.nudge()
 
@@ -212,7 +222,14 @@ class SharedWait:
                 if isinstance(reply, Exception):
                     raise reply
                 if reply is not None:
-                    self._wake([as_str(reply[0])])
+                    # the claim that follows sees every job whose token is in the list
+                    # now (each enqueue pushes its token with the job, atomically): the
+                    # rest are stale, and each would wake the queue for a claim that
+                    # finds nothing (under priority, holding the queues behind it)
+                    key = as_str(reply[0])
+                    await conn.send(("DEL", key))
+                    await conn.read(1)
+                    self._wake([key])
                 elif set(self._waiting) <= set(keys):
                     self._wake(keys)  # the beat's timeout: each claims once
                 # else: unblocked for a key that joined; wait again with every key
