@@ -75,23 +75,23 @@ class Coordinator:
 
     def free_for(self, engine: Engine) -> int:
         """The slots ``engine`` may fill now (0 while it must leave them to others)."""
-        capacity = engine.capacity
-        free = capacity - sum(e.holding for e in self.engines)
+        engines = self.engines
+        held = [e.holding for e in engines]
+        free = engine.capacity - sum(held)
         if free <= 0:
             return 0
         if self.order == "priority":
-            for other in self.engines:
+            for other in engines:
                 if other is engine:
                     return free
                 if other.more:
                     return 0  # a queue before it may have work: it goes first
             return 0
-        wanting = [e for e in self.engines if e.more or e is engine]
+        wanting = [e for e in engines if e.more or e is engine]
         # the slots held by queues with no known work are not shared out
-        shared = capacity - sum(e.holding for e in self.engines if e not in wanting)
-        share, extra = divmod(shared, len(wanting))
-        at = wanting.index(engine)
-        if (at - self._turn) % len(wanting) < extra:
+        idle_held = sum(h for e, h in zip(engines, held) if e not in wanting)
+        share, extra = divmod(engine.capacity - idle_held, len(wanting))
+        if (wanting.index(engine) - self._turn) % len(wanting) < extra:
             share += 1
         self._turn += 1
         return max(0, min(free, share - engine.holding))
@@ -99,19 +99,22 @@ class Coordinator:
     def changed(self, source: Engine) -> None:
         """Slots or demand moved (``source`` settled, claimed, or woke): nudge each
         other engine that may now claim."""
-        engines = self.engines
-        if engines[0].capacity <= sum(e.holding for e in engines):
+        if self.free_slots() <= 0:
             return  # no slot free (the common case under load): nobody can claim
         if self.order == "priority":
-            for engine in engines:
+            for engine in self.engines:
                 if engine.more:  # the first queue that may have work claims next
                     if engine is not source:
                         engine.nudge()
                     return
             return
-        for engine in engines:
+        for engine in self.engines:
             if engine is not source and engine.more and self.free_for(engine) > 0:
                 engine.nudge()
+
+    def free_slots(self) -> int:
+        """The slots free over every queue (a claim in flight counted as held)."""
+        return self.engines[0].capacity - sum([e.holding for e in self.engines])
 
     async def idle(self, engine: Engine) -> None:
         """Wait (in the shared wait) for ``engine``'s wake token or the beat's timeout;
