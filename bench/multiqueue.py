@@ -11,6 +11,9 @@ Measures, each worker in a process of its own, a no-op handler:
   queues uses over ``--idle-s`` seconds, against an idle worker over one;
 - jobs per second of a batch handler (``Batch(size=100)``) against one-by-one.
 
+The worker process's CPU per job (``/proc``) is shown beside each rate: on a shared
+machine it is steadier than the rate, which a neighbour's load moves.
+
 Runs are interleaved (one of each kind per round) so a noisy neighbour hits all
 kinds alike; each figure is the median over ``--repeat`` rounds.
 
@@ -76,7 +79,8 @@ class Consumer:
 
 def throughput(
     url: str, n_queues: int, spread: str, n: int, concurrency: int, batch: int = 0
-) -> float:
+) -> tuple[float, float]:
+    """Jobs per second, and the worker process's CPU per job (us)."""
     tag = time.time_ns()
     qs = [Queue(f"bench-mq-{tag}-{i}", url=url) for i in range(n_queues)]
     for q in qs:
@@ -91,6 +95,7 @@ def throughput(
     pipe = r.pipeline(transaction=False)
     for q in qs:
         pipe.hdel(q.keys.meta, "paused")  # every queue resumed in one round trip
+    c0 = consumer.cpu_s()
     t0 = time.perf_counter()
     pipe.execute()
     for q in qs:
@@ -106,13 +111,14 @@ def throughput(
             raise RuntimeError("stuck")
         time.sleep(0.002)
     elapsed = time.perf_counter() - t0
+    cpu_us = (consumer.cpu_s() - c0) / n * 1e6
     consumer.finish()
     for q in qs:
         q.pause()
         while not q.obliterate(budget=10_000):
             pass
         q.close()
-    return n / elapsed
+    return n / elapsed, cpu_us
 
 
 def idle_cpu(url: str, n_queues: int, seconds: float) -> float:
@@ -153,17 +159,21 @@ def main() -> None:
         "batch handler, Batch(size=100), concurrency 2": (1, "even", 2, 100),
     }
     runs: dict[str, list[float]] = {k: [] for k in kinds}
+    cpus: dict[str, list[float]] = {k: [] for k in kinds}
     idle: dict[int, list[float]] = {1: [], 10: []}
     with bench_server() as url:
         for _ in range(args.repeat):
             for kind, (nq, spread, conc, batch) in kinds.items():
-                runs[kind].append(throughput(url, nq, spread, n, conc, batch))
+                rate, cpu_us = throughput(url, nq, spread, n, conc, batch)
+                runs[kind].append(rate)
+                cpus[kind].append(cpu_us)
             for nq in idle:
                 idle[nq].append(idle_cpu(url, nq, args.idle_s))
     tp = {k: median(v) for k, v in runs.items()}
     one = tp[f"1 queue, concurrency {c}"]
-    rows: list[list[object]] = [["run", "jobs/s", "vs 1 queue, one-by-one"]]
-    rows += [[k, v, f"{v / one:.2f}"] for k, v in tp.items()]
+    cpu = {k: median(v) for k, v in cpus.items()}
+    rows: list[list[object]] = [["run", "jobs/s", "vs 1 queue", "worker CPU us/job"]]
+    rows += [[k, v, f"{v / one:.2f}", f"{cpu[k]:.1f}"] for k, v in tp.items()]
     report(rows)
     print()
     report(

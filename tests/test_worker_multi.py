@@ -9,6 +9,7 @@ queue its own handler.
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import threading
 import time
@@ -19,7 +20,8 @@ import pytest
 import redis
 
 from echomq import InvalidArgument, JobContext, Queue, Worker, WorkerConfig
-from echomq.worker.multi import check_order, per_queue
+from echomq.embedded import EmbeddedServer
+from echomq.worker.multi import SharedWait, check_order, per_queue
 from worker_support import FAST, job_keys, running, wait_until
 
 Make = Callable[..., Queue]
@@ -195,3 +197,36 @@ def test_a_single_queue_worker_is_unchanged(q: Queue) -> None:
     w = Worker(q, lambda job: None, config=WorkerConfig(lease_ms=3000))
     assert w._engine.coord is None and w.queue_names == [q.name]
     assert w._engine.shape == {}
+
+
+async def test_the_shared_wait_takes_in_a_key_that_joins_while_it_blocks(
+    server: EmbeddedServer, qname: str
+) -> None:
+    import redis.asyncio as aredis
+
+    blocker = aredis.Redis.from_url(server.url)
+    control = aredis.Redis.from_url(server.url)
+    wait = SharedWait(blocker, control, timeout_s=30.0)  # no timeout within the test
+    k1, k2 = f"{qname}:w1", f"{qname}:w2"
+    try:
+        first = asyncio.ensure_future(wait.wait(k1))
+        for _ in range(200):  # until the BLPOP on k1 alone is in place
+            if wait._blocked == frozenset({k1}):
+                break
+            await asyncio.sleep(0.005)
+        second = asyncio.ensure_future(wait.wait(k2))  # unblocks, waits on both
+        await control.rpush(k2, "1", "2", "3")
+        await asyncio.wait_for(second, 5)  # woken by its token, not by the timeout
+        assert not first.done()
+        assert await control.exists(k2) == 0  # the stale tokens went with the wake
+        await control.rpush(k1, "1")
+        await asyncio.wait_for(first, 5)
+        # a waiter after the pump has wound down starts a new one
+        third = asyncio.ensure_future(wait.wait(k2))
+        await asyncio.sleep(0.05)
+        await control.rpush(k2, "1")
+        await asyncio.wait_for(third, 5)
+    finally:
+        await wait.close()
+        await blocker.aclose()
+        await control.aclose()

@@ -142,6 +142,9 @@ class SharedWait:
         self.blocker, self.control, self.timeout_s = blocker, control, timeout_s
         self._waiting: dict[str, asyncio.Future[None]] = {}
         self._pump: asyncio.Task[None] | None = None
+        # True from a pump's start until it leaves its loop, set back with no await in
+        # between: a waiter that comes while a pump winds down starts a new one
+        self._pumping = False
         self._blocked: frozenset[str] | None = None  # the keys of the BLPOP in flight
         self._client_id: int | None = None
 
@@ -155,7 +158,8 @@ class SharedWait:
         fut = self._waiting.get(key)
         if fut is None or fut.done():
             fut = self._waiting[key] = loop.create_future()
-        if self._pump is None or self._pump.done():
+        if not self._pumping:
+            self._pumping = True
             self._pump = loop.create_task(self._run())
         else:
             await self._unblock(key)
@@ -169,6 +173,7 @@ class SharedWait:
     async def close(self) -> None:
         """Stop the wait (the worker is done)."""
         pump, self._pump = self._pump, None
+        self._pumping = False
         if pump is not None:
             pump.cancel()
             await asyncio.gather(pump, return_exceptions=True)
@@ -203,11 +208,11 @@ class SharedWait:
             else:
                 await self._run_on(pool)
         except asyncio.CancelledError:
+            self._pumping, self._blocked = False, None
             raise
         except Exception as exc:
-            self._wake(None, exc)
-        finally:
-            self._blocked = self._client_id = None
+            self._pumping, self._blocked = False, None
+            self._wake(None, exc)  # each engine's loop counts it and waits again
 
     async def _run_on(self, pool: Any) -> None:
         async with HeldConnection(pool) as conn:
@@ -216,7 +221,10 @@ class SharedWait:
             if isinstance(client_id, Exception):
                 raise client_id
             self._client_id = int(client_id)
-            while self._waiting:
+            while True:
+                if not self._waiting:
+                    self._pumping = False
+                    return
                 keys = sorted(self._waiting)
                 self._blocked = frozenset(keys)
                 await conn.send(("BLPOP", *keys, self.timeout_s))
@@ -245,7 +253,10 @@ class SharedWait:
     async def _run_on_cluster(self) -> None:
         # the queues' wake lists live in different slots, which one BLPOP cannot
         # span: on a cluster each list is waited on in turn, a slice of the beat each
-        while self._waiting:
+        while True:
+            if not self._waiting:
+                self._pumping = False
+                return
             keys = sorted(self._waiting)
             slice_s = max(0.05, self.timeout_s / len(keys))
             for key in keys:
