@@ -173,6 +173,22 @@ def test_an_async_handler_worker_from_a_url(cluster: LocalCluster, rc: RedisClus
     wipe(q)
 
 
+def test_a_worker_over_queues_on_several_primaries(cluster: LocalCluster, rc: RedisCluster) -> None:
+    # the wake lists live in different slots: the shared wait takes them in turn
+    qs = [Queue(name, client=rc) for name in ("multi-alpha", "multi-bravo", "multi-charlie")]
+    for q in qs:
+        q.enqueue_many(range(5))
+    seen: list[str] = []
+    names = [q.name for q in qs]
+    with running(Worker(names, lambda job: seen.append(job.queue), url=cluster.url, config=FAST)):
+        wait_until(lambda: len(seen) == 15)
+        qs[2].enqueue(99)  # idle now: a job on the last queue wakes it
+        wait_until(lambda: len(seen) == 16)
+    assert seen[:15] == [n for n in names for _ in range(5)]  # priority order
+    for q in qs:
+        wipe(q)
+
+
 def test_events_are_sharded_and_streams_follow(cluster: LocalCluster, rc: RedisCluster) -> None:
     q = Queue("evented", client=rc)
     with q.events() as stream:

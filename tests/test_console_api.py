@@ -962,3 +962,19 @@ def test_run_a_scheduled_job_now(api: TestClient, q: Queue, r: redis.Redis) -> N
     assert post(api, qp(q, f"/jobs/{later}/promote")).json() == {"ok": True}
     assert r.hget(q.keys.job(later), "state") == "pending"
     assert r.zscore(q.keys.schedule, later) is None and r.zscore(q.keys.pending, later) == 0
+
+
+def test_workers_shows_a_workers_queues_order_and_batch(
+    api: TestClient, make_queue: Callable[..., Queue], qname: str
+) -> None:
+    from echomq import Batch, Worker
+    from worker_support import FAST, running
+
+    a, b = make_queue(f"{qname}-a"), make_queue(f"{qname}-b")
+    with running(Worker([a, b], lambda jobs: None, config=FAST, batch=Batch(size=10))):
+        wait_until(b.workers)
+        got = api.get(qp(b, "/workers"))
+    assert got.status_code == 200
+    (w,) = got.json()["workers"]
+    assert w["queues"] == [a.name, b.name] and w["order"] == "priority"
+    assert w["batch"] == "size=10,min_size=1,wait_ms=500"

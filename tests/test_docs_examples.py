@@ -37,6 +37,10 @@ LEFT_BEHIND = {
     "operator_plane.py": set(),
     "queue_events.py": {"meta", "pending", "job:*", "audit", "seq"},
     "dedup_search_index.py": {"metrics:completed", "settled", "seq"},
+    # the rejected row stays dead (with its failure counted)
+    "batch_insert.py": {"metrics:completed", "metrics:failed", "dead", "job:*", "settled", "seq"},
+    # EMQ_QUEUE is the high queue; the example's two others are named after it
+    "several_queues.py": {"metrics:completed", "settled", "seq"},
 }
 
 

@@ -124,8 +124,9 @@ def drawn_tree() -> dict[str, str]:
 def test_the_drawing_is_the_tree() -> None:
     drawn = drawn_tree()
     defined = {c.__name__ for c in error_classes()} - {"EchoMQError"}
-    # every class of errors.py is drawn (the worker's JobCancelled too), nothing else
-    assert set(drawn) == defined | {"JobCancelled"}
+    # every class of errors.py is drawn (the worker's JobCancelled and JobFailure too),
+    # nothing else
+    assert set(drawn) == defined | {"JobCancelled", "JobFailure"}
     for name, parent in drawn.items():
         cls = getattr(errors, name, None) or getattr(echomq, name)
         assert getattr(errors, parent) in cls.__bases__, (name, parent)

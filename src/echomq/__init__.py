@@ -51,15 +51,16 @@ from .results import (
     RetryOutcome,
 )
 from .version import __version__ as __version__
-from .worker import Worker, WorkerStats
+from .worker import Batch, Worker, WorkerStats
 from .worker.config import WorkerConfig
-from .worker.job import JobCancelled, JobContext
+from .worker.job import JobCancelled, JobContext, JobFailure
 
 __all__ = [
     "AsyncEventStream",
     "AsyncQueue",
     "AuditEntry",
     "Backoff",
+    "Batch",
     "BulkResult",
     "Claimed",
     "Counts",
@@ -78,6 +79,7 @@ __all__ = [
     "JobCancelled",
     "JobContext",
     "JobFailed",
+    "JobFailure",
     "JobFilter",
     "JobGone",
     "JobLocked",

@@ -40,6 +40,8 @@ MAX_EXACT = 2**53
 MAX_RUN_AT_MS = 253_402_300_799_999
 #: The most jobs (or groups, or ids) one server call handles: budgets, counts, pages.
 MAX_BATCH = 100_000
+#: The most jobs a batch handler takes at once (``Batch.size``; one claim call leases them).
+MAX_HANDLER_BATCH = 1000
 #: The largest value of any other counter (max_attempts, keep, offset, limit, weight).
 MAX_COUNT = 2**31 - 1
 #: The longest job name, in characters.

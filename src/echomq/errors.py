@@ -13,6 +13,7 @@ and carries a stable ``.reason`` string::
     ├── NativeUnavailable      executor="native" on a server without the echomq module
     ├── JobCancelled           raised in a handler whose job was cancelled (echomq.worker.job)
     ├── RateLimited            raised BY a handler: put the job back, hold the queue or its lane
+    ├── JobFailure             a job its batch handler marked failed: job.fail("why")
     ├── ScriptError            a script failed in a way that is not a refusal
     ├── ServerUnavailable      no server answers at the configured address
     │   ├── OutcomeUnknown     a write was sent and no reply came; it is never sent again
@@ -41,7 +42,7 @@ classes, by exact code; the one reader of replies (:mod:`echomq.replies`) applie
 attached, so no plan parses a message.
 
 Every class here is exported from ``echomq``. Two more live with their callers: the
-worker's ``JobCancelled`` (drawn above, exported too) and the console's own
+worker's ``JobCancelled`` and ``JobFailure`` (drawn above, exported too) and the console's own
 ``ReadOnly`` and ``UnsafeBind`` (:mod:`echomq.console`).
 """
 

@@ -11,7 +11,9 @@ record is gone, a bounded number per call.
 The record: ``host``, ``pid``, ``queues`` (JSON list), ``concurrency``, ``jobs`` (in
 hand), ``job_ids`` (JSON, the first :data:`JOB_IDS_SHOWN`), ``version``, ``beat_ms``
 (its interval), the counts so far (``claimed``, ``completed``, ``failed``,
-``cancelled``), and the server times ``started`` and ``beat``.
+``cancelled``), the server times ``started`` and ``beat``, and, when set, ``order``
+(a worker over several queues: it is listed under each, with every queue in
+``queues``) and ``batch`` (a batch worker's settings).
 """
 
 from __future__ import annotations
@@ -70,6 +72,8 @@ def _info(wid: str, raw: Any, now: int) -> WorkerInfo:
         failed=_num(f, "failed"),
         cancelled=_num(f, "cancelled"),
         age_ms=max(0, now - beat),
+        order=f.get("order", ""),
+        batch=f.get("batch", ""),
     )
 
 

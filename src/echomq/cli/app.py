@@ -37,6 +37,7 @@ from ..version import __version__
 from ..views import to_json
 from . import exits
 from .known import require_known
+from .once import OnceGroup
 from .text import clean_lines
 
 #: The environment variable naming the server.
@@ -335,8 +336,12 @@ def _translated(ctx: click.Context) -> Iterator[None]:
         raise fail("error", f"error: {exc}", exits.FAILURE) from None
 
 
-class EmqGroup(click.Group):
-    """The root group: runs the subcommand inside the error translation."""
+class EmqGroup(OnceGroup):
+    """The root group: runs the subcommand inside the error translation. Its
+    commands and groups refuse a single-valued option given twice
+    (:mod:`echomq.cli.once`)."""
+
+    group_class = OnceGroup
 
     def invoke(self, ctx: click.Context) -> Any:
         """Run the subcommand; map echomq errors to messages and exit statuses."""

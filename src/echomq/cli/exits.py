@@ -67,7 +67,11 @@ def table() -> list[tuple[int, str]]:
     rows = [
         (OK, "success"),
         (FAILURE, "unexpected error (script error, keyspace version mismatch, ...)"),
-        (USAGE, "usage error: unknown option, malformed JSON, argument out of range"),
+        (
+            USAGE,
+            "usage error: unknown option, an option given twice, malformed JSON, "
+            "argument out of range",
+        ),
         (NO_SERVER, "no server answers at the URL"),
         (MALFORMED, "malformed job id, queue, group, dedup or repeat name (nothing sent)"),
         (NOT_CONFIRMED, "destructive verb not confirmed (no --yes off a terminal, or declined)"),

@@ -22,6 +22,7 @@ from typing import Any
 import click
 from rich.table import Table
 
+from ..checks import MAX_HANDLER_BATCH
 from ..embedded import EmbeddedServer, server_answers
 from ..errors import ServerUnavailable
 from ..events import Event
@@ -130,8 +131,48 @@ def load_handler(spec: str) -> Callable[..., Any]:
 
 @cli.command()
 @click.argument("handler_spec", metavar="MODULE:FUNCTION")
-@click.option("--queue", "queue_name", required=True, help="The queue to work.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option(
+    "--queue",
+    "queue_names",
+    required=True,
+    multiple=True,
+    help="The queue to work; repeat it (or a,b,c) for several, served in that order.",
+)
+@click.option(
+    "--order",
+    type=click.Choice(["priority", "fair"]),
+    default="priority",
+    show_default=True,
+    help="Over several queues: the first with work first, or an equal share each.",
+)
+@click.option(
+    "--batch",
+    "batch_size",
+    type=click.IntRange(1, MAX_HANDLER_BATCH),
+    default=None,
+    help="Hand the handler lists of up to this many jobs (a batch handler).",
+)
+@click.option(
+    "--batch-min",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="A batch starts with at least this many jobs...",
+)
+@click.option(
+    "--batch-wait-ms",
+    type=click.IntRange(min=0),
+    default=500,
+    show_default=True,
+    help="...or when its first job has waited this long.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Jobs in flight over all the queues (batches, with --batch).",
+)
 @click.option("--lease-ms", type=click.IntRange(min=1), default=30000, show_default=True)
 @click.option(
     "--failure-level",
@@ -150,28 +191,40 @@ def load_handler(spec: str) -> Callable[..., Any]:
 def worker(
     env: Env,
     handler_spec: str,
-    queue_name: str,
+    queue_names: tuple[str, ...],
+    order: str,
+    batch_size: int | None,
+    batch_min: int,
+    batch_wait_ms: int,
     concurrency: int,
     lease_ms: int,
     failure_level: str,
     log_tracebacks: bool,
     **obs: Any,
 ) -> None:
-    """Run a worker on QUEUE with the handler MODULE:FUNCTION until SIGINT/SIGTERM."""
-    from ..worker import Worker, WorkerConfig
+    """Run a worker on QUEUE (or several) with the handler MODULE:FUNCTION until
+    SIGINT/SIGTERM."""
+    from ..worker import Batch, Worker, WorkerConfig
 
-    # check the name before anything else; a worker may wait for its queue to appear
-    q = env.queue(queue_name, may_create=True)
+    names = queue_list(queue_names)
+    # check the names before anything else; a worker may wait for its queues to appear
+    queues = [env.queue(name, may_create=True) for name in names]
+    batch = None
+    if batch_size is not None:
+        batch = Batch(size=batch_size, min_size=batch_min, wait_ms=batch_wait_ms)
+    elif batch_min != 1 or batch_wait_ms != 500:
+        raise click.UsageError("--batch-min and --batch-wait-ms need --batch")
     handler = load_handler(handler_spec)
     _require_server(env)
-    env.note_if_unknown(q)
+    for q in queues:
+        env.note_if_unknown(q)
     metrics = obs_cmds.worker_observability(**obs)
     config = WorkerConfig(
         failure_log_level=logging.getLevelName(failure_level.upper()),
         log_tracebacks=log_tracebacks,
     )
     w = Worker(
-        queue_name,
+        names,
         handler,
         url=env.server_url,
         concurrency=concurrency,
@@ -179,12 +232,32 @@ def worker(
         config=config,
         metrics=metrics,
         executor=env.executor,
+        order=order,  # type: ignore[arg-type]  # click.Choice checked it
+        batch=batch,
     )
-    env.note(f"worker on {queue_name} at {env.server_url}, concurrency {concurrency}")
+    shape = f", order {order}" if len(names) > 1 else ""
+    if batch is not None:
+        shape += f", batches of {batch.describe()}"
+    env.note(f"worker on {', '.join(names)} at {env.server_url}, concurrency {concurrency}{shape}")
     stats = dataclasses.asdict(w.run())
     env.note("worker stopped: " + ", ".join(f"{v} {k}" for k, v in stats.items() if v))
     if env.json:
-        env.emit({"queue": queue_name, "stats": stats}, "")
+        env.emit({"queue": names[0], "queues": names, "stats": stats}, "")
+
+
+def queue_list(given: tuple[str, ...]) -> list[str]:
+    """``--queue`` values as queue names: each may list several (``a,b``), in order.
+
+    Raises:
+        click.BadParameter: an empty name, or a queue named twice.
+    """
+    names = [part.strip() for value in given for part in value.split(",")]
+    if any(not name for name in names):
+        raise click.BadParameter("an empty queue name", param_hint="--queue")
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise click.BadParameter(f"named twice: {', '.join(twice)}", param_hint="--queue")
+    return names
 
 
 @cli.command()
@@ -346,15 +419,27 @@ def workers(env: Env, queue: str, count: int) -> None:
             return
         env.heading(f"workers of {queue} {env.on_server()}")
         table = Table(
-            "worker", "host", "pid", "jobs", "concurrency", "done", "failed", "up", "last beat"
+            "worker",
+            "host",
+            "pid",
+            "queues",
+            "jobs",
+            "concurrency",
+            "batch",
+            "done",
+            "failed",
+            "up",
+            "last beat",
         )
         for w in found:
             table.add_row(
                 clean(w.id),
                 clean(w.host),
                 str(w.pid),
+                clean(",".join(w.queues)) + (f" ({w.order})" if w.order else ""),
                 str(w.jobs),
                 str(w.concurrency),
+                clean(w.batch) if w.batch else "-",
                 str(w.completed),
                 str(w.failed),
                 _ago(max(0, w.beat_ms - w.started_ms)),

@@ -118,7 +118,10 @@ class QueueReads(ConsoleCore):
         Returns:
             ``{"workers": [{"id", "host", "pid", "queues", "concurrency", "jobs",
             "job_ids", "started_ms", "beat_ms", "interval_ms", "version", "claimed",
-            "completed", "failed", "cancelled", "age_ms"}]}``.
+            "completed", "failed", "cancelled", "age_ms", "order", "batch"}]}``: ``queues``
+            lists every queue the worker serves, ``order`` is ``"priority"`` or
+            ``"fair"`` for a worker over several (else ``""``), ``batch`` a batch
+            worker's settings (else ``""``).
         """
         if not 1 <= n <= MAX_WORKERS:
             raise InvalidArgument(f"n must be within 1..{MAX_WORKERS}, got {n}")

@@ -76,6 +76,9 @@ class WorkerInfo:
         version: the echomq version it runs.
         claimed, completed, failed, cancelled: its counts so far.
         age_ms: ms since its last beat (server clock at the read).
+        order: a worker over several queues: ``"priority"`` or ``"fair"`` (else ``""``).
+        batch: a batch worker's settings, ``"size=100,min_size=1,wait_ms=500"``
+            (else ``""``).
     """
 
     id: str
@@ -94,6 +97,8 @@ class WorkerInfo:
     failed: int
     cancelled: int
     age_ms: int
+    order: str = ""
+    batch: str = ""
 
 
 @dataclass(frozen=True)

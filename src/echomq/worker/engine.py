@@ -30,7 +30,7 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
@@ -56,6 +56,10 @@ from .routes import Routes, failure_text
 from .stats import WorkerStats
 from .threads import HandlerThreads
 from .waker import Waker
+
+if TYPE_CHECKING:
+    from .batch import Batcher
+    from .multi import Coordinator
 
 log = logging.getLogger("echomq.worker")
 
@@ -104,6 +108,18 @@ class Engine:
         self._limited: dict[tuple[str, int], RateLimited] = {}  # handlers' RateLimited
         #: This run's id in the queue's worker registry (random, hex).
         self.wid = secrets.token_hex(8)
+        #: The queues one worker serves, as its registry record shows them.
+        self.queues = [name]
+        #: More of the registry record: ``order`` and ``batch`` when set.
+        self.shape: dict[str, str] = {}
+        #: Set by a worker over several queues (:mod:`echomq.worker.multi`): the
+        #: shared slots, the claim order and the one idle wait.
+        self.coord: Coordinator | None = None
+        #: Set by a batch worker (:mod:`echomq.worker.batch`): jobs go to the
+        #: handler in lists.
+        self.batcher: Batcher | None = None
+        self.wake_key: str | None = None  # the queue's wake list (set by run)
+        self.claiming = 0  # slots asked for by the claim in flight (the coordinator counts them)
 
     async def run(
         self, aq: AsyncQueue, blocker: Any, pool: HandlerThreads, ready: threading.Event
@@ -115,6 +131,7 @@ class Engine:
         self._nudged = loop.create_future()
         if not await self._fence(aq):
             return  # stopped before the server ever answered
+        self.wake_key = aq.keys.wake
         self._waker = Waker(blocker, aq.keys.wake, lifecycle.claim_gate(aq.ctx).args)
         self._beating = True
         beat = loop.create_task(self._beat_loop(aq))
@@ -172,26 +189,38 @@ class Engine:
                 try:
                     await self._send_outcomes(aq)
                     self._take_done()
-                    free = cfg.concurrency - len(self._running)
+                    free = self.free()
                     # while a wake task exists `_more` is False: only it claims then
-                    want = min(free, cfg.claim_batch) if self._more else 0
+                    want = self.want(free) if self._more else 0
                     if self._completing or want:
                         done = self._completing
                         plan = plans.complete_and_claim(
                             aq.ctx, done, want, cfg.lease_ms, cfg.lock, self._results
                         )
                         t0 = time.perf_counter()
-                        got = await aq.runner.drive(plan)
+                        self.claiming = want
+                        try:
+                            got = await aq.runner.drive(plan)
+                        finally:
+                            self.claiming = 0
                         if want:
                             self.observer.claimed(len(got.claimed), time.perf_counter() - t0)
                         self._count_completions(done, got.stale)
                         self._claimed(aq, got.claimed, want, pool)
                         self._outage.ok("serving")
                         failures = 0
+                        if self.coord is not None:
+                            self.coord.changed(self)
                         continue
                     assert self._nudged is not None
                     waits: list[asyncio.Future[Any]] = [self._nudged]
-                    if free > 0:
+                    if self.coord is not None:
+                        # one wait over every queue: a queue with no known work waits
+                        # even with no slot free, so its work counts as demand at once
+                        if not self._more:
+                            wake = wake or loop.create_task(self.coord.idle(self))
+                            waits.append(wake)
+                    elif free > 0:
                         wake = wake or loop.create_task(self._wake_then_claim(aq, pool))
                         waits.append(wake)
                     await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
@@ -201,6 +230,8 @@ class Engine:
                         finished, wake = wake, None
                         finished.result()
                         self._outage.ok("serving")
+                        if self.coord is not None:
+                            self.coord.changed(self)
                     failures = 0
                 except Exception as exc:
                     # a server error, or a payload the serializer cannot read: the
@@ -221,6 +252,11 @@ class Engine:
         it, it is unblocked so the claim's answer is read and its jobs wound down like
         the others; mid-claim, it finishes. A server that answers nothing for a beat
         and more gets the wait cancelled all the same."""
+        if self.coord is not None:
+            # the shared wait carries no claim: cancelling it loses nothing
+            wake.cancel()
+            await asyncio.gather(wake, return_exceptions=True)
+            return
         assert self._waker is not None
         loop = asyncio.get_running_loop()
         give_up = loop.time() + self.config.beat / 1000 + 2.0
@@ -248,7 +284,7 @@ class Engine:
         cfg = self.config
         waker = self._waker
         assert waker is not None
-        want = min(cfg.concurrency - len(self._running), cfg.claim_batch)
+        want = self.want(self.free())
         if want <= 0:
             self._more = True
             return
@@ -269,6 +305,40 @@ class Engine:
         finally:
             waker.done()
 
+    def free(self) -> int:
+        """The job slots this engine may fill now (the coordinator's share when the
+        worker serves several queues)."""
+        if self.coord is not None:
+            return self.coord.free_for(self)
+        return self.capacity - len(self._running)
+
+    @property
+    def capacity(self) -> int:
+        """The most jobs in hand: ``concurrency``, or ``concurrency`` batches."""
+        size = self.batcher.batch.size if self.batcher is not None else 1
+        return self.config.concurrency * size
+
+    @property
+    def holding(self) -> int:
+        """The slots in use: jobs in hand and the claim in flight."""
+        return len(self._running) + self.claiming
+
+    @property
+    def more(self) -> bool:
+        """Whether the queue may hold work the last claim did not take."""
+        return self._more
+
+    def woke(self) -> None:
+        """The shared wait saw this queue's wake token (or timed out): claim next."""
+        self._more = True
+
+    def want(self, free: int) -> int:
+        """How many jobs to claim with ``free`` slots (a batch worker fills a batch
+        in one call)."""
+        if self.batcher is not None:
+            return min(free, self.batcher.wanted())
+        return min(free, self.config.claim_batch)
+
     def _claimed(self, aq: AsyncQueue, got: list[Claimed], want: int, pool: HandlerThreads) -> None:
         loop = asyncio.get_running_loop()
         if want:
@@ -276,16 +346,24 @@ class Engine:
             held = self.throttle.note(got, loop.time())
             self._more = len(got) == want and not held
         timeout = self.config.job_timeout_ms
+        runs: list[_Running] = []
         for claimed in got:
             run = _Running(JobContext(claimed, aq, loop, self._thread))
             self._running[(claimed.id, claimed.token)] = run
+            if self.batcher is not None:
+                runs.append(run)
+                continue
             run.task = loop.create_task(self._execute(run, pool))
             if timeout is not None:
                 run.timer = loop.call_later(timeout / 1000, self._cancel, run, TIMEOUT)
         self.stats.claimed += len(got)
+        if self.batcher is not None:
+            self.batcher.add(runs, pool)
 
     def _cancel(self, run: _Running, reason: str) -> None:
         run.job._cancel(reason)
+        if self.batcher is not None and reason in (CANCELLED, LEASE_LOST):
+            return  # one member's: the batch's call runs on for the others (a flag only)
         # an operator's cancel is cooperative: a plain handler's thread sees the flag
         # (the worker does not stop waiting for it); an async one is also cancelled
         # at its next await, as for the other reasons
@@ -307,12 +385,25 @@ class Engine:
                 if inspect.isawaitable(result):
                     result = await result
                 run.value = result
+            job.raise_marked()
         except (asyncio.CancelledError, Exception) as exc:
             outcome, error = self._failure(job, exc)
         finally:
             if run.timer is not None:
                 run.timer.cancel()
         self._record(run, "lost" if job.cancel_reason == LEASE_LOST else outcome, error)
+
+    def failure(self, job: JobContext, exc: BaseException) -> tuple[str, str]:
+        """The outcome and error text of a job whose handler raised ``exc``."""
+        return self._failure(job, exc)
+
+    def cancel(self, run: _Running, reason: str) -> None:
+        """Cancel a job in hand for ``reason`` (see :data:`~echomq.worker.job.TIMEOUT`)."""
+        self._cancel(run, reason)
+
+    def record(self, run: _Running, outcome: str, error: str) -> None:
+        """Queue a job's outcome for the serve loop to send."""
+        self._record(run, outcome, error)
 
     def _failure(self, job: JobContext, exc: BaseException) -> tuple[str, str]:
         reason = job.cancel_reason
@@ -462,7 +553,7 @@ class Engine:
         # the record lives three beats (and two seconds more): a worker that misses
         # one beat under load is not dropped, a crashed one is gone within seconds
         ttl = 3 * cfg.beat + 2000
-        fields = stats_module.record_fields(self.name, cfg, self.stats, pairs)
+        fields = stats_module.record_fields(self.queues, cfg, self.stats, pairs, self.shape)
         got = await aq.runner.drive(
             plans.beat(aq.ctx, pairs, cfg.lease_ms, cfg.lock, self.wid, ttl, fields)
         )
@@ -485,6 +576,8 @@ class Engine:
         """Stop claiming, let running jobs finish within the grace, release the rest."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.grace_ms / 1000
+        if self.batcher is not None:
+            self.batcher.flush()  # members held for a fuller batch run now, in the grace
         while True:
             await self._send_at_shutdown(aq)
             left = deadline - loop.time()

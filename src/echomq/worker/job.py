@@ -53,6 +53,10 @@ class JobCancelled(EchoMQError):
         self.reason = reason
 
 
+class JobFailure(EchoMQError):
+    """The error of a job its handler marked failed with a message (``job.fail("...")``)."""
+
+
 class _Finished(Generic[T]):
     """An awaitable that is already done (what a sync caller gets back)."""
 
@@ -79,7 +83,18 @@ class JobContext:
         queue: the queue name.
     """
 
-    __slots__ = ("_aq", "_loop", "_reason", "_thread", "attempt", "data", "group", "id", "name")
+    __slots__ = (
+        "_aq",
+        "_loop",
+        "_marked",
+        "_reason",
+        "_thread",
+        "attempt",
+        "data",
+        "group",
+        "id",
+        "name",
+    )
 
     def __init__(
         self, claimed: Claimed, aq: AsyncQueue, loop: asyncio.AbstractEventLoop, thread: int
@@ -91,6 +106,7 @@ class JobContext:
         self.group = claimed.group
         self._aq, self._loop, self._thread = aq, loop, thread
         self._reason: str | None = None
+        self._marked: BaseException | None = None
 
     @property
     def queue(self) -> str:
@@ -139,6 +155,27 @@ class JobContext:
             JobCancelled: the job was cancelled (nothing written).
         """
         return self._call(lambda: self._aq.add_log(self.id, line, keep))
+
+    def fail(self, error: BaseException | str) -> None:
+        """Mark this job failed, whatever the handler then returns: it is retried by
+        its own backoff (or dead-lettered at ``max_attempts``) with ``error`` as its
+        ``last_error``. Meant for a batch handler settling each job on its own; a
+        plain handler may simply raise.
+
+        Args:
+            error: an exception, or a message (kept as ``JobFailure: message``).
+        """
+        self._marked = error if isinstance(error, BaseException) else JobFailure(str(error))
+
+    @property
+    def marked(self) -> BaseException | None:
+        """The error :meth:`fail` marked this job with, or ``None``."""
+        return self._marked
+
+    def raise_marked(self) -> None:
+        """Raise the error :meth:`fail` marked, if any (the worker calls it)."""
+        if self._marked is not None:
+            raise self._marked
 
     def _call(self, write: Callable[[], Awaitable[T]]) -> Awaitable[T]:
         if self._reason is not None:

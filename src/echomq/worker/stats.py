@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .. import registry
@@ -76,15 +77,22 @@ class WorkerStats:
 
 
 def record_fields(
-    queue: str, config: WorkerConfig, stats: WorkerStats, held: list[tuple[str, int]]
+    queues: list[str],
+    config: WorkerConfig,
+    stats: WorkerStats,
+    held: list[tuple[str, int]],
+    shape: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The worker's registry record as its beat writes it (``echomq.registry``): where it
-    runs, what it holds and what it has done so far."""
+    runs, every queue it serves, what it holds here and what it has done so far.
+    ``shape`` adds ``order`` (a worker over several queues) and ``batch`` (a batch
+    worker's settings)."""
     return registry.record_fields(
         {
+            **(shape or {}),
             "host": socket.gethostname(),
             "pid": os.getpid(),
-            "queues": [queue],
+            "queues": queues,
             "concurrency": config.concurrency,
             "jobs": len(held),
             "job_ids": [job_id for job_id, _ in held[: registry.JOB_IDS_SHOWN]],

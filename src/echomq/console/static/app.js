@@ -787,14 +787,16 @@
         fill(workers, h("div", { class: "empty" }, "No live workers: none has beaten in the last few seconds."));
         return;
       }
-      const head = h("tr", {}, ["Worker", "Host", "PID", "Jobs", "Concurrency", "Done", "Failed attempts", "Up", "Last beat", "In hand"]
+      const head = h("tr", {}, ["Worker", "Host", "PID", "Queues", "Jobs", "Concurrency", "Batch", "Done", "Failed attempts", "Up", "Last beat", "In hand"]
         .map((t) => h("th", {}, t)));
       const rows = list.map((w) => h("tr", { dataset: { worker: w.id } },
         h("td", { class: "mono" }, w.id),
         h("td", { class: "mono" }, w.host),
         h("td", { class: "num" }, String(w.pid)),
+        h("td", { class: "mono" }, w.queues.join(", ") + (w.order ? ` (${w.order})` : "")),
         h("td", { class: "num" }, fmt(w.jobs)),
         h("td", { class: "num" }, fmt(w.concurrency)),
+        h("td", { class: "mono" }, w.batch || "-"),
         h("td", { class: "num" }, fmt(w.completed)),
         h("td", { class: "num" }, fmt(w.failed)),
         h("td", { title: isoTime(w.started_ms) }, span(w.beat_ms - w.started_ms)),

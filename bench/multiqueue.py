@@ -1,0 +1,195 @@
+"""One worker over several queues, and batch handlers (issue 28): the figures.
+
+Measures, each worker in a process of its own, a no-op handler:
+
+- jobs per second of one worker over ONE queue against one worker over TEN queues at
+  the same concurrency: the same backlog either in the one queue, spread evenly over
+  the ten, or all in the last of the ten (the nine before it empty: priority order
+  claims past them); the backlog enqueued on paused queues, the clock started at the
+  resume, stopped when the queues' ``metrics:completed`` counts reach the total;
+- the CPU (user + system, from ``/proc/<pid>/stat``) an idle worker over ten empty
+  queues uses over ``--idle-s`` seconds, against an idle worker over one;
+- jobs per second of a batch handler (``Batch(size=100)``) against one-by-one.
+
+The worker process's CPU per job (``/proc``) is shown beside each rate: on a shared
+machine it is steadier than the rate, which a neighbour's load moves.
+
+Runs are interleaved (one of each kind per round) so a noisy neighbour hits all
+kinds alike; each figure is the median over ``--repeat`` rounds.
+
+Run: ``python bench/multiqueue.py`` (a private server unless ``EMQ_URL`` is set);
+``--quick`` for a short run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from _common import bench_server, median, report
+from echomq import Batch, JobContext, Queue, Worker
+
+HERE = Path(__file__).resolve()
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def worker_role(args: argparse.Namespace) -> None:
+    """A worker with a no-op handler over ``--queues``; prints ``ready``."""
+    names = args.queues.split(",")
+    batch = Batch(size=args.batch) if args.batch else None
+
+    async def noop(job: JobContext) -> None:
+        return None
+
+    async def noop_batch(jobs: list[JobContext]) -> None:
+        return None
+
+    handler = noop_batch if batch else noop
+    queues = names if len(names) > 1 else names[0]
+    worker = Worker(queues, handler, url=args.url, concurrency=args.concurrency, batch=batch)
+    signal.signal(signal.SIGTERM, lambda *_: worker.request_stop(force=True))
+    threading.Thread(target=lambda: (worker.ready.wait(), print("ready", flush=True))).start()
+    worker.run()
+
+
+class Consumer:
+    def __init__(self, url: str, names: list[str], concurrency: int, batch: int = 0) -> None:
+        argv = [sys.executable, str(HERE), "--role", "worker", "--url", url]
+        argv += ["--queues", ",".join(names), "--concurrency", str(concurrency)]
+        argv += ["--batch", str(batch)]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        if self.proc.stdout.readline().strip() != "ready":
+            raise RuntimeError("the worker did not start")
+
+    def cpu_s(self) -> float:
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
+
+    def finish(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.communicate(timeout=60)
+
+
+def throughput(
+    url: str, n_queues: int, spread: str, n: int, concurrency: int, batch: int = 0
+) -> tuple[float, float]:
+    """Jobs per second, and the worker process's CPU per job (us)."""
+    tag = time.time_ns()
+    qs = [Queue(f"bench-mq-{tag}-{i}", url=url) for i in range(n_queues)]
+    for q in qs:
+        q.pause()
+    if spread == "even":
+        for i, q in enumerate(qs):
+            q.enqueue_many([None] * (n // n_queues + (i < n % n_queues)))
+    else:  # all in the last queue
+        qs[-1].enqueue_many([None] * n)
+    consumer = Consumer(url, [q.name for q in qs], concurrency, batch)
+    r = qs[0].client
+    pipe = r.pipeline(transaction=False)
+    for q in qs:
+        pipe.hdel(q.keys.meta, "paused")  # every queue resumed in one round trip
+    c0 = consumer.cpu_s()
+    t0 = time.perf_counter()
+    pipe.execute()
+    for q in qs:
+        q.resume()  # the same, through the verb (publishes, wakes)
+    end = time.monotonic() + 300
+    while True:
+        pipe = r.pipeline(transaction=False)
+        for q in qs:
+            pipe.hget(q.keys.metrics_completed, "count")
+        if sum(int(x or 0) for x in pipe.execute()) >= n:
+            break
+        if time.monotonic() > end:
+            raise RuntimeError("stuck")
+        time.sleep(0.002)
+    elapsed = time.perf_counter() - t0
+    cpu_us = (consumer.cpu_s() - c0) / n * 1e6
+    consumer.finish()
+    for q in qs:
+        q.pause()
+        while not q.obliterate(budget=10_000):
+            pass
+        q.close()
+    return n / elapsed, cpu_us
+
+
+def idle_cpu(url: str, n_queues: int, seconds: float) -> float:
+    tag = time.time_ns()
+    names = [f"bench-idle-{tag}-{i}" for i in range(n_queues)]
+    consumer = Consumer(url, names, 10)
+    time.sleep(1.0)  # past the start-up
+    c0 = consumer.cpu_s()
+    time.sleep(seconds)
+    used = consumer.cpu_s() - c0
+    consumer.finish()
+    return used / seconds * 100  # percent of one core
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--role", choices=("driver", "worker"), default="driver")
+    ap.add_argument("--url")
+    ap.add_argument("--queues", default="bench")
+    ap.add_argument("--concurrency", type=int, default=10)
+    ap.add_argument("--batch", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=10_000, help="jobs per throughput run")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds (median)")
+    ap.add_argument("--idle-s", type=float, default=5.0, help="idle CPU window")
+    ap.add_argument("--quick", action="store_true", help="a short run")
+    args = ap.parse_args()
+    if args.role == "worker":
+        return worker_role(args)
+    if args.quick:
+        args.jobs, args.repeat, args.idle_s = 3000, 1, 3.0
+    n, c = args.jobs, args.concurrency
+    kinds = {
+        f"1 queue, concurrency {c}": (1, "even", c, 0),
+        f"10 queues, work spread evenly, concurrency {c}": (10, "even", c, 0),
+        f"10 queues, work in the last only (priority), concurrency {c}": (10, "last", c, 0),
+        "one-by-one, concurrency 100": (1, "even", 100, 0),
+        "batch handler, Batch(size=100), concurrency 1": (1, "even", 1, 100),
+        "batch handler, Batch(size=100), concurrency 2": (1, "even", 2, 100),
+    }
+    runs: dict[str, list[float]] = {k: [] for k in kinds}
+    cpus: dict[str, list[float]] = {k: [] for k in kinds}
+    idle: dict[int, list[float]] = {1: [], 10: []}
+    with bench_server() as url:
+        for _ in range(args.repeat):
+            for kind, (nq, spread, conc, batch) in kinds.items():
+                rate, cpu_us = throughput(url, nq, spread, n, conc, batch)
+                runs[kind].append(rate)
+                cpus[kind].append(cpu_us)
+            for nq in idle:
+                idle[nq].append(idle_cpu(url, nq, args.idle_s))
+    tp = {k: median(v) for k, v in runs.items()}
+    one = tp[f"1 queue, concurrency {c}"]
+    cpu = {k: median(v) for k, v in cpus.items()}
+    rows: list[list[object]] = [["run", "jobs/s", "vs 1 queue", "worker CPU us/job"]]
+    rows += [[k, v, f"{v / one:.2f}", f"{cpu[k]:.1f}"] for k, v in tp.items()]
+    report(rows)
+    print()
+    report(
+        [
+            ["idle worker", f"CPU % of a core over {args.idle_s:.0f} s"],
+            ["1 empty queue", f"{median(idle[1]):.2f}"],
+            ["10 empty queues", f"{median(idle[10]):.2f}"],
+        ]
+    )
+    spread = tp[f"10 queues, work spread evenly, concurrency {c}"]
+    batch = tp["batch handler, Batch(size=100), concurrency 1"]
+    print(
+        f"\ntargets: 10 queues within 10% of one (got {spread / one:.2f}x); "
+        f"a batch of 100 >= 3x one-by-one (got {batch / one:.2f}x)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,237 @@
+"""One worker over several queues (issue 28, item 2).
+
+``Worker([a, b, c], handler, order=...)``: ``priority`` serves the first queue with work
+(RQ's rule), ``fair`` shares the slots among the queues with work so none starves; one
+blocking wait over every queue's wake list; each queue keeps its own pause; the
+registry lists the worker under each queue; a mapping keyed by queue names gives each
+queue its own handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import redis
+
+from echomq import InvalidArgument, JobContext, Queue, Worker, WorkerConfig
+from echomq.embedded import EmbeddedServer
+from echomq.worker.multi import SharedWait, check_order, per_queue
+from worker_support import FAST, job_keys, running, wait_until
+
+Make = Callable[..., Queue]
+
+
+def three(make_queue: Make, qname: str) -> list[Queue]:
+    return [make_queue(f"{qname}-{tag}") for tag in ("hi", "mid", "lo")]
+
+
+def test_priority_serves_the_first_queue_with_work(
+    make_queue: Make, qname: str, r: redis.Redis
+) -> None:
+    qs = three(make_queue, qname)
+    for q in qs:
+        q.enqueue_many([{"n": i} for i in range(8)])
+    seen: list[str] = []
+
+    def handle(job: JobContext) -> None:
+        seen.append(job.queue)
+
+    w = Worker(qs, handle, config=FAST, concurrency=1)
+    with running(w):
+        wait_until(lambda: len(seen) == 24)
+    assert seen == [qs[0].name] * 8 + [qs[1].name] * 8 + [qs[2].name] * 8
+    for q in qs:
+        assert q.counts().completed == 8 and q.counts().pending == 0
+        assert job_keys(r, q) == set()
+    assert w.stats.completed == 24 and w.stats_of(qs[1].name).completed == 8
+
+
+def test_priority_takes_new_high_work_before_queued_low_work(make_queue: Make, qname: str) -> None:
+    hi, lo = make_queue(f"{qname}-hi"), make_queue(f"{qname}-lo")
+    lo.enqueue_many([{"n": i} for i in range(20)])
+    seen: list[str] = []
+    first = threading.Event()
+
+    def handle(job: JobContext) -> None:
+        seen.append(job.queue)
+        if len(seen) == 1:
+            first.set()
+            time.sleep(0.2)  # the high job arrives while this one runs
+
+    with running(Worker([hi, lo], handle, config=FAST, concurrency=1)):
+        first.wait(10)
+        hi.enqueue({"urgent": True})
+        wait_until(lambda: len(seen) == 21)
+    assert seen[0] == lo.name
+    # served at the next free slot (a claim already in flight may land first)
+    assert seen.index(hi.name) <= 3
+
+
+def test_fair_never_starves_a_queue(make_queue: Make, qname: str) -> None:
+    big, small = make_queue(f"{qname}-big"), make_queue(f"{qname}-small")
+    big.enqueue_many([{"n": i} for i in range(200)])
+    seen: list[str] = []
+
+    def handle(job: JobContext) -> None:
+        seen.append(job.queue)
+        time.sleep(0.002)
+
+    with running(Worker([big, small], handle, config=FAST, concurrency=4, order="fair")):
+        wait_until(lambda: len(seen) >= 20)
+        small.enqueue_many([{"n": i} for i in range(20)])
+        wait_until(lambda: small.counts().completed == 20)
+        at = len(seen)
+        wait_until(lambda: big.counts().completed == 200)
+    # the small queue's 20 went through while the big one still had most of its work
+    assert at < 200
+    # and, while both had work, the slots were shared: about half each
+    window = seen[seen.index(small.name) :][:30]
+    counts = collections.Counter(window)
+    assert counts[small.name] >= 10 and counts[big.name] >= 5
+
+
+def test_fair_shares_from_the_start(make_queue: Make, qname: str) -> None:
+    qs = three(make_queue, qname)
+    for q in qs:
+        q.enqueue_many([{"n": i} for i in range(30)])
+    seen: list[str] = []
+
+    def handle(job: JobContext) -> None:
+        seen.append(job.queue)
+        time.sleep(0.003)
+
+    with running(Worker(qs, handle, config=FAST, concurrency=3, order="fair")):
+        wait_until(lambda: len(seen) == 90)
+    head = collections.Counter(seen[:30])
+    assert all(head[q.name] >= 6 for q in qs), head
+
+
+def test_each_queue_keeps_its_own_pause(make_queue: Make, qname: str) -> None:
+    a, b = make_queue(f"{qname}-a"), make_queue(f"{qname}-b")
+    b.pause()
+    a.enqueue_many([{"n": i} for i in range(5)])
+    b.enqueue_many([{"n": i} for i in range(5)])
+    seen: list[str] = []
+
+    with running(Worker([a, b], lambda job: seen.append(job.queue), config=FAST)):
+        wait_until(lambda: a.counts().completed == 5)
+        time.sleep(0.1)
+        assert b.counts().pending == 5 and b.counts().active == 0
+        b.resume()
+        wait_until(lambda: b.counts().completed == 5)
+    assert collections.Counter(seen) == {a.name: 5, b.name: 5}
+
+
+def test_one_blocking_wait_over_every_queue(make_queue: Make, qname: str, r: redis.Redis) -> None:
+    qs = [make_queue(f"{qname}-{i}") for i in range(5)]
+    seen: list[str] = []
+    # a beat of a second: the wait times out (and is sent again) once a second
+    cfg = WorkerConfig(lease_ms=3000, grace_ms=2000)
+    with running(Worker(qs, lambda job: seen.append(job.queue), config=cfg)):
+
+        def blocked() -> list[dict[str, Any]]:
+            # blocked now (flag b) in a BLPOP
+            clients = r.client_list()
+            return [c for c in clients if c.get("cmd") == "blpop" and "b" in c["flags"]]
+
+        waits = wait_until(blocked)
+        assert len(waits) == 1  # ONE blocked call for the five queues
+        samples = []
+        for _ in range(20):
+            samples.append(len(blocked()))
+            time.sleep(0.01)
+        assert max(samples) == 1
+        # each queue's job wakes the worker through that wait
+        for q in reversed(qs):
+            q.enqueue({"q": q.name})
+        wait_until(lambda: len(seen) == 5)
+        wait_until(lambda: len(blocked()) == 1)
+    assert sorted(seen) == sorted(q.name for q in qs)
+
+
+def test_the_registry_lists_the_worker_under_each_queue(make_queue: Make, qname: str) -> None:
+    a, b = make_queue(f"{qname}-a"), make_queue(f"{qname}-b")
+    w = Worker([a, b], lambda job: None, config=FAST, concurrency=3, order="fair")
+    with running(w):
+        (wa,) = wait_until(a.workers)
+        (wb,) = wait_until(b.workers)
+        assert wa.id == wb.id == w._engine.wid
+        assert wa.queues == wb.queues == [a.name, b.name]
+        assert wa.order == "fair" and wa.batch == "" and wa.concurrency == 3
+    assert a.workers() == [] and b.workers() == []
+
+
+def test_per_queue_handlers(make_queue: Make, qname: str) -> None:
+    a, b = make_queue(f"{qname}-a"), make_queue(f"{qname}-b")
+    a.enqueue({"n": 1}, keep_ms=60_000)
+    b.enqueue({"n": 2}, keep_ms=60_000)
+    got: list[tuple[str, str]] = []
+    handlers = {
+        a.name: lambda job: got.append(("A", job.queue)),
+        b.name: {"*": lambda job: got.append(("B", job.queue))},
+    }
+    with running(Worker([a, b], handlers, config=FAST)):
+        wait_until(lambda: len(got) == 2)
+    assert sorted(got) == [("A", a.name), ("B", b.name)]
+
+
+def test_bad_arguments_are_refused_before_any_io(make_queue: Make, qname: str) -> None:
+    a = make_queue(f"{qname}-a")
+    with pytest.raises(InvalidArgument, match="named twice"):
+        Worker([a.name, a.name], lambda job: None)
+    with pytest.raises(InvalidArgument, match="no queue"):
+        Worker([], lambda job: None)
+    with pytest.raises(InvalidArgument, match="order"):
+        Worker([a.name, "other"], lambda job: None, order="random")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match="no handler for queue"):
+        Worker(["x1", "x2", "x3"], {"x1": print, "x2": print})
+    assert check_order("fair") == "fair"
+    # a mapping that is not keyed by the queues is a job-name table, shared
+    table = {"send": print, "*": print}
+    assert per_queue(table, ["x1", "x2"]) == [table, table]
+
+
+def test_a_single_queue_worker_is_unchanged(q: Queue) -> None:
+    # one queue: no coordinator, the wait with the claim behind it (issue 4)
+    w = Worker(q, lambda job: None, config=WorkerConfig(lease_ms=3000))
+    assert w._engine.coord is None and w.queue_names == [q.name]
+    assert w._engine.shape == {}
+
+
+async def test_the_shared_wait_takes_in_a_key_that_joins_while_it_blocks(
+    server: EmbeddedServer, qname: str
+) -> None:
+    import redis.asyncio as aredis
+
+    blocker = aredis.Redis.from_url(server.url)
+    control = aredis.Redis.from_url(server.url)
+    wait = SharedWait(blocker, control, timeout_s=30.0)  # no timeout within the test
+    k1, k2 = f"{qname}:w1", f"{qname}:w2"
+    try:
+        first = asyncio.ensure_future(wait.wait(k1))
+        for _ in range(200):  # until the BLPOP on k1 alone is in place
+            if wait._blocked == frozenset({k1}):
+                break
+            await asyncio.sleep(0.005)
+        second = asyncio.ensure_future(wait.wait(k2))  # unblocks, waits on both
+        await control.rpush(k2, "1", "2", "3")
+        await asyncio.wait_for(second, 5)  # woken by its token, not by the timeout
+        assert not first.done()
+        assert await control.exists(k2) == 0  # the stale tokens went with the wake
+        await control.rpush(k1, "1")
+        await asyncio.wait_for(first, 5)
+        # a waiter after the pump has wound down starts a new one
+        third = asyncio.ensure_future(wait.wait(k2))
+        await asyncio.sleep(0.05)
+        await control.rpush(k2, "1")
+        await asyncio.wait_for(third, 5)
+    finally:
+        await wait.close()
+        await blocker.aclose()
+        await control.aclose()
