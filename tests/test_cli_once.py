@@ -66,12 +66,17 @@ def test_a_single_valued_option_given_twice_is_a_usage_error(args: list[str]) ->
 
 
 def test_options_that_collect_may_repeat(server: EmbeddedServer) -> None:
+    name = "once-collect"
+    with Queue(name, url=server.url) as q:
+        hit = q.enqueue({"n": 1}, name="xray")
+        miss = q.enqueue({"n": 2}, name="yankee")
     res = CliRunner().invoke(
         cli_app.cli,
-        ["--url", server.url, "jobs", "nosuchq", "pending", "--find", "x", "--field", "name",
+        ["--url", server.url, "jobs", name, "pending", "--find", "xray", "--field", "name",
          "--field", "error"],
     )  # fmt: skip
     assert res.exit_code == 0, res.output
+    assert hit in res.output and miss not in res.output
 
 
 def test_queue_list_reads_repeats_and_commas() -> None:
