@@ -441,7 +441,7 @@ int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
         if (burst > rmax) burst = rmax;
         if (burst < rmax) {
             /* the spreading window: at most burst starts in ceil(burst * per / max) ms */
-            double span = ceil(burst * rper / rmax);
+            double span = floor(burst * rper * 9 / (rmax * 10)); /* limits.lua's spread_span */
             windows.span = span < 1 ? 1 : span;
             windows.burst = burst;
             Str low = num(&queue, (double)now - windows.span + 1);

@@ -38,7 +38,8 @@ def set_rate_limit(
     """Let at most ``max_jobs`` claims of the queue start in any window of ``per_ms``
     ms of server time, across every worker (a sliding window: no window, at any edge,
     holds more). The starts are spread too: at most ``burst`` of them in any
-    ``ceil(burst * per_ms / max_jobs)`` ms. A claim held back answers how long until
+    ``floor(0.9 * burst * per_ms / max_jobs)`` ms (90% of their share of the window, so
+    that a worker's wake-up latency does not add up; the window of ``per_ms`` binds). A claim held back answers how long until
     the next start is allowed and the worker waits exactly that. Journaled.
 
     Args:

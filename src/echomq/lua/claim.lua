@@ -92,7 +92,7 @@ if lim[1] and lim[2] then
   in_win = window_count(B .. RATE, lim[2], now, asked + 8)
   burst = math.min(lim[7] or lim[1], lim[1])
   if burst < lim[1] then
-    span = math.max(1, math.ceil(burst * lim[2] / lim[1]))
+    span = spread_span(burst, lim[2], lim[1])
     in_span = redis.call('ZCOUNT', B .. RATE, now - span + 1, '+inf')
   end
   local w = rate_wait(0)

@@ -7,9 +7,9 @@
 -- plus the expired ones not trimmed yet (each call trims a few more than it adds), and
 -- expires `per` ms after its last start, so an idle queue keeps nothing.
 -- The queue's limit also spreads its starts: at most `burst` of them in any window of
--- ceil(burst * per / max) ms, counted on the same log (a shorter window), so with a
--- backlog the starts come `burst` at a time all through the window, not all `max` at
--- its start (every window of `per` ms then holds between max - burst and max starts).
+-- `spread_span` ms, counted on the same log (a shorter window), so with a backlog the
+-- starts come `burst` at a time all through the window, not all `max` at its start
+-- (every window of `per` ms then holds between about max - burst and max starts).
 -- burst = max is the plain sliding window.
 -- A lane whose window is full (or that a handler blocked) leaves the ring for `gwait`
 -- (score = when it may be served again); the claim brings due lanes back to the
@@ -58,6 +58,14 @@ local function log_starts(key, ms, nows, per)
   end
   zadd_desc(key, zs)
   redis.call('PEXPIRE', key, per)
+end
+
+-- the spreading window: 90% of the burst's share of the window (floor, at least 1 ms).
+-- Its share exactly would make it the binding limit, and each wake-up's latency would
+-- then add up, chunk after chunk; a little shorter, the window of `per` ms binds in the
+-- steady state, and it repeats the previous window's starts one window later.
+local function spread_span(burst, per, max)
+  return math.max(1, math.floor(burst * per * 9 / (max * 10)))
 end
 
 -- a lane's rate limit: its own (grate, 'max:per') or the queue's default; nil if none
