@@ -18,8 +18,13 @@ Four measurements on one private server (an ``EmbeddedServer``, the module loade
 4. ``idle``: the server's CPU (a share of one core) while 10 workers wait on a queue
    limited to 1 start per second with a backlog, for ``--idle-seconds``: under 1%.
 
+``--callgrind`` counts the server's instructions (valgrind) for ``cost`` and ``lanes``
+instead of its CPU time: on a machine shared with other work the CPU figures move by
+10-20% from run to run, the instruction counts by well under 1%.
+
 Run: ``.venv/bin/python bench/ratelimit.py`` (about ``--seconds`` + 40 s); parts with
-``--only accuracy,cost,lanes,idle``.
+``--only accuracy,cost,lanes,idle``; ``--callgrind --only cost,lanes --jobs 3000
+--per-lane 3 --repeat 1`` (a few minutes; needs valgrind).
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from typing import Any
 
 import redis
 
-from _common import report
+from _common import Callgrind, report
 from echomq import JobContext, Queue, Worker, WorkerConfig
 from echomq.embedded import EmbeddedServer
 
@@ -95,7 +100,9 @@ def accuracy(r: redis.Redis, max_jobs: int, seconds: float) -> list[list[object]
             break
         pipe = r.pipeline(transaction=False)
         for jid in page:
-            pipe.hget(q.keys.job(jid.decode()), "started_at")
+            pipe.hget(
+                q.keys.job(jid.decode() if isinstance(jid, bytes) else str(jid)), "started_at"
+            )
         starts += [int(x) for x in pipe.execute() if x]
         cursor += len(page)
     starts.sort()
@@ -123,48 +130,57 @@ def accuracy(r: redis.Redis, max_jobs: int, seconds: float) -> list[list[object]
 
 # ---- 2. cost -------------------------------------------------------------------------
 
+#: What the server spent: CPU us (INFO cpu), or instructions under --callgrind.
+Meter = Callable[[], float]
 
-def one_run(r: redis.Redis, limited: bool, jobs: int, batch: int) -> float:
+
+def one_run(r: redis.Redis, meter: Meter, mode: str, jobs: int, batch: int) -> float:
     q = Queue(f"cost{time.monotonic_ns()}", url=URL[0], executor=EXECUTOR[0])
-    if limited:
+    if mode in ("rate", "both"):
         q.set_rate_limit(100_000, 1000)  # far above this loop's rate
+    if mode in ("cap", "both"):
         q.set_concurrency(1_000_000)
-    before = cpu_s(r)
+    before = meter()
     for _ in range(0, jobs, batch):
         q.enqueue_many([{"n": 1}] * batch)
         got = q.claim_many(batch)
         q.complete_many([(c.id, c.token) for c in got])
-    used = cpu_s(r) - before
+    used = meter() - before
     for key in r.scan_iter(match=q.keys.pattern(), count=1000):
         r.delete(key)
-    return used / jobs * 1e6
+    return used / jobs
 
 
-def cost(r: redis.Redis, jobs: int, repeat: int) -> list[list[object]]:
-    plain, limited = [], []
+def cost(r: redis.Redis, meter: Meter, unit: str, jobs: int, repeat: int) -> list[list[object]]:
+    modes = ("none", "rate", "cap", "both")
+    runs: dict[str, list[float]] = {m: [] for m in modes}
     for _ in range(repeat):
-        plain.append(one_run(r, False, jobs, 50))
-        limited.append(one_run(r, True, jobs, 50))
-    a, b = min(plain), min(limited)
-    return [
-        ["cost (server CPU per job)", "us/job"],
-        ["no limit", a],
-        ["rate limit + cap far above the load", b],
-        ["difference, %", (b - a) / a * 100],
-    ]
+        for m in modes:  # interleaved: the machine's drift hits them alike
+            runs[m].append(one_run(r, meter, m, jobs, 50))
+    low = {m: min(v) for m, v in runs.items()}
+    base = low["none"]
+    label = {
+        "none": "no limit",
+        "rate": "a rate limit far above the load",
+        "cap": "a concurrency cap far above the load",
+        "both": "both",
+    }
+    rows: list[list[object]] = [["cost (server per job)", unit, "vs none, %"]]
+    rows += [[label[m], low[m], (low[m] - base) / base * 100] for m in modes]
+    return rows
 
 
 # ---- 3. one limited lane among 1,000 ---------------------------------------------------
 
 
-def lanes_run(one_limited: bool, per_lane: int) -> float:
+def lanes_run(meter: Meter, one_limited: bool, per_lane: int) -> tuple[float, float]:
     q = Queue(f"lanes{time.monotonic_ns()}", url=URL[0], executor=EXECUTOR[0])
     for g in range(1000):
         q.enqueue_many([{"n": k} for k in range(per_lane)], group=f"t{g}")
     if one_limited:
         q.set_group_rate_limit("t0", 1, 1000)
     done = 0
-    t0 = time.perf_counter()
+    before, t0 = meter(), time.perf_counter()
     want = 999 * per_lane
     while done < want:
         got = q.claim_many(100)
@@ -172,21 +188,22 @@ def lanes_run(one_limited: bool, per_lane: int) -> float:
         done += sum(1 for c in got if c.group != "t0")
         if not got:
             break
-    took = time.perf_counter() - t0
-    return done / took
+    took, used = time.perf_counter() - t0, meter() - before
+    return done / took, used / done
 
 
-def lanes(repeat: int, per_lane: int) -> list[list[object]]:
+def lanes(meter: Meter, unit: str, repeat: int, per_lane: int) -> list[list[object]]:
     plain, limited = [], []
     for _ in range(repeat):
-        plain.append(lanes_run(False, per_lane))
-        limited.append(lanes_run(True, per_lane))
-    a, b = max(plain), max(limited)
+        plain.append(lanes_run(meter, False, per_lane))
+        limited.append(lanes_run(meter, True, per_lane))
+    a, b = max(x[0] for x in plain), max(x[0] for x in limited)
+    ca, cb = min(x[1] for x in plain), min(x[1] for x in limited)
     return [
-        ["999 lanes' throughput", "jobs/s"],
-        ["all 1,000 lanes unlimited", a],
-        ["lane t0 limited to 1/s", b],
-        ["difference, %", (b - a) / a * 100],
+        ["the 999 other lanes", "jobs/s", f"server {unit}/job"],
+        ["all 1,000 lanes unlimited", a, ca],
+        ["lane t0 limited to 1/s", b, cb],
+        ["difference, %", (b - a) / a * 100, (cb - ca) / ca * 100],
     ]
 
 
@@ -225,21 +242,47 @@ def main() -> None:
     ap.add_argument("--idle-seconds", type=float, default=10.0)
     ap.add_argument("--executor", choices=("scripts", "native"), default="scripts")
     ap.add_argument("--only", default="accuracy,cost,lanes,idle")
+    ap.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="cost and lanes: count the server's instructions (valgrind), not its CPU",
+    )
     args = ap.parse_args()
     parts = set(args.only.split(","))
     EXECUTOR[0] = args.executor
+    print(f"executor: {args.executor}")
+    if args.callgrind:
+        # instructions: what no neighbour on a shared machine disturbs (cost, lanes only)
+        with Callgrind(module=args.executor == "native") as cg:
+            URL[0] = cg.url
+            r = redis.Redis.from_url(cg.url)
+            total = [0.0]
+
+            def counted() -> float:
+                total[0] += cg.take()
+                return total[0]
+
+            if "cost" in parts:
+                report(cost(r, counted, "instr", args.jobs, args.repeat))
+                print()
+            if "lanes" in parts:
+                report(lanes(counted, "instr", args.repeat, args.per_lane))
+        return
     with EmbeddedServer(module=args.executor == "native") as srv:
         URL[0] = srv.url
         r = redis.Redis.from_url(srv.url)
-        print(f"executor: {args.executor}")
+
+        def cpu_us() -> float:
+            return cpu_s(r) * 1e6
+
         if "accuracy" in parts:
             report(accuracy(r, args.max, args.seconds))
             print()
         if "cost" in parts:
-            report(cost(r, args.jobs, args.repeat))
+            report(cost(r, cpu_us, "cpu us", args.jobs, args.repeat))
             print()
         if "lanes" in parts:
-            report(lanes(args.repeat, args.per_lane))
+            report(lanes(cpu_us, "cpu us", args.repeat, args.per_lane))
             print()
         if "idle" in parts:
             report(idle(r, args.idle_seconds))
