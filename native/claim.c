@@ -8,10 +8,11 @@
 
 typedef struct LaneLog LaneLog;
 
-/* every start of a call (id:token), for the queue's log */
+/* every start of a call (id:token), for the queue's log when it has a rate limit */
 typedef struct {
     Str *members;
     size_t count, cap;
+    int logged; /* the queue has a rate limit: its starts are logged */
 } Starts;
 
 /* the claim loop's sources: the ring, and the ids popped ahead from pending */
@@ -342,11 +343,15 @@ static long lease_jobs(Queue *queue, int flat, double count, double lease, doubl
         }
         reply_job(ctx, id, leased.payload, leased.token, leased.name, group);
         out += 5;
-        Str member = cat3(queue, id, str_c(":"), leased.token_text);
-        push_member(ctx, &starts->members, &starts->count, &starts->cap, member);
-        if (per > 0) {
-            LaneLog *log = lane_log(&claim, group, per);
-            push_member(ctx, &log->members, &log->count, &log->cap, member);
+        if (starts->logged || per > 0) {
+            /* a start to log (no limit, no string: the unlimited claim pays nothing) */
+            Str member = cat3(queue, id, str_c(":"), leased.token_text);
+            if (starts->logged)
+                push_member(ctx, &starts->members, &starts->count, &starts->cap, member);
+            if (per > 0) {
+                LaneLog *log = lane_log(&claim, group, per);
+                push_member(ctx, &log->members, &log->count, &log->cap, member);
+            }
         }
         if (claimed)
             *claimed = claimed->ptr ? cat3(queue, *claimed, str_c(" "), id)
@@ -456,7 +461,7 @@ int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     }
     unpark(&queue, now, 32);
     Str claimed = NONE;
-    Starts starts = {NULL, 0, 0};
+    Starts starts = {NULL, 0, 0, in_win >= 0};
     RedisModule_ReplyWithArray(ctx, REDISMODULE_POSTPONED_LEN);
     long out = lease_jobs(&queue, flat, count, lease, lockttl, now,
                           record_key.ptr ? &claimed : NULL, &lim, &starts);
@@ -471,9 +476,9 @@ int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
             wait = rate_left;
         }
     }
-    if (!held && in_act >= 0 && (double)(in_act + (long long)starts.count) >= cap)
-        held = "concurrency";
-    if (!held && (double)starts.count < asked) {
+    long long started = out / 5;
+    if (!held && in_act >= 0 && (double)(in_act + started) >= cap) held = "concurrency";
+    if (!held && (double)started < asked) {
         long long lanes = lanes_wait(&queue, now);
         if (lanes >= 0) {
             held = "lanes";

@@ -179,7 +179,7 @@ local function pop_lane()
 end
 
 local lanelogs = {}  -- a limited lane's group -> {per, id:token, ...}, logged after
-local starts = {}  -- id:token of every start, for the queue's log
+local starts = {}  -- id:token of every start, for the queue's log (when it has a limit)
 while #out < count * 5 do
   local id, g, gper
   if side == 'f' then
@@ -209,11 +209,15 @@ while #out < count * 5 do
   out[#out + 1] = tok
   out[#out + 1] = f[3] or ''
   out[#out + 1] = g or ''
-  starts[#starts + 1] = id .. SEP .. tok
-  if gper then
-    local l = lanelogs[g]
-    if not l then l = {gper}; lanelogs[g] = l end
-    l[#l + 1] = starts[#starts]
+  if in_win or gper then
+    -- a start to log (no limit, no string: the unlimited claim pays nothing here)
+    local member = id .. SEP .. tok
+    if in_win then starts[#starts + 1] = member end
+    if gper then
+      local l = lanelogs[g]
+      if not l then l = {gper}; lanelogs[g] = l end
+      l[#l + 1] = member
+    end
   end
   emit('{"event":"active","job":"' .. id .. '","attempt":' .. tok .. '}')
   side = (side == 'f') and 'g' or 'f'
@@ -229,8 +233,9 @@ end
 for g, l in pairs(lanelogs) do
   log_starts(B .. GSTARTS .. g, {unpack(l, 2)}, nows, l[1])
 end
-if not held and in_act and in_act + #starts >= lim[3] then held = {'concurrency', 0} end
-if not held and #starts < asked then
+local started = #out / 5
+if not held and in_act and in_act + started >= lim[3] then held = {'concurrency', 0} end
+if not held and started < asked then
   local w = lanes_wait(now)
   if w then held = {'lanes', w} end
 end
