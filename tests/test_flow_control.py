@@ -27,7 +27,7 @@ from lanes_law import assert_law
 from test_lifecycle import run_score
 from worker_support import server_ms
 
-pytestmark = pytest.mark.both_executors
+pytestmark = [pytest.mark.both_executors, pytest.mark.both_servers]
 
 LEASE = 30_000
 
