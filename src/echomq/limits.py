@@ -39,8 +39,9 @@ def set_rate_limit(
     ms of server time, across every worker (a sliding window: no window, at any edge,
     holds more). The starts are spread too: at most ``burst`` of them in any
     ``floor(0.9 * burst * per_ms / max_jobs)`` ms (90% of their share of the window, so
-    that a worker's wake-up latency does not add up; the window of ``per_ms`` binds). A claim held back answers how long until
-    the next start is allowed and the worker waits exactly that. Journaled.
+    that a worker's wake-up latency does not add up; the window of ``per_ms`` binds).
+    A claim held back answers how long until the next start is allowed and the worker
+    waits exactly that. Journaled.
 
     Args:
         max_jobs: starts per window, ``1 .. 100000``.
