@@ -430,8 +430,8 @@ class Engine:
             self.stats.stale += 1  # the job moved on (removed, or its lease lost)
         else:
             self.stats.rate_limited += 1
-        finally:
-            self._limited.pop((job.id, job.attempt), None)
+        # answered (a server error raises past here: the outcome is sent again)
+        del self._limited[(job.id, job.attempt)]
 
     async def _settle_cancelled(self, aq: AsyncQueue, job: JobContext) -> None:
         try:
