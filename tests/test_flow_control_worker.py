@@ -9,6 +9,7 @@ measured by ``bench/ratelimit.py``.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -137,8 +138,9 @@ def test_the_worker_waits_until_the_window_frees_not_sooner(
 
 
 def test_a_rate_limited_handler_spends_no_failure_and_keeps_the_place(
-    make_queue: Callable[..., Queue], qname: str, r: redis.Redis
+    make_queue: Callable[..., Queue], qname: str, r: redis.Redis, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger="echomq.worker")
     q = make_queue(qname)
     seen: list[tuple[str, int, int]] = []
     a = q.enqueue({"n": "a"})
@@ -158,6 +160,8 @@ def test_a_rate_limited_handler_spends_no_failure_and_keeps_the_place(
     assert (w.stats.rate_limited, w.stats.retried, w.stats.dead) == (1, 0, 0)
     assert w.stats.completed == 2
     assert q.counts().dead == 0 and r.hget(q.keys.meta, "limited_until") is not None
+    # handed back, not failed: no failure line in the worker's log
+    assert not [rec for rec in caplog.records if "failed" in rec.getMessage()]
 
 
 def test_a_lane_held_by_its_handler_never_delays_another_lane(
