@@ -1,11 +1,12 @@
 -- lib/limits: flow control decided inside the claim (spliced in by the loader; the
 -- script defines `B` and includes lib/keys and lib/common first).
--- A rate limit is a sliding window log: a sorted set of the starts (member id:token,
--- score = the server's ms) of the last `per` ms. A claim may start a job while fewer
--- than `max` starts lie in the window (now - per, now]; so no window of `per` ms ever
--- holds more than `max` starts, at any edge. The log holds at most `max` live entries
--- plus the expired ones not trimmed yet (each call trims a few more than it adds), and
--- expires `per` ms after its last start, so an idle queue keeps nothing.
+-- A rate limit is a sliding window log of the starts of the last `per` ms (scores =
+-- the server's ms). A claim may start a job while fewer than `max` starts lie in the
+-- window (now - per, now]; so no window of `per` ms ever holds more than `max` starts,
+-- at any edge. A lane's log holds one entry per start (member id:token; at most `max`
+-- live entries plus the expired ones not trimmed yet: each call trims a few more than
+-- it adds); every log expires `per` ms after its last start, so an idle queue keeps
+-- nothing.
 -- The queue's own log (`rate`) holds one entry per claim call, not per start: member =
 -- the running count of starts after the call (zero-padded, so ties of time order by
 -- it), score = the call's time. The starts in a window ending now are the newest count
