@@ -8,12 +8,6 @@
 
 typedef struct LaneLog LaneLog;
 
-/* every start of a call (id:token), for the queue's log */
-typedef struct {
-    Str *members;
-    size_t count, cap;
-} Starts;
-
 /* the claim loop's sources: the ring, and the ids popped ahead from pending */
 typedef struct {
     Queue *queue;
@@ -304,7 +298,7 @@ static void record_request(Queue *queue, Str rid, Str record_key, Str claimed, l
  * after the loop; the count of entries. *claimed (when not NULL): their ids,
  * space-separated, for the request's record */
 static long lease_jobs(Queue *queue, int flat, double count, double lease, double lockttl,
-                       long long now, Str *claimed, const Limits *lim, Starts *starts) {
+                       long long now, Str *claimed, const Limits *lim) {
     RedisModuleCtx *ctx = queue->ctx;
     Claim claim = {
         .queue = queue, .ring = queue_key(queue, EMQ_K_RING), .lim = lim, .now = now};
@@ -342,10 +336,9 @@ static long lease_jobs(Queue *queue, int flat, double count, double lease, doubl
         }
         reply_job(ctx, id, leased.payload, leased.token, leased.name, group);
         out += 5;
-        Str member = cat3(queue, id, str_c(":"), leased.token_text);
-        push_member(ctx, &starts->members, &starts->count, &starts->cap, member);
-        if (per > 0) {
+        if (per > 0) { /* a start in a limited lane's log (member id:token) */
             LaneLog *log = lane_log(&claim, group, per);
+            Str member = cat3(queue, id, str_c(":"), leased.token_text);
             push_member(ctx, &log->members, &log->count, &log->cap, member);
         }
         if (claimed)
@@ -373,16 +366,18 @@ typedef struct {
     long long now, in_win;
     double span, burst;
     long long in_span; /* -1: no spreading window (burst = max) */
+    long long last;    /* the log's running count of starts */
 } RateWindows;
 
 /* ms until the rate's windows admit one more start, given `made` starts of this call */
 static long long rate_wait(const RateWindows *w, long long made) {
     double at = (double)w->now;
+    long long total = w->last + made;
     if ((double)(w->in_win + made) >= w->max)
-        at = window_free_at(w->queue, w->log, w->per, w->now, w->in_win, made, w->max);
+        at = counted_free_at(w->queue, w->log, w->per, w->now, w->last, total, w->max);
     if (w->in_span >= 0 && (double)(w->in_span + made) >= w->burst) {
         double span_at =
-            window_free_at(w->queue, w->log, w->span, w->now, w->in_span, made, w->burst);
+            counted_free_at(w->queue, w->log, w->span, w->now, w->last, total, w->burst);
         if (span_at > at) at = span_at;
     }
     return (long long)at - w->now;
@@ -433,20 +428,21 @@ int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
         if ((double)in_act >= cap) return hold_only(ctx, "concurrency", 0);
         if (cap - (double)in_act < count) count = cap - (double)in_act;
     }
-    RateWindows windows = {&queue, rate, rper, rmax, now, 0, 0, 0, -1};
+    RateWindows windows = {&queue, rate, rper, rmax, now, 0, 0, 0, -1, 0};
     if (lim.has[LIM_RATE_MAX] && lim.has[LIM_RATE_MS]) {
-        in_win = window_count(&queue, rate, rper, now, (long long)asked + 8);
+        /* the queue's counted log: one entry per call (limits.c) */
+        counted_trim(&queue, rate, rper, now, 8);
+        windows.last = count_last(&queue, rate);
+        in_win = windows.last - count_at(&queue, rate, (double)now - rper);
         windows.in_win = in_win;
         double burst = lim.has[LIM_RATE_BURST] ? lim.value[LIM_RATE_BURST] : rmax;
         if (burst > rmax) burst = rmax;
         if (burst < rmax) {
             /* the spreading window: at most burst starts in ceil(burst * per / max) ms */
-            double span = ceil(burst * rper / rmax);
+            double span = floor(burst * rper * 9 / (rmax * 10)); /* limits.lua's spread_span */
             windows.span = span < 1 ? 1 : span;
             windows.burst = burst;
-            Str low = num(&queue, (double)now - windows.span + 1);
-            windows.in_span = reply_int(RedisModule_Call(ctx, "ZCOUNT", "!bbc", rate.ptr,
-                                                         rate.len, low.ptr, low.len, "+inf"));
+            windows.in_span = windows.last - count_at(&queue, rate, (double)now - windows.span);
         }
         long long wait = rate_wait(&windows, 0);
         if (wait > 0) return hold_only(ctx, "rate", wait);
@@ -456,24 +452,23 @@ int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     }
     unpark(&queue, now, 32);
     Str claimed = NONE;
-    Starts starts = {NULL, 0, 0};
     RedisModule_ReplyWithArray(ctx, REDISMODULE_POSTPONED_LEN);
     long out = lease_jobs(&queue, flat, count, lease, lockttl, now,
-                          record_key.ptr ? &claimed : NULL, &lim, &starts);
+                          record_key.ptr ? &claimed : NULL, &lim);
     /* the starts, in the queue's log (the lanes' are logged by the loop) */
     const char *held = NULL;
     long long wait = 0;
+    long long started = out / 5;
     if (in_win >= 0) {
-        long long rate_left = rate_wait(&windows, (long long)starts.count);
-        if (starts.count > 0) log_starts(&queue, rate, starts.members, starts.count, now, rper);
+        long long rate_left = rate_wait(&windows, started);
+        if (started > 0) counted_log(&queue, rate, windows.last, started, now, rper);
         if (rate_left > 0) {
             held = "rate";
             wait = rate_left;
         }
     }
-    if (!held && in_act >= 0 && (double)(in_act + (long long)starts.count) >= cap)
-        held = "concurrency";
-    if (!held && (double)starts.count < asked) {
+    if (!held && in_act >= 0 && (double)(in_act + started) >= cap) held = "concurrency";
+    if (!held && (double)started < asked) {
         long long lanes = lanes_wait(&queue, now);
         if (lanes >= 0) {
             held = "lanes";

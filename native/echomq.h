@@ -267,6 +267,13 @@ void park_head(Queue *queue, Str group, double at);
 void unpark(Queue *queue, long long now, long long k);
 long long lanes_wait(Queue *queue, long long now);
 void reply_hold(RedisModuleCtx *ctx, const char *scope, long long ms);
+long long count_at(Queue *queue, Str key, double t);
+long long count_last(Queue *queue, Str key);
+void counted_trim(Queue *queue, Str key, double per, long long now, long long k);
+double counted_free_at(Queue *queue, Str key, double w, long long now, long long last,
+                       long long total, double max);
+void counted_log(Queue *queue, Str key, long long last, long long made, long long now,
+                 double per);
 void prune_group(Queue *queue, Str group);
 
 void push_wake(Queue *queue, long long count);

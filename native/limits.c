@@ -130,3 +130,78 @@ void reply_hold(RedisModuleCtx *ctx, const char *scope, long long ms) {
     RedisModule_ReplyWithStringBuffer(ctx, scope, strlen(scope));
     RedisModule_ReplyWithLongLong(ctx, ms);
 }
+
+/* ---- the queue's counted log: one entry per call (limits.lua's count_*) ---- */
+
+/* the running count at the newest entry of `key` at or before time t (0 when none) */
+long long count_at(Queue *queue, Str key, double t) {
+    Str upto = num(queue, t);
+    Reply *r = RedisModule_Call(queue->ctx, "ZREVRANGEBYSCORE", "!bbcccc", key.ptr, key.len,
+                                upto.ptr, upto.len, "-inf", "LIMIT", "0", "1");
+    double n = 0;
+    if (reply_len(r) < 1 || !tonum(reply_str(reply_elem(r, 0)), &n)) return 0;
+    return (long long)n;
+}
+
+/* the newest running count of `key` (0 for an empty log) */
+long long count_last(Queue *queue, Str key) {
+    Reply *r = RedisModule_Call(queue->ctx, "ZRANGE", "!bcc", key.ptr, key.len, "-1", "-1");
+    double n = 0;
+    if (reply_len(r) < 1 || !tonum(reply_str(reply_elem(r, 0)), &n)) return 0;
+    return (long long)n;
+}
+
+/* up to k expired entries (time <= now - per) trimmed from the oldest end, the newest
+ * expired one kept: the base the window's count is read against */
+void counted_trim(Queue *queue, Str key, double per, long long now, long long k) {
+    Str upto = num(queue, (double)now - per);
+    long long due = reply_int(RedisModule_Call(queue->ctx, "ZCOUNT", "!bcb", key.ptr, key.len,
+                                               "-inf", upto.ptr, upto.len));
+    if (due <= 1) return;
+    Str last = num14(queue, (double)((due - 1 < k ? due - 1 : k) - 1));
+    RedisModule_Call(queue->ctx, "ZREMRANGEBYRANK", "!bcb", key.ptr, key.len, "0", last.ptr,
+                     last.len);
+}
+
+/* the entry at `rank`: its running count, and its time in *score (when not NULL) */
+static long long count_rank(Queue *queue, Str key, long long rank, double *score) {
+    Str at = num14(queue, (double)rank);
+    Reply *r = score ? RedisModule_Call(queue->ctx, "ZRANGE", "!bbbc", key.ptr, key.len, at.ptr,
+                                        at.len, at.ptr, at.len, "WITHSCORES")
+                     : RedisModule_Call(queue->ctx, "ZRANGE", "!bbb", key.ptr, key.len, at.ptr,
+                                        at.len, at.ptr, at.len);
+    double n = 0;
+    tonum(reply_str(reply_elem(r, 0)), &n);
+    if (score && !tonum(reply_str(reply_elem(r, 1)), score)) *score = 0;
+    return (long long)n;
+}
+
+/* when a window of w ms admits one more start under max, total starts counted (last of
+ * them logged): the start numbered total - max + 1 leaves it at its entry's time + w */
+double counted_free_at(Queue *queue, Str key, double w, long long now, long long last,
+                       long long total, double max) {
+    long long s = total - (long long)max + 1;
+    if (s > last) return (double)now + w;
+    long long lo = 0, hi = zcard(queue, key) - 1;
+    while (lo < hi) {
+        long long mid = (lo + hi) / 2;
+        if (count_rank(queue, key, mid, NULL) >= s)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    double score = 0;
+    count_rank(queue, key, lo, &score);
+    return score + w;
+}
+
+/* one call's `made` starts logged at now (the running count last + made), kept per ms */
+void counted_log(Queue *queue, Str key, long long last, long long made, long long now,
+                 double per) {
+    char member[32];
+    int len = snprintf(member, sizeof(member), "%015lld", last + made);
+    Str stamp = num(queue, (double)now), ttl = num(queue, per);
+    RedisModule_Call(queue->ctx, "ZADD", "!bbb", key.ptr, key.len, stamp.ptr, stamp.len, member,
+                     (size_t)len);
+    RedisModule_Call(queue->ctx, "PEXPIRE", "!bb", key.ptr, key.len, ttl.ptr, ttl.len);
+}

@@ -27,7 +27,7 @@ from lanes_law import assert_law
 from test_lifecycle import run_score
 from worker_support import server_ms
 
-pytestmark = pytest.mark.both_executors
+pytestmark = [pytest.mark.both_executors, pytest.mark.both_servers]
 
 LEASE = 30_000
 
@@ -144,9 +144,9 @@ def test_the_rate_limit_admits_max_starts_then_answers_the_wait(q: Queue, r: red
     assert [c.id for c in got] == ids[:3]
     assert got.hold is not None and got.hold.scope == "rate"
     assert 59_000 <= got.hold.wait_ms <= 60_000
-    # the start log holds the three starts, kept as long as the window
+    # the start log holds one entry for the call: the running count, at its time
     log = r.zrange(q.keys.rate, 0, -1, withscores=True)
-    assert sorted(m.split(":")[0] for m, _ in log) == sorted(ids[:3])
+    assert [m for m, _ in log] == ["000000000000003"]
     assert 0 < r.pttl(q.keys.rate) <= 60_000
     # a full window claims nothing and changes nothing but the answer
     before = dump(r, q)
@@ -162,19 +162,27 @@ def test_the_window_slides_a_start_frees_its_place_per_ms_later(q: Queue, r: red
     for i in range(4):
         q.enqueue({"n": i})
     now = server_ms(r)
-    # two starts logged in the past: one that left the window, one still in it
-    r.zadd(q.keys.rate, {"JOB00000000000:1": now - 1500, "JOB00000000001:1": now - 400})
+    # three calls logged in the past (running counts 1, 2, 3): two left the window, the
+    # third (one start) is still in it
+    r.zadd(
+        q.keys.rate,
+        {
+            "000000000000001": now - 2500,
+            "000000000000002": now - 1500,
+            "000000000000003": now - 400,
+        },
+    )
     got = q.claim_many(4)
     assert len(got) == 1  # one place in the window
     assert got.hold is not None and got.hold.scope == "rate"
     # the next start is allowed when the older start in the window leaves it
     assert 500 <= got.hold.wait_ms <= 600
-    # the expired start was trimmed from the log's oldest end
-    assert "JOB00000000000:1" not in r.zrange(q.keys.rate, 0, -1)
+    # the oldest expired entry was trimmed; the newest expired one stays: the base
+    assert r.zrange(q.keys.rate, 0, -1) == ["000000000000002", "000000000000003", "000000000000004"]
 
 
 def test_the_burst_spreads_the_starts_over_the_window(q: Queue, r: redis.Redis) -> None:
-    # 20 per 60 s, 5 at once: at most 5 starts in any 15 s (ceil(5 * 60000 / 20))
+    # 20 per 60 s, 5 at once: at most 5 starts in any 13.5 s (0.9 * 5 * 60000 / 20)
     q.set_rate_limit(20, 60_000, burst=5)
     assert q.rate_limit() == RateLimit(20, 60_000, 5)
     for i in range(30):
@@ -182,13 +190,13 @@ def test_the_burst_spreads_the_starts_over_the_window(q: Queue, r: redis.Redis) 
     got = q.claim_many(30)
     assert len(got) == 5
     assert got.hold is not None and got.hold.scope == "rate"
-    assert 14_000 <= got.hold.wait_ms <= 15_000
-    # five starts 15 s ago have left the spreading window, not the window of 60 s
+    assert 13_000 <= got.hold.wait_ms <= 13_500
+    # five starts 14 s ago have left the spreading window, not the window of 60 s
     now = server_ms(r)
-    old = {m: now - 15_000 for m in r.zrange(q.keys.rate, 0, -1)}
+    old = {m: now - 14_000 for m in r.zrange(q.keys.rate, 0, -1)}
     r.zadd(q.keys.rate, old)
     assert len(q.claim_many(30)) == 5
-    assert r.zcard(q.keys.rate) == 10
+    assert r.zrange(q.keys.rate, -1, -1) == ["000000000000010"]
 
 
 def test_the_default_burst_is_a_twentieth_of_the_limit(q: Queue) -> None:

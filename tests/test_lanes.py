@@ -26,6 +26,7 @@ from echomq import (
     StaleToken,
     new_id,
 )
+from echomq.lanes import GROUP_FIELDS
 from echomq.scripts import Eval, script
 from lanes_law import assert_law, lanes_of
 from test_lifecycle import run_score
@@ -545,7 +546,7 @@ def test_groups_walks_the_set_page_by_page(q: Queue, r: redis.Redis) -> None:
         q.enqueue_many(range(i % 3 + 1), group=g)
     # one server call reads one SSCAN page and hands back the cursor
     reply = q.runner.execute(Eval(script("groups"), (q.keys.base,), ("0", "5")))
-    assert len(reply) % 6 == 1 and len(reply) < 6 * 25
+    assert len(reply) % GROUP_FIELDS == 1 and len(reply) < GROUP_FIELDS * 25
     infos = q.groups(page=5)
     assert [g.name for g in infos] == names
     assert [g.depth for g in infos] == [i % 3 + 1 for i in range(25)]

@@ -38,8 +38,10 @@ def set_rate_limit(
     """Let at most ``max_jobs`` claims of the queue start in any window of ``per_ms``
     ms of server time, across every worker (a sliding window: no window, at any edge,
     holds more). The starts are spread too: at most ``burst`` of them in any
-    ``ceil(burst * per_ms / max_jobs)`` ms. A claim held back answers how long until
-    the next start is allowed and the worker waits exactly that. Journaled.
+    ``floor(0.9 * burst * per_ms / max_jobs)`` ms (90% of their share of the window, so
+    that a worker's wake-up latency does not add up; the window of ``per_ms`` binds).
+    A claim held back answers how long until the next start is allowed and the worker
+    waits exactly that. Journaled.
 
     Args:
         max_jobs: starts per window, ``1 .. 100000``.
@@ -152,8 +154,8 @@ def group_rate_limit(ctx: Context, group: str) -> Plan[RateLimit | None]:
 def limits(ctx: Context) -> Plan[Limits]:
     """The queue's flow control at once: its limits, the starts in the rate window
     ending now (server clock), a handler's hold, the active jobs, the held lanes and
-    when the next start is allowed. Up to three round trips (the window is counted
-    from the server's clock)."""
+    when the next start is allowed. One round trip (the read the metrics scrape makes,
+    beside the limits in meta)."""
     meta = (
         "rate_max",
         "rate_ms",
@@ -164,29 +166,13 @@ def limits(ctx: Context) -> Plan[Limits]:
         "rate_burst",
     )
     k = ctx.keys
-    t, r, active, held = yield Batch(
-        (
-            Cmd(("TIME",)),
-            Cmd(("HMGET", k.meta, *meta)),
-            Cmd(("ZCARD", k.active)),
-            Cmd(("ZCARD", k.gwait)),
-        )
-    )
-    now = int(as_str(t[0])) * 1000 + int(as_str(t[1])) // 1000
+    # the scrape's read (obs_queue) counts the window and its wait on the server's clock
+    r, obs = yield Batch((Cmd(("HMGET", k.meta, *meta)), Eval(script("obs_queue"), (k.base,))))
+    now, active, held = int(obs[9]), int(obs[1]), int(obs[12])
     rate = _rate(r[0], r[1], r[6])
-    starts = 0
+    starts = int(obs[13])
     until = int(as_str(r[3])) if r[3] is not None else 0
-    next_start = max(0, until - now)
-    if rate is not None:
-        low = now - rate.per_ms + 1
-        starts = int((yield Cmd(("ZCOUNT", k.rate, low, "+inf"))))
-        if starts >= rate.max_jobs:
-            # the start that leaves the window first frees a place (lib/limits)
-            at = starts - rate.max_jobs
-            first = yield Cmd(("ZRANGEBYSCORE", k.rate, low, "+inf", "WITHSCORES", "LIMIT", at, 1))
-            if first:
-                score = first[0][1] if isinstance(first[0], (list, tuple)) else first[1]
-                next_start = max(next_start, int(float(score)) + rate.per_ms - now)
+    next_start = int(obs[11])
     return Limits(
         rate=rate,
         concurrency=int(as_str(r[2])) if r[2] is not None else None,

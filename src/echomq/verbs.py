@@ -166,7 +166,7 @@ class VerbTable:
     set_group_rate_default = _v(limits.set_group_rate_default, "operator", "set_limits")
     clear_group_rate_default = _v(limits.clear_group_rate_default, "operator", "set_limits")
     group_rate_limit = _v(limits.group_rate_limit, "read")
-    limits = _v(limits.limits, "read")
+    limits = _v(limits.limits, "read", "obs_queue")
     # the operator plane: job scope
     update_data = _v(jobs.update_data, "operator", "update_data")
     update_progress = _v(jobs.update_progress, "job_write", "update_progress")

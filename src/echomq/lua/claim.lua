@@ -25,9 +25,10 @@
 -- Refusals: none (an empty array when nothing is ready).
 -- Limits:  read from meta in one HMGET (rate_max/rate_ms/rate_burst, concurrency,
 --          limited_until, group_rate_max/group_rate_ms) before anything is popped, and
---          counted in the same step as the pops: the queue's start log `rate` (its
---          window of rate_ms, and a spreading window for rate_burst) and each limited lane's
---          `gs:<group>` (sliding window logs, member id:token, score = start ms);
+--          counted in the same step as the pops: the queue's start log `rate` (one
+--          entry per call: member = the running count of starts, zero-padded, score =
+--          the call's ms; its window of rate_ms and a spreading window for rate_burst)
+--          and each limited lane's `gs:<group>` (member id:token, score = start ms);
 --          lanes held by a full window or a handler wait in `gwait` off the ring, and
 --          up to 32 due ones return to the ring's head first.
 -- Writes:  ZPOPMIN pending|lane (pending: the rest of a batch in one ZPOPMIN once the
@@ -72,6 +73,7 @@ if lim[4] and lim[4] > now then return {{'blocked', lim[4] - now}} end
 local asked = count
 local in_act, in_win  -- the queue's active count and rate window count, when limited
 local burst, span, in_span  -- the rate's burst, its spreading window (ms) and count
+local last  -- the rate log's running count of starts (lib/limits)
 if lim[3] then
   in_act = redis.call('ZCARD', B .. ACTIVE)
   if in_act >= lim[3] then return {{'concurrency', 0}} end
@@ -81,19 +83,21 @@ end
 local function rate_wait(made)
   local at = now
   if in_win + made >= lim[1] then
-    at = window_free_at(B .. RATE, lim[2], now, in_win, made, lim[1])
+    at = counted_free_at(B .. RATE, lim[2], now, last, last + made, lim[1])
   end
   if in_span and in_span + made >= burst then
-    at = math.max(at, window_free_at(B .. RATE, span, now, in_span, made, burst))
+    at = math.max(at, counted_free_at(B .. RATE, span, now, last, last + made, burst))
   end
   return at - now
 end
 if lim[1] and lim[2] then
-  in_win = window_count(B .. RATE, lim[2], now, asked + 8)
+  counted_trim(B .. RATE, lim[2], now, 8)
+  last = count_last(B .. RATE)
+  in_win = last - count_at(B .. RATE, now - lim[2])
   burst = math.min(lim[7] or lim[1], lim[1])
   if burst < lim[1] then
-    span = math.max(1, math.ceil(burst * lim[2] / lim[1]))
-    in_span = redis.call('ZCOUNT', B .. RATE, now - span + 1, '+inf')
+    span = spread_span(burst, lim[2], lim[1])
+    in_span = last - count_at(B .. RATE, now - span)
   end
   local w = rate_wait(0)
   if w > 0 then return {{'rate', w}} end
@@ -179,7 +183,7 @@ local function pop_lane()
 end
 
 local lanelogs = {}  -- a limited lane's group -> {per, id:token, ...}, logged after
-local starts = {}  -- id:token of every start, for the queue's log
+
 while #out < count * 5 do
   local id, g, gper
   if side == 'f' then
@@ -209,28 +213,29 @@ while #out < count * 5 do
   out[#out + 1] = tok
   out[#out + 1] = f[3] or ''
   out[#out + 1] = g or ''
-  starts[#starts + 1] = id .. SEP .. tok
   if gper then
+    -- a start in a limited lane's log (member id:token)
     local l = lanelogs[g]
     if not l then l = {gper}; lanelogs[g] = l end
-    l[#l + 1] = starts[#starts]
+    l[#l + 1] = id .. SEP .. tok
   end
   emit('{"event":"active","job":"' .. id .. '","attempt":' .. tok .. '}')
   side = (side == 'f') and 'g' or 'f'
 end
 if #act > 0 then zadd_desc(B .. ACTIVE, act) end
--- the starts, in the queue's log and each limited lane's (lib/limits)
+-- the starts, in the queue's log (one entry) and each limited lane's (lib/limits)
 local held = nil
+local started = #out / 5
 if in_win then
-  local w = rate_wait(#starts)
-  if #starts > 0 then log_starts(B .. RATE, starts, nows, lim[2]) end
+  local w = rate_wait(started)
+  if started > 0 then counted_log(B .. RATE, last, started, nows, lim[2]) end
   if w > 0 then held = {'rate', w} end
 end
 for g, l in pairs(lanelogs) do
   log_starts(B .. GSTARTS .. g, {unpack(l, 2)}, nows, l[1])
 end
-if not held and in_act and in_act + #starts >= lim[3] then held = {'concurrency', 0} end
-if not held and #starts < asked then
+if not held and in_act and in_act + started >= lim[3] then held = {'concurrency', 0} end
+if not held and started < asked then
   local w = lanes_wait(now)
   if w then held = {'lanes', w} end
 end

@@ -223,7 +223,7 @@ def serve_queues(
 DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 #: Claim round-trip buckets (seconds): 100 us to 1 s.
 CLAIM_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1)
-OUTCOMES = ("completed", "failed", "cancelled")
+OUTCOMES = ("completed", "failed", "cancelled", "rate_limited")
 
 
 class LocalHistogram:
@@ -315,7 +315,7 @@ class WorkerMetrics(Collector):
     def collect(self) -> Iterator[Metric]:
         duration = HistogramMetricFamily(
             "echomq_job_duration_seconds",
-            "Handler run time, by queue and outcome (completed, failed, cancelled).",
+            "Handler run time, by queue and outcome (completed, failed, cancelled, rate_limited).",
             labels=["queue", "outcome"],
         )
         claim = HistogramMetricFamily(

@@ -190,7 +190,7 @@ def snapshots(
                 held_lanes=int(r[12]),
                 server_calls=calls + 1,
                 workers=(len(reg) - 1) // 2,
-                kept=int(r[13]) if len(r) > 13 else 0,
+                kept=int(r[14]) if len(r) > 14 else 0,
             )
         )
     return out

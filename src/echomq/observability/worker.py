@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from .. import hooks
+from ..errors import RateLimited
 
 log = logging.getLogger("echomq.worker")
 
@@ -35,6 +36,8 @@ def _outcome(job: Any, exc: BaseException | None) -> str:
     if exc is None:
         return "completed"
     reason = getattr(job, "cancel_reason", None)
+    if reason is None and isinstance(exc, RateLimited):
+        return "rate_limited"  # handed back, not failed: no failure line, no error span
     if reason == "timeout":
         return "failed"
     if reason is not None or isinstance(exc, asyncio.CancelledError):

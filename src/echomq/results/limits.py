@@ -42,8 +42,8 @@ class ClaimedBatch(list[Claimed]):
 @dataclass(frozen=True)
 class RateLimit:
     """At most ``max_jobs`` claims start in any window of ``per_ms`` ms (server clock);
-    ``burst`` (the queue's limit only): at most that many in any ``ceil(burst * per_ms
-    / max_jobs)`` ms (``None``: a lane's limit, or ``burst = max_jobs``: none)."""
+    ``burst`` (the queue's limit only): at most that many in any ``floor(0.9 * burst *
+    per_ms / max_jobs)`` ms (``None``: a lane's limit, or ``burst = max_jobs``: none)."""
 
     max_jobs: int
     per_ms: int

@@ -50,7 +50,7 @@ from . import plans
 from . import stats as stats_module
 from .config import WorkerConfig
 from .job import CANCELLED, LEASE_LOST, SHUTDOWN, TIMEOUT, JobCancelled, JobContext
-from .limits import Throttle, rate_limited
+from .limits import Throttle, hand_back
 from .outage import Outage
 from .routes import Routes, failure_text
 from .stats import WorkerStats
@@ -288,13 +288,8 @@ class Engine:
         if want <= 0:
             self._more = True
             return
-        delay = self.throttle.delay(asyncio.get_running_loop().time())
-        if delay > 0:
-            # the queue's limit allows no start before then, whatever is enqueued: sleep
-            # exactly that (a stop cancels the sleep), then the serve loop claims
-            await asyncio.sleep(delay)
-            self.stats.limited_ms += round(delay * 1000)
-            self._more = True
+        if await self.throttle.wait_out(self.stats):
+            self._more = True  # the wait a held claim answered is over: claim now
             return
         op = lifecycle.claim_op(aq.ctx, want, cfg.lease_ms, cfg.lock)
         woke = await waker.wait(self.throttle.timeout(cfg.beat / 1000), aq.runner.command(op))
@@ -490,7 +485,9 @@ class Engine:
             elif outcome == "cancelled":
                 await self._settle_cancelled(aq, job)
             elif outcome == "rate_limited":
-                await self._hand_back_limited(aq, job)
+                await hand_back(aq, job, self._limited[(job.id, job.attempt)], self.stats)
+                # answered (a server error raises past here: the outcome is sent again)
+                del self._limited[(job.id, job.attempt)]
             self._other.pop(0)
 
     async def _fail(self, aq: AsyncQueue, job: JobContext, error: str) -> None:
@@ -509,18 +506,6 @@ class Engine:
             self.stats.dead += 1
         else:
             self.stats.retried += 1
-
-    async def _hand_back_limited(self, aq: AsyncQueue, job: JobContext) -> None:
-        exc = self._limited[(job.id, job.attempt)]
-        plan = rate_limited(aq.ctx, job.id, job.attempt, exc.retry_after_ms, exc.group)
-        try:
-            await aq.runner.drive(plan)
-        except (JobGone, StaleToken):
-            self.stats.stale += 1  # the job moved on (removed, or its lease lost)
-        else:
-            self.stats.rate_limited += 1
-        finally:
-            self._limited.pop((job.id, job.attempt), None)
 
     async def _settle_cancelled(self, aq: AsyncQueue, job: JobContext) -> None:
         try:

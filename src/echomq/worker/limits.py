@@ -17,10 +17,14 @@ answers a :class:`~echomq.results.ClaimHold`, and the worker waits exactly as it
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from ..context import Context
+from ..errors import JobGone, RateLimited, StaleToken
 from ..scripts import Eval, Plan, script
+from .job import JobContext
+from .stats import WorkerStats
 
 #: The shortest wait on the wake list (``BLPOP`` reads a timeout of 0 as "forever").
 MIN_WAIT_S = 0.002
@@ -58,6 +62,16 @@ class Throttle:
         """How long the next claim must wait (0: it may go now)."""
         return max(0.0, self.not_before - now)
 
+    async def wait_out(self, stats: WorkerStats) -> bool:
+        """Sleep out the wait a held claim answered, if any (no start is allowed before
+        then, whatever is enqueued); a stop cancels the sleep. True when it slept."""
+        delay = self.delay(asyncio.get_running_loop().time())
+        if delay <= 0:
+            return False
+        await asyncio.sleep(delay)
+        stats.limited_ms += round(delay * 1000)
+        return True
+
     def timeout(self, beat_s: float) -> float:
         """The wake-list wait: the beat, or less while a held lane is due sooner."""
         if self.lane_wait_s is None:
@@ -78,3 +92,16 @@ def rate_limited(
     keys = (ctx.keys.base, ctx.keys.job(job_id))
     argv = (job_id, str(token), str(retry_after_ms), "g" if group else "q")
     yield Eval(script("rate_limited"), keys, argv, job=job_id)
+
+
+async def hand_back(aq: Any, job: JobContext, exc: RateLimited, stats: WorkerStats) -> None:
+    """Send a handler's ``RateLimited`` (:func:`rate_limited`) and count it: in
+    ``stats.rate_limited``, or ``stats.stale`` when the job moved on (removed, or its
+    lease lost). A server error is raised: the caller sends it again."""
+    plan = rate_limited(aq.ctx, job.id, job.attempt, exc.retry_after_ms, exc.group)
+    try:
+        await aq.runner.drive(plan)
+    except (JobGone, StaleToken):
+        stats.stale += 1
+    else:
+        stats.rate_limited += 1

@@ -1,15 +1,22 @@
 -- lib/limits: flow control decided inside the claim (spliced in by the loader; the
 -- script defines `B` and includes lib/keys and lib/common first).
--- A rate limit is a sliding window log: a sorted set of the starts (member id:token,
--- score = the server's ms) of the last `per` ms. A claim may start a job while fewer
--- than `max` starts lie in the window (now - per, now]; so no window of `per` ms ever
--- holds more than `max` starts, at any edge. The log holds at most `max` live entries
--- plus the expired ones not trimmed yet (each call trims a few more than it adds), and
--- expires `per` ms after its last start, so an idle queue keeps nothing.
+-- A rate limit is a sliding window log of the starts of the last `per` ms (scores =
+-- the server's ms). A claim may start a job while fewer than `max` starts lie in the
+-- window (now - per, now]; so no window of `per` ms ever holds more than `max` starts,
+-- at any edge. A lane's log holds one entry per start (member id:token; at most `max`
+-- live entries plus the expired ones not trimmed yet: each call trims a few more than
+-- it adds); every log expires `per` ms after its last start, so an idle queue keeps
+-- nothing.
+-- The queue's own log (`rate`) holds one entry per claim call, not per start: member =
+-- the running count of starts after the call (zero-padded, so ties of time order by
+-- it), score = the call's time. The starts in a window ending now are the newest count
+-- less the count at the newest entry before the window (0 when none: the log began at
+-- 0), and the newest expired entry is kept as that base (a fresh log starts from 0);
+-- so a busy queue writes and trims one entry per call, whatever the batch.
 -- The queue's limit also spreads its starts: at most `burst` of them in any window of
--- ceil(burst * per / max) ms, counted on the same log (a shorter window), so with a
--- backlog the starts come `burst` at a time all through the window, not all `max` at
--- its start (every window of `per` ms then holds between max - burst and max starts).
+-- `spread_span` ms, counted on the same log (a shorter window), so with a backlog the
+-- starts come `burst` at a time all through the window, not all `max` at its start
+-- (every window of `per` ms then holds between about max - burst and max starts).
 -- burst = max is the plain sliding window.
 -- A lane whose window is full (or that a handler blocked) leaves the ring for `gwait`
 -- (score = when it may be served again); the claim brings due lanes back to the
@@ -57,6 +64,60 @@ local function log_starts(key, ms, nows, per)
     zs[2 * i] = ms[i]
   end
   zadd_desc(key, zs)
+  redis.call('PEXPIRE', key, per)
+end
+
+-- the spreading window: 90% of the burst's share of the window (floor, at least 1 ms).
+-- Its share exactly would make it the binding limit, and each wake-up's latency would
+-- then add up, chunk after chunk; a little shorter, the window of `per` ms binds in the
+-- steady state, and it repeats the previous window's starts one window later.
+local function spread_span(burst, per, max)
+  return math.max(1, math.floor(burst * per * 9 / (max * 10)))
+end
+
+-- ---- the queue's counted log (one entry per call; see above) ----
+
+local COUNT_FMT = '%015d'
+
+-- the running count at the newest entry of `key` at or before time t (0 when none)
+local function count_at(key, t)
+  local r = redis.call('ZREVRANGEBYSCORE', key, t, '-inf', 'LIMIT', 0, 1)
+  return tonumber(r[1] or 0)
+end
+
+-- the newest running count of `key` (0 for an empty log)
+local function count_last(key)
+  local r = redis.call('ZRANGE', key, -1, -1)
+  return tonumber(r[1] or 0)
+end
+
+-- trim up to k expired entries (time <= now - per) from the oldest end, keeping the
+-- newest expired one: the base the window's count is read against
+local function counted_trim(key, per, now, k)
+  local due = redis.call('ZCOUNT', key, '-inf', now - per)
+  if due > 1 then redis.call('ZREMRANGEBYRANK', key, 0, math.min(due - 1, k) - 1) end
+end
+
+-- when a window of `w` ms admits one more start under `max`, `total` starts counted
+-- (`last` of them logged, the rest made now): the start numbered total - max + 1 must
+-- leave it, at its entry's time + w (one of this call's: now + w). Its entry is found
+-- by a binary search over the ranks (both the times and the counts ascend with rank):
+-- a few reads of one entry, on the path of a full window only.
+local function counted_free_at(key, w, now, last, total, max)
+  local s = total - max + 1
+  if s > last then return now + w end
+  local lo, hi = 0, redis.call('ZCARD', key) - 1
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if tonumber(redis.call('ZRANGE', key, mid, mid)[1]) >= s then hi = mid else lo = mid + 1 end
+  end
+  local at = redis.call('ZRANGE', key, lo, lo, 'WITHSCORES')
+  return tonumber(at[2]) + w
+end
+
+-- log one call's `made` starts (the running count last + made) at now, kept `per` ms
+local function counted_log(key, last, made, nows, per)
+  redis.call('ZADD', key, nows, string.format(COUNT_FMT, last + made))
   redis.call('PEXPIRE', key, per)
 end
 
