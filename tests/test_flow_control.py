@@ -381,7 +381,13 @@ def test_the_cli_sets_shows_and_clears_limits(q: Queue, r: redis.Redis, server: 
         assert res.exit_code == 0, res.output
         return json.loads(res.stdout)
 
-    got = emq("limit", "rate", q.name, "100", "1s")
+    # a queue with no key yet is refused as a likely typo (nothing written); --create
+    # configures it before its first job
+    before = dump(r, q)
+    typo = runner.invoke(cli_app.cli, ["--url", server.url, "limit", "rate", q.name, "100", "1s"])
+    assert typo.exit_code == 8 and "no queue named" in typo.output
+    assert dump(r, q) == before
+    got = emq("--create", "limit", "rate", q.name, "100", "1s")
     assert got["rate"] == {"max_jobs": 100, "per_ms": 1000, "burst": 5}
     assert got["rate_limited"] is False
     got = emq("limit", "rate", q.name, "100", "1s", "--burst", "100")
