@@ -16,7 +16,8 @@ if the handler then stops, the job goes dead (:func:`~echomq.worker.plans.fail_c
 Every job claimed ends in exactly one counter of :class:`WorkerStats`. An outcome
 (a completion, a failure, a release) stays queued here until the server answered it:
 after an error it is sent again, and a "gone" answer to a completion sent again is
-read as the completion that landed before its reply was lost.
+read as the completion that landed before its reply was lost
+(:mod:`echomq.worker.outcomes`).
 """
 
 from __future__ import annotations
@@ -32,27 +33,22 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import redis
-
 from .. import checks, lifecycle, registry, repeat
 from ..errors import (
-    EchoMQError,
     InvalidArgument,
-    JobGone,
     RateLimited,
     ServerUnavailable,
-    StaleToken,
 )
 from ..lifecycle import Claimed
 from ..observability.worker import WorkerObserver
 from ..queue import AsyncQueue
-from . import plans
+from . import outcomes, plans
 from . import stats as stats_module
 from .config import WorkerConfig
-from .job import CANCELLED, LEASE_LOST, SHUTDOWN, TIMEOUT, JobCancelled, JobContext
-from .limits import Throttle, hand_back
+from .job import CANCELLED, LEASE_LOST, SHUTDOWN, TIMEOUT, JobContext
+from .limits import Throttle
 from .outage import Outage
-from .routes import Routes, failure_text
+from .routes import Routes
 from .stats import WorkerStats
 from .threads import HandlerThreads
 from .waker import Waker
@@ -63,7 +59,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("echomq.worker")
 
-_RECOVERABLE = (EchoMQError, redis.RedisError, OSError)
+_RECOVERABLE = outcomes.RECOVERABLE
 #: The pause after a server error before a loop tries again, doubling to the cap.
 _ERROR_PAUSE_S, _ERROR_PAUSE_CAP_S = 0.05, 2.0
 
@@ -187,7 +183,7 @@ class Engine:
         try:
             while not self.stop_requested:
                 try:
-                    await self._send_outcomes(aq)
+                    await outcomes.send(self, aq)
                     self._take_done()
                     free = self.free()
                     # while a wake task exists `_more` is False: only it claims then
@@ -382,7 +378,7 @@ class Engine:
                 run.value = result
             job.raise_marked()
         except (asyncio.CancelledError, Exception) as exc:
-            outcome, error = self._failure(job, exc)
+            outcome, error = outcomes.classify(self, job, exc)
         finally:
             if run.timer is not None:
                 run.timer.cancel()
@@ -390,7 +386,7 @@ class Engine:
 
     def failure(self, job: JobContext, exc: BaseException) -> tuple[str, str]:
         """The outcome and error text of a job whose handler raised ``exc``."""
-        return self._failure(job, exc)
+        return outcomes.classify(self, job, exc)
 
     def cancel(self, run: _Running, reason: str) -> None:
         """Cancel a job in hand for ``reason`` (see :data:`~echomq.worker.job.TIMEOUT`)."""
@@ -399,27 +395,6 @@ class Engine:
     def record(self, run: _Running, outcome: str, error: str) -> None:
         """Queue a job's outcome for the serve loop to send."""
         self._record(run, outcome, error)
-
-    def _failure(self, job: JobContext, exc: BaseException) -> tuple[str, str]:
-        reason = job.cancel_reason
-        if reason == TIMEOUT:
-            self.stats.timed_out += 1
-            ms = self.config.job_timeout_ms
-            return "failed", f"TimeoutError: the handler ran longer than {ms} ms"
-        if reason == CANCELLED:
-            # stopped on an operator's cancel (JobCancelled, CancelledError or another
-            # error on the way out): dead, not retried
-            return "cancelled", ""
-        if reason is not None or isinstance(exc, asyncio.CancelledError):
-            # told to stop (or the loop is going away): hand the job back, no failure
-            return "release", ""
-        if isinstance(exc, RateLimited):
-            # the handler says the service it calls is limited: hand the job back
-            self._limited[(job.id, job.attempt)] = exc
-            return "rate_limited", ""
-        if isinstance(exc, JobCancelled):
-            return "failed", f"JobCancelled: {exc}"
-        return "failed", failure_text(exc, self.config.error_max_chars)
 
     def _record(self, run: _Running, outcome: str, error: str) -> None:
         if run.recorded:
@@ -462,61 +437,6 @@ class Engine:
         self._completing = []  # only the serve loop (or the wind-down) adds to it
         for pair in sent:
             self._results.pop(pair, None)
-
-    async def _send_outcomes(self, aq: AsyncQueue) -> None:
-        """Send the outcomes of the jobs that did not simply finish: releases,
-        failures, losses. Each leaves the queue once the server has answered it."""
-        if not self._other:
-            return
-        for job, _, _ in self._other:
-            self._running.pop((job.id, job.attempt), None)
-        back = [(j.id, j.attempt) for j, outcome, _ in self._other if outcome == "release"]
-        if back:
-            refused = await aq.runner.drive(lifecycle.release_many(aq.ctx, back))
-            self.stats.released += len(back) - len(refused)
-            self.stats.stale += len(refused)
-            self._other = [entry for entry in self._other if entry[1] != "release"]
-        while self._other:
-            job, outcome, error = self._other[0]
-            if outcome == "lost":
-                self.stats.lost += 1
-            elif outcome == "failed":
-                await self._fail(aq, job, error)
-            elif outcome == "cancelled":
-                await self._settle_cancelled(aq, job)
-            elif outcome == "rate_limited":
-                await hand_back(aq, job, self._limited[(job.id, job.attempt)], self.stats)
-                # answered (a server error raises past here: the outcome is sent again)
-                del self._limited[(job.id, job.attempt)]
-            self._other.pop(0)
-
-    async def _fail(self, aq: AsyncQueue, job: JobContext, error: str) -> None:
-        plan = plans.fail(aq.ctx, job.id, job.attempt, error, self.config.backoff, self._rng)
-        try:
-            verdict = await aq.runner.drive(plan)
-        except JobGone:
-            # the row is gone: the failure is settled (ours, sent again after a lost
-            # reply, or the job was removed); nothing is left to retry
-            self.stats.retried += 1
-            return
-        except StaleToken:
-            self.stats.stale += 1
-            return
-        if verdict == "dead":
-            self.stats.dead += 1
-        else:
-            self.stats.retried += 1
-
-    async def _settle_cancelled(self, aq: AsyncQueue, job: JobContext) -> None:
-        try:
-            await aq.runner.drive(plans.fail_cancelled(aq.ctx, job.id, job.attempt))
-        except JobGone:
-            self.stats.cancelled += 1  # settled: ours, sent again, or removed
-            return
-        except StaleToken:
-            self.stats.stale += 1
-            return
-        self.stats.cancelled += 1
 
     # ---- the beat and shutdown ------------------------------------------------------
 
@@ -564,7 +484,7 @@ class Engine:
         if self.batcher is not None:
             self.batcher.flush()  # members held for a fuller batch run now, in the grace
         while True:
-            await self._send_at_shutdown(aq)
+            await outcomes.send_at_shutdown(self, aq)
             left = deadline - loop.time()
             if not self._running or left <= 0 or self.force:
                 break
@@ -578,32 +498,4 @@ class Engine:
             await asyncio.wait(tasks, timeout=1.0)
         for run in pending:
             self._record(run, "release", "")
-        await self._send_at_shutdown(aq, last=True)
-
-    async def _send_at_shutdown(self, aq: AsyncQueue, *, last: bool = False) -> None:
-        """Send the queued outcomes; errors are counted, not raised. The ``last`` call
-        gives up on what it cannot send: counted ``abandoned``, logged once."""
-        try:
-            await self._send_outcomes(aq)
-            self._take_done()
-            if self._completing:
-                done = self._completing
-                plan = plans.complete_and_claim(aq.ctx, done, 0, 1, 0, self._results)
-                got = await aq.runner.drive(plan)
-                self._count_completions(done, got.stale)
-        except _RECOVERABLE as exc:
-            self.stats.errors += 1
-            self._outage.failed(exc, "sending outcomes at shutdown")
-        if last:
-            self._take_done()
-            lost = sum(1 for _, outcome, _ in self._other if outcome == "lost")
-            left = len(self._completing) + len(self._other) - lost
-            self.stats.lost += lost
-            self._completing, self._other = [], []
-            if left:
-                self.stats.abandoned += left
-                log.warning(
-                    "worker %s: %d outcomes not sent at shutdown; their leases run out",
-                    self.name,
-                    left,
-                )
+        await outcomes.send_at_shutdown(self, aq, last=True)
