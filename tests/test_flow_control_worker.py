@@ -18,6 +18,7 @@ import pytest
 import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry
 
 from echomq import JobContext, Queue, RateLimited, Worker, WorkerConfig
 from worker_support import running, server_ms, wait_until
@@ -117,7 +118,8 @@ def test_the_worker_waits_until_the_window_frees_not_sooner(
         ran.append(job.id)
 
     ids = [q.enqueue({"n": i}) for i in range(4)]
-    with running(Worker(q, handle, config=CONFIG)) as w:
+    reg = CollectorRegistry()
+    with running(Worker(q, handle, config=CONFIG, metrics=reg)) as w:
         wait_until(lambda: len(ran) == 2)
         # an enqueue during the wait does not start anything early
         time.sleep(0.2)
@@ -135,6 +137,9 @@ def test_the_worker_waits_until_the_window_frees_not_sooner(
     assert 1000 <= gap <= 1600, started
     assert started[4] - min(later) >= 1000
     assert w.stats.completed == 5 and w.stats.limited_ms > 500
+    # the same waits, exported: echomq_worker_limited_seconds_total
+    limited = reg.get_sample_value("echomq_worker_limited_seconds_total", {"queue": q.name})
+    assert limited == pytest.approx(w.stats.limited_ms / 1000)
 
 
 def test_a_rate_limited_handler_spends_no_failure_and_keeps_the_place(

@@ -284,6 +284,7 @@ class BoundWorkerMetrics:
         self.running: set[tuple[str, int]] = set()
         self.claim = LocalHistogram(CLAIM_BUCKETS)
         self.claimed = LocalCounter()
+        self.limited_ms = LocalCounter()  # waits the queue's limits imposed, in ms
 
 
 class WorkerMetrics(Collector):
@@ -291,7 +292,9 @@ class WorkerMetrics(Collector):
 
     ``echomq_job_duration_seconds{queue,outcome}`` and ``echomq_claim_latency_seconds{queue}``
     (histograms), ``echomq_worker_jobs_in_hand{queue}`` (gauge),
-    ``echomq_worker_jobs_claimed_total{queue}`` (counter).
+    ``echomq_worker_jobs_claimed_total{queue}`` and
+    ``echomq_worker_limited_seconds_total{queue}`` (counters: the time the queue's flow
+    control limits kept this process's workers from claiming).
 
     Args:
         registry: where to register them (default: ``prometheus_client.REGISTRY``).
@@ -329,6 +332,11 @@ class WorkerMetrics(Collector):
         claimed = CounterMetricFamily(
             "echomq_worker_jobs_claimed", "Jobs leased by this process.", labels=["queue"]
         )
+        limited = CounterMetricFamily(
+            "echomq_worker_limited_seconds",
+            "Time this process's workers waited because the queue's limits held a claim.",
+            labels=["queue"],
+        )
         with self._lock:
             bound = sorted(self._bound.items())
         for queue, b in bound:
@@ -339,7 +347,8 @@ class WorkerMetrics(Collector):
             claim.add_metric([queue], buckets, total)
             in_hand.add_metric([queue], len(b.running))
             claimed.add_metric([queue], b.claimed.value)
-        yield from (duration, claim, in_hand, claimed)
+            limited.add_metric([queue], b.limited_ms.value / 1000)
+        yield from (duration, claim, in_hand, claimed, limited)
 
     @classmethod
     def for_registry(cls, registry: CollectorRegistry | None = None) -> WorkerMetrics:

@@ -96,6 +96,12 @@ class JobObserver:
             if jobs:
                 m.claimed.inc(jobs)
 
+    def limited(self, seconds: float) -> None:
+        """Record a wait the queue's limits imposed (a held claim's answer)."""
+        m = self.metrics
+        if m is not None:
+            m.limited_ms.inc(round(seconds * 1000))
+
     def _start(self, job: Any) -> dict[str, Any] | None:
         extra = job_extra(self.queue, job) if log.isEnabledFor(logging.DEBUG) else None
         if extra is not None:
@@ -259,6 +265,11 @@ class WorkerObserver(Protocol):
 
     def claimed(self, jobs: int, seconds: float) -> None:
         """One claim round trip took ``seconds`` and leased ``jobs`` jobs."""
+        ...
+
+    def limited(self, seconds: float) -> None:
+        """The queue's limits (rate, concurrency, a handler's hold) kept the worker
+        from claiming for ``seconds``."""
         ...
 
 

@@ -284,7 +284,9 @@ class Engine:
         if want <= 0:
             self._more = True
             return
+        waited = self.stats.limited_ms
         if await self.throttle.wait_out(self.stats):
+            self.observer.limited((self.stats.limited_ms - waited) / 1000)
             self._more = True  # the wait a held claim answered is over: claim now
             return
         op = lifecycle.claim_op(aq.ctx, want, cfg.lease_ms, cfg.lock)
