@@ -63,6 +63,7 @@ TYPO_VERBS: list[tuple[str, ...]] = [
     ("group", "drain", "{q}", "g", "--yes"),
     ("job", "show", "{q}", "{id}"),
     ("job", "remove", "{q}", "{id}", "--yes"),
+    ("job", "rerun", "{q}", "{id}", "--yes"),
     ("bulk", "remove", "{q}", "dead", "--yes"),
     ("bulk", "clean", "{q}", "--older-than-ms", "0", "--yes"),
     ("repeat", "list", "{q}"),
