@@ -13,6 +13,8 @@ from echomq.scripts import script
 from operator_support import changed, put_job, ring
 from test_lifecycle import run_score
 
+pytestmark = [pytest.mark.both_executors, pytest.mark.both_servers]
+
 GROUPS = [None, "g"]
 
 
