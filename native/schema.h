@@ -74,6 +74,8 @@
 #define EMQ_F_FINISHED_AT "finished_at"
 #define EMQ_F_DIED_AT "died_at"
 #define EMQ_F_RESULT "result"
+#define EMQ_F_RERUN_AS "rerun_as"
+#define EMQ_F_RERUN_OF "rerun_of"
 
 /* the fields of a queue's meta hash */
 #define EMQ_F_PAUSED "paused"

@@ -382,6 +382,42 @@ def test_job_remove_locked_and_reprocess_dead(
     assert r.hget(q.keys.job(held), "state") == "pending"
 
 
+def test_job_rerun_asks_then_copies_a_dead_job(
+    emq: Any, fast: Any, q: Queue, r: redis.Redis
+) -> None:
+    live = q.enqueue("live")
+    dead = q.enqueue({"n": 1}, name="report", max_attempts=1)
+    c = q.claim()
+    assert c is not None and c.id == live
+    before = dump(r, q)
+    p = fast("job", "rerun", q.name, live, "--yes")  # active: not finished
+    assert p.returncode == exits.REFUSED["not_finished"] == 20
+    assert p.stderr.startswith("refused: not_finished")
+    p = fast("job", "rerun", q.name, ids.new_id(), "--yes")
+    assert p.returncode == exits.REFUSED["gone"]
+    p = fast("job", "rerun", q.name, BAD_ID, "--yes")
+    assert p.returncode == exits.MALFORMED
+    assert dump(r, q) == before
+
+    q.complete(live, c.token)
+    c = q.claim()
+    assert c is not None and q.retry(dead, c.token, "boom") == "dead"
+    before = dump(r, q)
+    p = fast("job", "rerun", q.name, dead)  # off a terminal, no --yes: not asked, not run
+    assert p.returncode == exits.NOT_CONFIRMED
+    assert dump(r, q) == before
+    p = emq("--json", "job", "rerun", q.name, dead, "--yes")
+    assert p.returncode == 0
+    doc = as_json(p)
+    copy = doc["copy"]
+    assert doc == {"id": dead, "copy": copy} and copy != dead
+    assert r.zrange(q.keys.pending, 0, -1) == [copy]
+    assert r.hget(q.keys.job(dead), "rerun_as") == copy
+    assert r.hget(q.keys.job(copy), "rerun_of") == dead
+    assert r.hget(q.keys.job(copy), "name") == "report"
+    assert fast("job", "rerun", q.name, dead, "-y").stdout.startswith(f"reran {dead} as JOB")
+
+
 def test_group_verbs(emq: Any, fast: Any, q: Queue, r: redis.Redis) -> None:
     b = q.keys.base
     for i in range(3):

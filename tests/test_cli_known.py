@@ -63,6 +63,7 @@ TYPO_VERBS: list[tuple[str, ...]] = [
     ("group", "drain", "{q}", "g", "--yes"),
     ("job", "show", "{q}", "{id}"),
     ("job", "remove", "{q}", "{id}", "--yes"),
+    ("job", "rerun", "{q}", "{id}", "--yes"),
     ("bulk", "remove", "{q}", "dead", "--yes"),
     ("bulk", "clean", "{q}", "--older-than-ms", "0", "--yes"),
     ("repeat", "list", "{q}"),
@@ -154,6 +155,37 @@ def test_retention_asks_and_dry_runs_before_deleting(emq: Any, q: Queue, r: redi
     # a limit that deletes nothing now asks nothing
     assert emq("retention", q.name, "--dead", "10").code == 0
     assert r.hget(q.keys.meta, "keep_dead") == "10"
+
+
+def test_every_destructive_trim_asks_and_dry_runs(emq: Any, q: Queue, r: redis.Redis) -> None:
+    # issue 29: retention (above), bulk remove, bulk clean, drain and group drain each
+    # count what they would delete with --dry-run and ask first (exit 5 off a terminal)
+    for _ in range(3):
+        put_job(q, "dead")
+    q.enqueue({"x": 1})
+    q.enqueue({"x": 2}, group="g")
+    q.enqueue({"x": 3}, group="g")
+    q.enqueue({"x": 4}, delay_ms=60_000)
+    before = dump(r, q)
+    dry = {
+        ("bulk", "remove", q.name, "dead"): ("matched", 3),
+        ("bulk", "clean", q.name, "--older-than-ms", "0"): ("matched", 3),
+        ("drain", q.name): ("would_drain", 3),
+        ("drain", q.name, "--include-schedule"): ("would_drain", 4),
+        ("group", "drain", q.name, "g"): ("would_drain", 2),
+    }
+    for args, (field, count) in dry.items():
+        got = emq("--json", *args, "--dry-run")
+        assert got.code == 0, (args, got.stderr)
+        assert got.doc["dry_run"] is True and got.doc[field] == count, (args, got.doc)
+        text = emq(*args, "--dry-run").stdout
+        assert text.startswith("dry run: ") and "nothing changed" in text, (args, text)
+        asked = emq(*args)
+        assert asked.code == exits.NOT_CONFIRMED, (args, asked.stderr)
+    assert dump(r, q) == before
+    done = emq("--json", "group", "drain", q.name, "g", "--yes")
+    assert done.code == 0 and done.doc["drained"] == 2
+    assert not r.exists(q.keys.lane("g"))
 
 
 @pytest.mark.parametrize(

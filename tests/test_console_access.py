@@ -149,6 +149,21 @@ def sha(token: str) -> str:
     return "sha256:" + hashlib.sha256(token.encode()).hexdigest()
 
 
+def test_rerun_is_an_operator_verb(
+    make_client: Callable[..., TestClient], q: Queue, r: redis.Redis
+) -> None:
+    client = make_client(viewer_token="look", operator_token="act")
+    jid = q.enqueue({"x": 1}, max_attempts=1)
+    c = q.claim()
+    assert c is not None and q.retry(jid, c.token, "boom") == "dead"
+    before = dump(r, q)
+    denied = change(client, q, f"/jobs/{jid}/rerun", **{"X-EMQ-Token": "look"})
+    assert denied.status_code == 403 and denied.json()["reason"] == "role"
+    assert dump(r, q) == before
+    done = change(client, q, f"/jobs/{jid}/rerun", **{"X-EMQ-Token": "act"})
+    assert done.status_code == 200 and r.hget(q.keys.job(jid), "rerun_as") == done.json()["copy"]
+
+
 def test_roles_viewer_operator_admin(
     make_client: Callable[..., TestClient], q: Queue, r: redis.Redis, tmp_path: Path
 ) -> None:

@@ -522,6 +522,27 @@ def test_reprocess_dead_job(api: TestClient, q: Queue, r: redis.Redis) -> None:
     assert r.zscore(q.keys.pending, jid) is not None and r.zscore(q.keys.dead, jid) is None
 
 
+def test_rerun_a_dead_job_as_a_linked_copy(api: TestClient, q: Queue, r: redis.Redis) -> None:
+    jid = dead_job(q, name="mail")
+    reply = post(api, qp(q, f"/jobs/{jid}/rerun"))
+    assert reply.status_code == 200
+    copy = reply.json()["copy"]
+    assert reply.json() == {"ok": True, "copy": copy} and copy != jid
+    assert r.zrange(q.keys.pending, 0, -1) == [copy]
+    assert r.hget(q.keys.job(copy), "rerun_of") == jid
+    assert r.hget(q.keys.job(copy), "name") == "mail"
+    # the old job's page shows the link to the copy, the copy's the link back
+    assert api.get(qp(q, f"/jobs/{jid}")).json()["job"]["rerun_as"] == copy
+    assert api.get(qp(q, f"/jobs/{copy}")).json()["job"]["rerun_of"] == jid
+    (entry,) = q.audit(1)
+    assert (entry.verb, entry.args) == ("rerun_job", {"job": jid, "copy": copy})
+    # the copy is pending: not finished, refused, nothing changed
+    before = dump(r, q)
+    refused(post(api, qp(q, f"/jobs/{copy}/rerun")), 409, "refused", "not_finished")
+    refused(post(api, qp(q, f"/jobs/{jid}/rerun"), {"x": 1}), 400, "invalid", "argument")
+    assert dump(r, q) == before
+
+
 def test_job_verb_refusals_change_nothing(api: TestClient, q: Queue, r: redis.Redis) -> None:
     live = q.enqueue({"x": 1})
     held = q.enqueue({"x": 2})
@@ -538,6 +559,7 @@ def test_job_verb_refusals_change_nothing(api: TestClient, q: Queue, r: redis.Re
         ("log", {"line": "x"}),
         ("remove", {}),
         ("reprocess", {}),
+        ("rerun", {}),
     ):
         refused(post(api, qp(q, f"/jobs/{gone}/{verb}"), body), 404, "refused", "gone")
         refused(post(api, qp(q, f"/jobs/{BAD_ID}/{verb}"), body), 400, "invalid", "job_id")
@@ -653,7 +675,8 @@ def test_read_only_refuses_every_change(
     assert client.get(qp(q, "/jobs?state=dead"), headers=token).json()["jobs"][0]["id"] == jid
     paths = [qp(q, f"/{v}") for v in ("pause", "resume", "drain", "obliterate")]
     paths += [qp(q, f"/groups/g/{v}") for v in ("pause", "resume", "limit", "weight", "drain")]
-    paths += [qp(q, f"/jobs/{jid}/{v}") for v in ("data", "progress", "log", "remove", "reprocess")]
+    job_verbs = ("data", "progress", "log", "remove", "reprocess", "rerun")
+    paths += [qp(q, f"/jobs/{jid}/{v}") for v in job_verbs]
     for path in paths:
         token = {"X-EMQ-Token": "s3cret"}
         refused(post(client, path, {}, headers=token), 403, "forbidden", "read_only")

@@ -169,6 +169,25 @@ def test_reprocess_a_dead_job_through_the_page(
     assert page.query_selector("#last-error") is None
 
 
+def test_rerun_a_dead_job_as_a_copy_through_the_page(
+    open_page: Callable[[str], Page], console_url: str, q: Queue, r: redis.Redis
+) -> None:
+    jid = dead_job(q, {"to": "x@example.com"}, "SMTP 550: no such user")
+    page = open_page(f"{console_url}#/q/{q.name}/job/{jid}")
+    page.wait_for_selector("#job-state[data-state=dead]")
+    page.click("#btn-rerun")
+    page.click("#modal-ok")
+    page.wait_for_selector("#job-rerun-as a")
+    copy = r.hget(q.keys.job(jid), "rerun_as")
+    assert copy and page.inner_text("#job-rerun-as") == copy
+    assert r.zrange(q.keys.pending, 0, -1) == [copy]
+    assert r.hget(q.keys.job(jid), "state") == "dead"  # the original stays as it was
+    page.click("#job-rerun-as a")  # the link leads to the copy, which links back
+    page.wait_for_selector("#job-state[data-state=pending]")
+    assert page.inner_text("#job-rerun-of") == jid
+    assert page.query_selector("#btn-rerun") is None  # not finished: nothing to rerun
+
+
 def test_obliterate_a_queue_through_the_page(
     open_page: Callable[[str], Page],
     console_url: str,

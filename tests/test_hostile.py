@@ -258,6 +258,7 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
     "get_job_log_entries": {"job_id": h(job_ids, optional=False)},
     "remove_job": {"job_id": h(job_ids, optional=False), "dedup_id": h(names)},
     "reprocess_job": {"job_id": h(job_ids, optional=False)},
+    "rerun_job": {"job_id": h(job_ids, optional=False)},
     "dedup_owner": {"dedup_id": h(names, optional=False)},
     "release_dedup": {"dedup_id": h(names, optional=False)},
     "lock_job": {

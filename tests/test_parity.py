@@ -717,6 +717,22 @@ async def test_the_audit_journal(facade: Facade, r: redis.Redis) -> None:
     assert "audit" in t.key_names()
 
 
+@scenario("rerun_job")
+async def test_rerun_job(facade: Facade, r: redis.Redis) -> None:
+    t = facade
+    await t("enqueue", "b", job_id=J(1), max_attempts=1)
+    c = await t("claim")
+    assert await t("retry", J(1), c.token, "x") == "dead"
+    copy = await t("rerun_job", J(1))  # a minted id: the transcript names it J2
+    assert copy != J(1)
+    await t.outcome("rerun_job", copy)  # pending: not finished, nothing changed
+    await t.outcome("rerun_job", J(9))  # gone
+    row = await t("get_job", copy)
+    assert (field(row, "state"), field(row, "rerun_of")) == ("pending", J(1))
+    assert field(await t("get_job", J(1)), "rerun_as") == copy
+    assert {"pending", "dead", "audit"} <= t.key_names()
+
+
 @scenario(
     "server_time",
     "queue_exists",

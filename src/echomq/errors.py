@@ -30,6 +30,7 @@ and carries a stable ``.reason`` string::
         ├── JobNotPending      not_pending reassign of a job that is not pending
         ├── JobNotScheduled    not_scheduled promote_job of a job that is not scheduled
         ├── JobNotActive       not_active  cancel_job of a job that is not running
+        ├── JobNotFinished     not_finished rerun_job of a job neither completed nor dead
         ├── QueueNotPaused     not_paused  obliterate of a queue that is not paused
         ├── QueueHasActiveJobs active      obliterate (unforced) with jobs in flight
         └── StaleToken         stale       the fencing token is not the current one
@@ -215,7 +216,8 @@ class Refused(EchoMQError):
 
     Attributes:
         reason: a stable code (``gone``, ``locked``, ``not_dead``, ``not_pending``,
-            ``not_scheduled``, ``not_active``, ``not_paused``, ``active``, ``stale``).
+            ``not_scheduled``, ``not_active``, ``not_finished``, ``not_paused``, ``active``,
+            ``stale``).
     """
 
     reason: str = "refused"
@@ -259,6 +261,13 @@ class JobNotActive(Refused):
     """``cancel_job`` was asked of a job that is not active (nothing runs to cancel)."""
 
     reason = "not_active"
+
+
+class JobNotFinished(Refused):
+    """``rerun_job`` was asked of a job that is neither completed nor dead (it is
+    pending, scheduled or active: it has not run to its end)."""
+
+    reason = "not_finished"
 
 
 class QueueNotPaused(Refused):

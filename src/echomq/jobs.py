@@ -11,7 +11,7 @@ import json
 import math
 from typing import Any
 
-from . import checks, journal
+from . import checks, ids, journal
 from .context import Context, as_str
 from .errors import InvalidArgument
 from .results import LogEntry, log_entries
@@ -196,6 +196,37 @@ def reprocess_job(ctx: Context, job_id: str) -> Plan[None]:
     k = ctx.keys
     keys = (k.job(job_id), k.dead, k.pending, k.base)
     yield Eval(script("reprocess_job"), keys, (job_id, ctx.actor), job=job_id)
+
+
+def rerun_job(ctx: Context, job_id: str) -> Plan[str]:
+    """Run a completed or dead job again as a new job: a copy, the original kept.
+
+    The copy takes the original's payload, name, group, priority, max_attempts,
+    backoff and keep_ms, with a new id, ``attempts`` 0 and a fresh place in the
+    enqueue sequence (the back of its priority); it goes to pending or its lane like
+    a new arrival. It takes no dedup key (the original's dedup id is not carried: a
+    rerun is an operator's explicit ask, and the key may belong to a newer job), nor
+    the original's repeatable, trace, logs, progress or result. The original is left
+    as it is but for ``rerun_as``, the copy's id (the newest copy when rerun again);
+    the copy's ``rerun_of`` names the original. One audit entry (``rerun_job``, its
+    args the job and the copy). A completed job can be rerun only while its row is
+    kept (a retention or ``keep_ms``); without history its row is gone at completion.
+
+    Args:
+        job_id: the completed or dead job.
+
+    Returns:
+        The copy's id.
+
+    Raises:
+        InvalidJobId: a malformed id, before any I/O.
+        JobGone: no such job (never enqueued, removed, or completed without history).
+        JobNotFinished: the job is pending, scheduled or active; nothing changed.
+    """
+    keys = _row(ctx, job_id)
+    copy = ids.new_id()
+    reply = yield Eval(script("rerun_job"), keys, (job_id, copy, ctx.actor), job=job_id)
+    return as_str(reply)
 
 
 def lock_job(ctx: Context, job_id: str, token: int, ttl_ms: int = 60000) -> Plan[None]:

@@ -145,6 +145,8 @@ ROW_FIELDS: tuple[Field, ...] = (
     Field("finished_at", "time", "when it completed (kept jobs)"),
     Field("died_at", "time", "when it went dead (kept jobs)"),
     Field("result", "data", "the handler's return value (kept jobs)"),
+    Field("rerun_as", "text", "the newest copy rerun_job made of this finished job"),
+    Field("rerun_of", "text", "the finished job this one is a copy of (rerun_job)"),
 )
 #: Row fields by name.
 ROW_FIELD: dict[str, Field] = {f.name: f for f in ROW_FIELDS}
@@ -200,6 +202,7 @@ REFUSAL_CODES: dict[str, str] = {
     "EMQSTATE not scheduled": "not_scheduled",
     "EMQSTATE not active": "not_active",
     "EMQSTATE not paused": "not_paused",
+    "EMQSTATE not finished": "not_finished",
     "EMQSTATE active jobs present": "active",
     "EMQSTALE": "stale",
 }

@@ -144,6 +144,13 @@ TRANSITIONS: dict[str, Transition] = {
             journals=True,
         ),
         _t(
+            "rerun_job",
+            True,
+            "the copy's id is in the call: a repeat finds the original linked to it and "
+            "answers it, writing nothing",
+            journals=True,
+        ),
+        _t(
             "release_dedup",
             True,
             "a repeat finds the key free: 0, true of the moment it answers",

@@ -175,6 +175,7 @@ class VerbTable:
     get_job_log_entries = _v(jobs.get_job_log_entries, "read", "get_job_log_entries")
     remove_job = _v(jobs.remove_job, "operator", "remove_job")
     reprocess_job = _v(jobs.reprocess_job, "operator", "reprocess_job")
+    rerun_job = _v(jobs.rerun_job, "operator", "rerun_job")
     lock_job = _v(jobs.lock_job, "operator", "lock_job")
     unlock_job = _v(jobs.unlock_job, "operator", "unlock_job")
     cancel_job = _v(jobs.cancel_job, "operator", "cancel_job")

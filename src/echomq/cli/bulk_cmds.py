@@ -186,7 +186,10 @@ def bulk_clean(
     count = q.clean(older_than_ms, state, dry_run=True).matched
     if dry_run:
         res = BulkResult("clean", matched=count, calls=1, dry_run=True)
-        env.emit(_result_doc(queue, res), f"dry run: {count} {state} jobs would be deleted")
+        env.emit(
+            _result_doc(queue, res),
+            f"dry run: {count} {state} jobs would be deleted; nothing changed",
+        )
         return
     confirm(
         env,

@@ -36,6 +36,7 @@ REFUSED: dict[str, int] = {
     "stale": 16,
     "not_scheduled": 17,
     "not_active": 18,
+    "not_finished": 20,
 }
 _REASON_MEANING = {
     "gone": "no such job",
@@ -47,6 +48,7 @@ _REASON_MEANING = {
     "stale": "the fencing token is not the current one",
     "not_scheduled": "the job is not scheduled (job promote)",
     "not_active": "the job is not running (job cancel)",
+    "not_finished": "the job is neither completed nor dead (job rerun)",
 }
 #: A refusal whose reason this table does not know (a newer server script).
 REFUSED_OTHER = 19

@@ -89,12 +89,21 @@ def weight_group(env: Env, queue: str, name: str, weight: int) -> None:
 @group.command("drain")
 @click.argument("queue")
 @click.argument("name", metavar="GROUP")
+@click.option("--dry-run", is_flag=True, help="Count the jobs a drain would delete; change none.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @pass_env
-def drain_group(env: Env, queue: str, name: str, yes: bool) -> None:
+def drain_group(env: Env, queue: str, name: str, dry_run: bool, yes: bool) -> None:
     """Delete the pending lane of GROUP (its jobs in flight survive)."""
     q = env.queue(queue)
     check_name(name, "group")
+    if dry_run:
+        would = q.group_depth(name)
+        env.emit(
+            {"queue": queue, "group": name, "dry_run": True, "would_drain": would},
+            f"dry run: a drain would delete the {would} pending jobs of group {name}; "
+            "nothing changed",
+        )
+        return
     confirm(
         env,
         yes,

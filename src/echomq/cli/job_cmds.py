@@ -1,4 +1,5 @@
-"""Job-scope commands: ``emq job show|data|progress|log|logs|remove|reprocess|promote|cancel``."""
+"""Job-scope commands: ``emq job show|data|progress|log|logs|remove|reprocess|rerun|promote|
+cancel``."""
 
 from __future__ import annotations
 
@@ -188,6 +189,31 @@ def reprocess(env: Env, queue: str, job_id: str) -> None:
     """Move dead job ID back to the backlog (its lane when grouped), error cleared."""
     env.queue(queue).reprocess_job(job_id)
     env.emit({"id": job_id, "reprocessed": True}, f"reprocessed {job_id}")
+
+
+@job.command("rerun")
+@click.argument("queue")
+@click.argument("job_id", metavar="ID")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@pass_env
+def rerun(env: Env, queue: str, job_id: str, yes: bool) -> None:
+    """Run completed or dead job ID of QUEUE again as a new job (a copy; prints its id).
+
+    The copy keeps the payload, name, group, priority, max_attempts, backoff and keep,
+    not the dedup id; the original stays as it is, linked to the copy (rerun_as).
+    """
+    q = env.queue(queue)
+    ids.validate(job_id)
+    confirm(
+        env,
+        yes,
+        lambda: (
+            f"run job {job_id} ({q.job_state(job_id) or 'gone'}) of {queue} again as a new "
+            f"job {env.on_server()}?"
+        ),
+    )
+    copy = q.rerun_job(job_id)
+    env.emit({"id": job_id, "copy": copy}, f"reran {job_id} as {copy}")
 
 
 @job.command("promote")

@@ -199,14 +199,26 @@ def resume(env: Env, queue: str) -> None:
     show_default=True,
     help="The most jobs one server call deletes.",
 )
+@click.option("--dry-run", is_flag=True, help="Count the jobs a drain would delete; change none.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @pass_env
-def drain(env: Env, queue: str, include_schedule: bool, budget: int, yes: bool) -> None:
+def drain(
+    env: Env, queue: str, include_schedule: bool, budget: int, dry_run: bool, yes: bool
+) -> None:
     """Delete the pending backlog of QUEUE (active jobs and repeatables survive),
     BUDGET jobs per server call, with a progress bar on a terminal."""
     q = env.queue(queue)
     what = "pending and scheduled" if include_schedule else "pending"
     summary: dict[str, Any] = {}
+    if dry_run:
+        summary.update(queue_summary(q))
+        would = summary["pending"] + (summary["scheduled"] if include_schedule else 0)
+        env.emit(
+            {"queue": queue, "dry_run": True, "would_drain": would},
+            f"dry run: a drain would delete {would} {what} jobs of {queue} {env.on_server()}; "
+            "nothing changed",
+        )
+        return
 
     def question() -> str:
         summary.update(queue_summary(q))

@@ -148,6 +148,7 @@ JOB_VERBS: dict[str, GroupVerb] = {
     "log": Console.add_log,
     "remove": Console.remove_job,
     "reprocess": Console.reprocess_job,
+    "rerun": Console.rerun_job,
     "promote": Console.promote_job,
     "cancel": Console.cancel_job,
 }

@@ -1,5 +1,5 @@
 """The console's changes to one job: its data, progress and logs, remove, promote,
-cancel, reprocess. Each checks its body, then the read-only switch, then acts."""
+cancel, reprocess, rerun. Each checks its body, then the read-only switch, then acts."""
 
 from __future__ import annotations
 
@@ -73,3 +73,17 @@ class JobVerbs(ConsoleCore):
         self._writable()
         await self.queue(queue).reprocess_job(job_id)
         return {"ok": True}
+
+    async def rerun_job(self, queue: str, job_id: str, body: Body) -> Reply:
+        """Run a completed or dead job again as a new job (a copy, linked both ways).
+
+        Returns:
+            ``{"ok": true, "copy": id}``: the copy's id.
+
+        Raises:
+            JobNotFinished: the job is pending, scheduled or active; nothing changed.
+        """
+        check_keys(body, ())
+        self._writable()
+        copy = await self.queue(queue).rerun_job(job_id)
+        return {"ok": True, "copy": copy}

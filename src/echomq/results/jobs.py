@@ -95,6 +95,8 @@ class JobRow:
         dedup_mode: the mode of its dedup id (``throttle``, ``debounce``,
             ``keep_last``); ``None`` for simple or none.
         dedup_behind: a ``keep_last`` job held until this running job ends.
+        rerun_as: the newest copy ``rerun_job`` made of this finished job.
+        rerun_of: the finished job this one is a copy of (``rerun_job``).
     """
 
     id: str
@@ -126,6 +128,8 @@ class JobRow:
     seq: int | None = None
     dedup_mode: str | None = None
     dedup_behind: str | None = None
+    rerun_as: str | None = None
+    rerun_of: str | None = None
 
     @classmethod
     def from_fields(
@@ -161,6 +165,8 @@ class JobRow:
             seq=_int(row.get("seq"), None),
             dedup_mode=row.get("dedup_mode"),
             dedup_behind=row.get("dedup_behind"),
+            rerun_as=row.get("rerun_as"),
+            rerun_of=row.get("rerun_of"),
             result=row.get("result"),
             errors=errors,
             extra=extra,

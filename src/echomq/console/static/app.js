@@ -33,6 +33,7 @@
     gone: "the job no longer exists",
     locked: "a worker holds this job",
     not_dead: "only a dead job can be reprocessed",
+    not_finished: "only a completed or dead job can be run again as a copy",
     not_scheduled: "only a scheduled job can be run now",
     not_active: "only a running (active) job can be cancelled",
     not_pending: "the job is not pending",
@@ -1497,6 +1498,19 @@
       if (ok) refresh();
     }
 
+    async function rerun() {
+      const go = await modal({
+        title: `Run ${id} again as a new job?`, ok: "Rerun",
+        body: [h("p", {}, "Enqueues a copy with a new id: the same payload, name, group, priority, ",
+          "max attempts, backoff and history setting (not the dedup id), at the back of its priority. ",
+          "This job stays as it is, linked to the copy.")],
+      });
+      if (!go) return;
+      const reply = await act("Rerun", () => post(`${base}/rerun`), false);
+      if (reply) toast("ok", `Job ${id} rerun as ${reply.copy}`);
+      refresh();
+    }
+
     async function cancelJob() {
       const go = await modal({
         title: `Cancel running job ${id}?`, ok: "Cancel the job", danger: true,
@@ -1537,6 +1551,9 @@
       // reprocess is offered to a dead job only (the server refuses any other)
       fill(actions,
         state === "dead" ? verb("Reprocess", reprocess, "", { id: "btn-reprocess" }) : null,
+        // a finished job (completed or dead) can be run again as a new job, a copy
+        state === "dead" || state === "completed" ? verb("Rerun as new…", rerun, "ghost", {
+          id: "btn-rerun", title: "enqueue a copy of this job with a new id" }) : null,
         state === "scheduled" ? verb("Run now", runNow, "", { id: "btn-run-now",
           title: "move it to pending now, at its priority" }) : null,
         state === "active" ? verb("Cancel…", cancelJob, "danger", { id: "btn-cancel",
@@ -1562,6 +1579,11 @@
         ...(row.dedup ? item("dedup owner", d.dedup_owner === null || d.dedup_owner === undefined
           ? "free" : (d.dedup_owner === row.id ? "this job" : d.dedup_owner), { id: "job-dedup-owner" }) : []),
         ...(row.dedup_behind ? item("waits behind", row.dedup_behind, { id: "job-dedup-behind" }) : []),
+        // the links rerun_job leaves: the newest copy of this job, the job this one copies
+        ...(row.rerun_as ? item("rerun as", h("a", { href: jlink(name, row.rerun_as), class: "mono" },
+          row.rerun_as), { id: "job-rerun-as" }) : []),
+        ...(row.rerun_of ? item("rerun of", h("a", { href: jlink(name, row.rerun_of), class: "mono" },
+          row.rerun_of), { id: "job-rerun-of" }) : []),
         // the timeline of a job kept as history (server clock)
         ...(row.enqueued_at ? item("enqueued", when(row.enqueued_at), { id: "job-enqueued" }) : []),
         ...(row.started_at ? item("first start", when(row.started_at)) : []),
