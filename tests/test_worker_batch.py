@@ -20,7 +20,16 @@ from typing import Any
 import pytest
 import redis
 
-from echomq import Backoff, Batch, InvalidArgument, JobContext, Queue, Worker, WorkerConfig
+from echomq import (
+    Backoff,
+    Batch,
+    InvalidArgument,
+    JobContext,
+    Queue,
+    RateLimited,
+    Worker,
+    WorkerConfig,
+)
 from echomq.embedded import EmbeddedServer
 from worker_support import FAST, job_keys, running, wait_until
 
@@ -81,6 +90,27 @@ def test_a_raise_fails_every_member_each_by_its_own_policy(q: Queue, r: redis.Re
         assert r.hget(q.keys.job(jid), "state") == "scheduled"
         assert "the bulk insert failed" in (r.hget(q.keys.job(jid), "last_error") or "")
     assert r.zcard(q.keys.active) == 0
+
+
+def test_a_rate_limited_batch_hands_every_member_back(q: Queue, r: redis.Redis) -> None:
+    # a bulk API answered 429 for the whole batch: each member goes back to its place,
+    # no failure counted, and the queue is held; the next batch runs after the hold
+    ids = [q.enqueue({"n": n}) for n in range(3)]
+    calls: list[tuple[float, list[str]]] = []
+
+    def handle(jobs: list[JobContext]) -> None:
+        calls.append((time.monotonic(), [j.id for j in jobs]))
+        if len(calls) == 1:
+            raise RateLimited(800)
+
+    with running(Worker(q, handle, config=FAST, batch=Batch(size=10, min_size=3))) as w:
+        wait_until(lambda: q.counts().completed == 3, timeout=10)
+    assert [sorted(c[1]) for c in calls] == [sorted(ids), sorted(ids)]
+    assert calls[1][0] - calls[0][0] >= 0.7  # the hold (800 ms, server clock) was kept
+    assert (w.stats.rate_limited, w.stats.retried, w.stats.dead) == (3, 0, 0)
+    for jid in ids:
+        assert r.hget(q.keys.job(jid), "failures") in (None, "0")
+    assert r.zcard(q.keys.active) == 0 and q.counts().dead == 0
 
 
 def test_min_size_waits_up_to_wait_ms(q: Queue) -> None:
