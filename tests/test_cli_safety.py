@@ -172,6 +172,22 @@ def test_outputs_and_prompts_name_the_server(
     assert server_label("unix:///tmp/r.sock") == "unix:/tmp/r.sock"
 
 
+def test_a_prompt_escapes_the_text_it_quotes(
+    server: EmbeddedServer, q: Queue, r: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hostile = "d\x1b[31m\u202eexe.png"  # an escape sequence and a bidi override
+    q.enqueue({"x": 1}, dedup_id=hostile)
+    before = dump(r, q)
+    monkeypatch.setattr(cli_app, "stdin_is_terminal", lambda: True)
+    no = CliRunner().invoke(
+        cli_app.cli, ["--url", server.url, "dedup", "release", q.name, hostile], input="n\n"
+    )
+    assert no.exit_code == exits.NOT_CONFIRMED
+    assert "\x1b" not in no.output and "\u202e" not in no.output
+    assert clean(hostile) in no.output
+    assert dump(r, q) == before
+
+
 def test_json_anywhere_on_the_line(server: EmbeddedServer, q: Queue) -> None:
     q.enqueue({"x": 1}, priority=3)
     p = emq(server.url, "jobs", q.name, "pending", "--json")

@@ -280,7 +280,8 @@ def confirm(env: Env, yes: bool, question: Callable[[], str]) -> None:
         return
     if not stdin_is_terminal():
         raise NotConfirmed("stdin is not a terminal; pass --yes to confirm")
-    if not click.confirm(question(), default=False, err=True):
+    # the question may carry job text (a dedup id, a job's name): escaped like output
+    if not click.confirm(clean_lines(question()), default=False, err=True):
         raise NotConfirmed("not confirmed")
 
 
