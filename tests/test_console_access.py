@@ -10,19 +10,17 @@ from __future__ import annotations
 import hashlib
 import json
 import socket
-import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
-import uvicorn
 
 from conftest import dump
+from console_support import serving
 from echomq import Queue
 from echomq.console import UnsafeBind, create_app
 from echomq.console.app import (
@@ -33,29 +31,9 @@ from echomq.console.app import (
     VIEWER_TOKEN_ENV,
 )
 from echomq.console.limits import STREAMS_PER_CLIENT
-from echomq.embedded import EmbeddedServer, free_port
+from echomq.embedded import EmbeddedServer
 
 pytestmark = pytest.mark.single_node("one uvicorn over the single server")
-
-
-@contextmanager
-def serving(url: str, **kw: Any) -> Iterator[int]:
-    """The console over ``url`` on a free loopback port (uvicorn in a thread)."""
-    port = free_port()
-    config = uvicorn.Config(create_app(url, **kw), host="127.0.0.1", port=port, log_level="error")
-    config.timeout_graceful_shutdown = 1
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not srv.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.02)
-    try:
-        yield port
-    finally:
-        srv.should_exit = True
-        thread.join(5)
 
 
 def open_streams(port: int, path: str, n: int) -> tuple[list[socket.socket], list[int]]:
@@ -79,7 +57,7 @@ def test_a_burst_of_streams_is_capped_at_admission(
     server: EmbeddedServer, q: Queue, r: redis.Redis
 ) -> None:
     q.enqueue({"x": 1})
-    with serving(server.url) as port:
+    with serving(server.url, log_level="error") as port:
         socks, codes = open_streams(port, f"/api/queues/{q.name}/events", 100)
         try:
             assert codes.count(200) == STREAMS_PER_CLIENT == 8

@@ -21,6 +21,7 @@ import redis
 import uvicorn
 
 from conftest import dump, queue_keys
+from console_support import serving
 from echomq import InvalidArgument, JobGone, Queue
 from echomq.console import Console, ReadOnly, UnsafeBind, create_app
 from echomq.console.app import STATIC, TOKEN_ENV, TOKEN_FILE_ENV
@@ -715,21 +716,8 @@ def test_no_server_is_503(q: Queue) -> None:
 @pytest.fixture()
 def live_url(server: EmbeddedServer) -> Iterator[str]:
     """The console served by uvicorn on a free loopback port, in a thread."""
-    port = free_port()
-    config = uvicorn.Config(
-        create_app(server.url), host="127.0.0.1", port=port, log_level="warning"
-    )
-    config.timeout_graceful_shutdown = 1
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not srv.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(5)
+    with serving(server.url) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def _next_events(lines: Iterator[str], queue: str, count: int) -> list[dict[str, Any]]:

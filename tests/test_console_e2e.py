@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,14 +22,13 @@ from typing import Any
 
 import pytest
 import redis
-import uvicorn
 from playwright.sync_api import Browser, Page, Request, sync_playwright
 
 from conftest import dump, queue_keys
+from console_support import serving as serving_port
 from echomq import Queue, registry
 from echomq.cli.times import utc_text
-from echomq.console import create_app
-from echomq.embedded import EmbeddedServer, free_port
+from echomq.embedded import EmbeddedServer
 
 
 def find_chromium() -> str | None:
@@ -65,22 +63,9 @@ ARGS = [
 
 @contextmanager
 def serving(url: str, **kw: Any) -> Iterator[str]:
-    """The console over ``url``, served by uvicorn on a free loopback port, in a thread."""
-    port = free_port()
-    config = uvicorn.Config(create_app(url, **kw), host="127.0.0.1", port=port, log_level="warning")
-    config.timeout_graceful_shutdown = 1
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not srv.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.02)
-    try:
+    """The console over ``url``, served on a free loopback port: its address."""
+    with serving_port(url, **kw) as port:
         yield f"http://127.0.0.1:{port}/"
-    finally:
-        srv.should_exit = True
-        thread.join(5)
 
 
 @pytest.fixture(scope="module")
