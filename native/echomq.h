@@ -256,6 +256,7 @@ enum {
 typedef struct {
     double value[LIM_COUNT];
     int has[LIM_COUNT];
+    int on; /* meta's flag `limits` was set, so the limits were read (else none is set) */
 } Limits;
 Limits limits_read(Queue *queue);
 long long window_count(Queue *queue, Str key, double per, long long now, long long k);

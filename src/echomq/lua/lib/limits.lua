@@ -27,6 +27,23 @@
 -- within a value, not a key's suffix
 local SEP = ':'
 
+-- meta `limits`: '1' while the queue has flow control the claim must apply (a rate, a
+-- cap, a lanes' default, a handler's hold still ahead, a lane's own rate in grate or a
+-- lane held in gwait). The claim reads the limits only when it is set, so a queue with
+-- none pays one HEXISTS for them. Every writer of a limit sets it again from what is
+-- there (set_limits, set_group_rate, rate_limited); the claim drops it when it finds
+-- nothing left.
+local function limits_flag()
+  local m = redis.call('HMGET', B .. META, 'rate_max', 'concurrency', 'group_rate_max',
+    'limited_until')
+  if m[1] or m[2] or m[3] or (m[4] and tonumber(m[4]) > now_ms())
+      or redis.call('EXISTS', B .. GRATE, B .. GWAIT) > 0 then
+    redis.call('HSET', B .. META, 'limits', '1')
+  else
+    redis.call('HDEL', B .. META, 'limits')
+  end
+end
+
 -- the queue's limits from meta, one read: rate max/ms, concurrency, limited until,
 -- the lanes' default rate max/ms, the rate's burst (each nil when unset)
 local function limits_read()
