@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from prometheus_client import generate_latest
 
 from conftest import dump
-from echomq import InvalidArgument, InvalidName, Queue, RateLimited, StaleToken
+from echomq import InvalidArgument, InvalidName, Queue, RateLimited, StaleToken, registry
 from echomq.cli import app as cli_app
 from echomq.observability.prometheus import SnapshotCollector as _Collector
 from echomq.observability.scrape import snapshots
@@ -400,6 +400,23 @@ def test_the_claim_reads_limits_only_under_the_flag_and_drops_it_when_none_is_le
     assert r.hget(q.keys.meta, "limits") == "1"
     q.clear_group_rate_limit("a")
     assert r.hget(q.keys.meta, "limits") is None
+
+
+def test_a_limit_written_without_the_flag_applies_from_the_next_beat(
+    q: Queue, r: redis.Redis
+) -> None:
+    # a 0.2.0 client's set_limits writes the cap but no flag: claims miss it until a beat
+    q.enqueue({"n": 1})
+    q.enqueue({"n": 2})
+    r.hset(q.keys.meta, "concurrency", "1")
+    q.runner.execute(registry.beat_op(q.ctx, "cd" * 8, 3000, {"host": "h"}, []))
+    assert r.hget(q.keys.meta, "limits") == "1"
+    got = q.claim_many(2)
+    assert len(got) == 1 and got.hold is not None and got.hold.scope == "concurrency"
+    # a beat with nothing to change writes nothing to meta (waiting workers WATCH it)
+    meta = r.hgetall(q.keys.meta)
+    q.runner.execute(registry.beat_op(q.ctx, "cd" * 8, 3000, {"host": "h"}, []))
+    assert r.hgetall(q.keys.meta) == meta
 
 
 # ---- the operator's tools -------------------------------------------------------------
