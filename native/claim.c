@@ -403,11 +403,11 @@ int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     int flat = str_eq_c(arg_at(&line, 2), "f");
     /* the pause read, folded in (a paused queue answers empty, nothing touched), and in
      * the same HMGET the flag that says whether the queue has limits to read */
-    Str meta = queue_key(&queue, EMQ_K_META);
-    Reply *gate =
-        RedisModule_Call(ctx, "HMGET", "!bcc", meta.ptr, meta.len, EMQ_F_PAUSED, EMQ_F_LIMITS);
-    if (reply_str(reply_elem(gate, 0)).ptr) return RedisModule_ReplyWithArray(ctx, 0);
-    int flagged = reply_str(reply_elem(gate, 1)).ptr != NULL;
+    Str meta = queue_key(&queue, EMQ_K_META), gate[2];
+    static const int GATE[] = {FIELD_PAUSED, FIELD_LIMITS};
+    hmget(&queue, meta, 2, GATE, gate); /* the key API: no command dispatched */
+    if (gate[0].ptr) return RedisModule_ReplyWithArray(ctx, 0);
+    int flagged = gate[1].ptr != NULL;
     Str rid = arg_at(&line, 4), record_key = NONE;
     if (rid.ptr && rid.len > 0) record_key = cat3(&queue, queue.base, str_c(EMQ_K_CLAIMREQ), rid);
     /* only a re-send reads the record: a first send's rid is fresh */

@@ -214,6 +214,9 @@ enum {
     FIELD_KEEP_COMPLETED_MS,
     FIELD_KEEP_DEAD,
     FIELD_KEEP_DEAD_MS,
+    FIELD_PAUSED, /* meta's pause, flow control flag and cap (claim's gate, cap_freed) */
+    FIELD_LIMITS,
+    FIELD_CONCURRENCY,
     VALUE_ACTIVE, /* values of state */
     VALUE_COMPLETED,
     FIELD_COUNT
