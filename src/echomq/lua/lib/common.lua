@@ -327,8 +327,11 @@ local function tombstones(ids, now, nows)
   end
   trim_before(sk, now - SETTLED_MS, 2 * n + 8)
 end
+-- one id (the one-by-one paths): tombstones' writes for {id}, without its tables
 local function tombstone(id, now, nows)
-  tombstones({id}, now, nows)
+  local sk = B .. SETTLED
+  redis.call('ZADD', sk, nows or now, id)
+  trim_before(sk, now - SETTLED_MS, 10)
 end
 local function settled_recently(id, now)
   local s = redis.call('ZSCORE', B .. SETTLED, id)
