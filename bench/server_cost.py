@@ -174,7 +174,13 @@ def prologue(name: str) -> str:
     line, the header, ``local B = KEYS[1]`` and the lib helpers spliced in."""
     body = script(name).body
     raw = (resources.files("echomq") / "lua" / f"{name}.lua").read_text(encoding="utf-8")
-    after = raw[list(INCLUDE.finditer(raw))[-1].end() :]
+    last = list(INCLUDE.finditer(raw))[-1]
+    after = raw[last.end() :]
+    opened = raw[: last.start()].rstrip("\n").rsplit("\n", 1)[-1]
+    if opened.startswith("local function "):
+        # a lib spliced inside a function made only when needed (claim's limits_lib):
+        # that function's definition is part of the prologue, its body is not run
+        after = after[after.index("\nend\n") + len("\nend\n") :]
     first = next(line for line in after.splitlines() if line.strip())
     return body[: body.index(first)]
 

@@ -401,10 +401,13 @@ int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
         !tonum(arg_at(&line, 3), &lockttl))
         return bad_args(ctx);
     int flat = str_eq_c(arg_at(&line, 2), "f");
-    /* the pause read, folded in: a paused queue answers empty, nothing touched */
-    Str meta = queue_key(&queue, EMQ_K_META);
-    if (reply_int(RedisModule_Call(ctx, "HEXISTS", "!bc", meta.ptr, meta.len, EMQ_F_PAUSED)) == 1)
-        return RedisModule_ReplyWithArray(ctx, 0);
+    /* the pause read, folded in (a paused queue answers empty, nothing touched), and in
+     * the same HMGET the flag that says whether the queue has limits to read */
+    Str meta = queue_key(&queue, EMQ_K_META), gate[2];
+    static const int GATE[] = {FIELD_PAUSED, FIELD_LIMITS};
+    hmget(&queue, meta, 2, GATE, gate); /* the key API: no command dispatched */
+    if (gate[0].ptr) return RedisModule_ReplyWithArray(ctx, 0);
+    int flagged = gate[1].ptr != NULL;
     Str rid = arg_at(&line, 4), record_key = NONE;
     if (rid.ptr && rid.len > 0) record_key = cat3(&queue, queue.base, str_c(EMQ_K_CLAIMREQ), rid);
     /* only a re-send reads the record: a first send's rid is fresh */
@@ -414,8 +417,11 @@ int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
         if (record.ptr) return answer_repeat(&queue, record);
     }
     long long now = now_ms();
-    /* flow control: the queue's limits, before anything is popped (limits.c) */
-    Limits lim = limits_read(&queue);
+    /* flow control: the queue's limits, before anything is popped (limits.c), read
+     * only when meta's flag `limits` is set (lib/limits.lua's limits_flag) */
+    Limits lim;
+    memset(&lim, 0, sizeof(lim));
+    if (flagged) lim = limits_read(&queue);
     if (lim.has[LIM_LIMITED_UNTIL] && lim.value[LIM_LIMITED_UNTIL] > (double)now)
         return hold_only(ctx, "blocked", (long long)lim.value[LIM_LIMITED_UNTIL] - now);
     double asked = count;
@@ -450,7 +456,17 @@ int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
         if (windows.in_span >= 0 && windows.burst - (double)windows.in_span < count)
             count = windows.burst - (double)windows.in_span;
     }
-    unpark(&queue, now, 32);
+    if (lim.on) {
+        unpark(&queue, now, 32);
+        if (!lim.has[LIM_RATE_MAX] && !lim.has[LIM_CONCURRENCY] &&
+            !lim.has[LIM_GROUP_RATE_MAX]) {
+            /* nothing left to apply: the flag goes (claim.lua) */
+            Str rates = queue_key(&queue, EMQ_K_GRATE), held = queue_key(&queue, EMQ_K_GWAIT);
+            if (reply_int(RedisModule_Call(ctx, "EXISTS", "!bb", rates.ptr, rates.len, held.ptr,
+                                           held.len)) == 0)
+                RedisModule_Call(ctx, "HDEL", "!bc", meta.ptr, meta.len, EMQ_F_LIMITS);
+        }
+    }
     Str claimed = NONE;
     RedisModule_ReplyWithArray(ctx, REDISMODULE_POSTPONED_LEN);
     long out = lease_jobs(&queue, flat, count, lease, lockttl, now,
@@ -468,7 +484,7 @@ int cmd_claim(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
         }
     }
     if (!held && in_act >= 0 && (double)(in_act + started) >= cap) held = "concurrency";
-    if (!held && (double)started < asked) {
+    if (!held && lim.on && (double)started < asked) {
         long long lanes = lanes_wait(&queue, now);
         if (lanes >= 0) {
             held = "lanes";

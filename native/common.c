@@ -103,7 +103,8 @@ static const char *const FIELD_TEXT[FIELD_COUNT] = {
     EMQ_F_GROUP,          EMQ_F_DEDUP,             EMQ_F_KEEP,      EMQ_F_MAX_ATTEMPTS,
     EMQ_F_STARTED_AT,     EMQ_F_LAST_STARTED_AT,   EMQ_F_FINISHED_AT, EMQ_F_RESULT,
     EMQ_F_ENQUEUED_AT,    EMQ_F_KEEP_COMPLETED,    EMQ_F_KEEP_COMPLETED_MS, EMQ_F_KEEP_DEAD,
-    EMQ_F_KEEP_DEAD_MS,   "active",                "completed"};
+    EMQ_F_KEEP_DEAD_MS,   EMQ_F_PAUSED,            EMQ_F_LIMITS,    EMQ_F_CONCURRENCY,
+    "active",             "completed"};
 
 RedisModuleString *field_name[FIELD_COUNT];
 

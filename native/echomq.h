@@ -214,6 +214,9 @@ enum {
     FIELD_KEEP_COMPLETED_MS,
     FIELD_KEEP_DEAD,
     FIELD_KEEP_DEAD_MS,
+    FIELD_PAUSED, /* meta's pause, flow control flag and cap (claim's gate, cap_freed) */
+    FIELD_LIMITS,
+    FIELD_CONCURRENCY,
     VALUE_ACTIVE, /* values of state */
     VALUE_COMPLETED,
     FIELD_COUNT
@@ -256,6 +259,7 @@ enum {
 typedef struct {
     double value[LIM_COUNT];
     int has[LIM_COUNT];
+    int on; /* meta's flag `limits` was set, so the limits were read (else none is set) */
 } Limits;
 Limits limits_read(Queue *queue);
 long long window_count(Queue *queue, Str key, double per, long long now, long long k);

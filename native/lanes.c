@@ -20,10 +20,11 @@ void push_wake(Queue *queue, long long count) {
 /* lib/common.lua's cap_freed: under a concurrency cap (meta `concurrency`) a wake token
  * per slot an ending frees, for the workers the cap held back */
 void cap_freed(Queue *queue, long long count) {
-    Str meta = queue_key(queue, EMQ_K_META);
-    if (reply_int(RedisModule_Call(queue->ctx, "HEXISTS", "!bc", meta.ptr, meta.len,
-                                   EMQ_F_CONCURRENCY)) == 1)
-        push_wake(queue, count);
+    /* read through the key API: no command dispatched for the (usual) answer "none" */
+    static const int FIELDS[] = {FIELD_CONCURRENCY};
+    Str cap;
+    hmget(queue, queue_key(queue, EMQ_K_META), 1, FIELDS, &cap);
+    if (cap.ptr) push_wake(queue, count);
 }
 
 /* the group's lane has jobs, the group is not paused and is under its limit */

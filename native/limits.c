@@ -13,6 +13,7 @@ Limits limits_read(Queue *queue) {
                                     EMQ_F_LIMITED_UNTIL, EMQ_F_GROUP_RATE_MAX, EMQ_F_GROUP_RATE_MS,
                                     EMQ_F_RATE_BURST);
     Limits lim;
+    lim.on = 1;
     for (int i = 0; i < LIM_COUNT; i++) {
         lim.value[i] = 0;
         lim.has[i] = tonum(reply_str(reply_elem(reply, (size_t)i)), &lim.value[i]);
@@ -61,6 +62,7 @@ void log_starts(Queue *queue, Str key, Str *members, size_t count, long long now
 
 /* a lane's rate limit: its own (grate, "max:per") or the queue's default; 1 when set */
 int lane_rate(Queue *queue, Str group, const Limits *lim, double *max, double *per) {
+    if (!lim->on) return 0; /* no flag: grate is empty and no default is set */
     Str rates = queue_key(queue, EMQ_K_GRATE);
     Str own = reply_str(
         RedisModule_Call(queue->ctx, "HGET", "!bb", rates.ptr, rates.len, group.ptr, group.len));

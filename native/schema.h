@@ -99,6 +99,7 @@
 #define EMQ_F_LIMITED_UNTIL "limited_until"
 #define EMQ_F_GROUP_RATE_MAX "group_rate_max"
 #define EMQ_F_GROUP_RATE_MS "group_rate_ms"
+#define EMQ_F_LIMITS "limits"
 
 /* run order: a ready job's score is priority * EMQ_SEQ_SPAN + seq (its enqueue
  * sequence, modulo EMQ_SEQ_SPAN), with |priority| <= EMQ_PRIORITY_MAX */

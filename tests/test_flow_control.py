@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from prometheus_client import generate_latest
 
 from conftest import dump
-from echomq import InvalidArgument, InvalidName, Queue, RateLimited, StaleToken
+from echomq import InvalidArgument, InvalidName, Queue, RateLimited, StaleToken, registry
 from echomq.cli import app as cli_app
 from echomq.observability.prometheus import SnapshotCollector as _Collector
 from echomq.observability.scrape import snapshots
@@ -53,6 +53,7 @@ def test_set_read_and_clear_the_queue_limits_each_journaled(q: Queue, r: redis.R
         "concurrency": "3",
         "group_rate_max": "2",
         "group_rate_ms": "500",
+        "limits": "1",  # the claim's flag: it reads the limits only when set
     }
     got = q.limits()
     assert isinstance(got, Limits)
@@ -368,6 +369,54 @@ def test_a_stale_rate_limited_changes_nothing(q: Queue, r: redis.Redis) -> None:
     with pytest.raises(StaleToken):
         q.runner.drive(rate_limited(q.ctx, job.id, job.token + 1, 1000, False))
     assert dump(r, q) == before
+
+
+def test_the_claim_reads_limits_only_under_the_flag_and_drops_it_when_none_is_left(
+    q: Queue, r: redis.Redis
+) -> None:
+    ids = [q.enqueue({"n": i}) for i in range(3)]
+    # no limit anywhere: no flag, and the claim writes nothing of flow control
+    (first,) = q.claim_many(1)
+    assert first.id == ids[0]
+    assert r.hgetall(q.keys.meta) == {} and not r.exists(q.keys.rate, q.keys.gwait)
+    # a handler's short hold sets it; the claim answers the hold while it lasts
+    q.runner.drive(rate_limited(q.ctx, first.id, first.token, 300, False))
+    assert r.hget(q.keys.meta, "limits") == "1"
+    held = q.claim_many(3)
+    assert held == [] and held.hold is not None and held.hold.scope == "blocked"
+    assert r.hget(q.keys.meta, "limits") == "1"
+    # the hold runs out: the next claim serves, finds nothing left to apply, drops it
+    deadline = server_ms(r) + 5000
+    while int(r.hget(q.keys.meta, "limited_until")) >= server_ms(r):
+        assert server_ms(r) < deadline
+    got = q.claim_many(3)
+    assert [c.id for c in got] == ids and got.hold is None
+    assert r.hgetall(q.keys.meta) == {"limited_until": r.hget(q.keys.meta, "limited_until")}
+    # a lane's own rate sets it and keeps it while grate holds one; clearing drops it
+    q.set_group_rate_limit("a", 5, 1000)
+    assert r.hget(q.keys.meta, "limits") == "1"
+    q.enqueue({"n": 9}, group="a")
+    assert [c.group for c in q.claim_many(1)] == ["a"]
+    assert r.hget(q.keys.meta, "limits") == "1"
+    q.clear_group_rate_limit("a")
+    assert r.hget(q.keys.meta, "limits") is None
+
+
+def test_a_limit_written_without_the_flag_applies_from_the_next_beat(
+    q: Queue, r: redis.Redis
+) -> None:
+    # a 0.2.0 client's set_limits writes the cap but no flag: claims miss it until a beat
+    q.enqueue({"n": 1})
+    q.enqueue({"n": 2})
+    r.hset(q.keys.meta, "concurrency", "1")
+    q.runner.execute(registry.beat_op(q.ctx, "cd" * 8, 3000, {"host": "h"}, []))
+    assert r.hget(q.keys.meta, "limits") == "1"
+    got = q.claim_many(2)
+    assert len(got) == 1 and got.hold is not None and got.hold.scope == "concurrency"
+    # a beat with nothing to change writes nothing to meta (waiting workers WATCH it)
+    meta = r.hgetall(q.keys.meta)
+    q.runner.execute(registry.beat_op(q.ctx, "cd" * 8, 3000, {"host": "h"}, []))
+    assert r.hgetall(q.keys.meta) == meta
 
 
 # ---- the operator's tools -------------------------------------------------------------

@@ -194,6 +194,7 @@ META_FIELDS: tuple[Field, ...] = (
     Field("limited_until", "time", "no claim starts before this (a handler's RateLimited)"),
     Field("group_rate_max", "count", "every lane's default rate limit: max_jobs ..."),
     Field("group_rate_ms", "count", "... per this many ms (a lane's own in grate wins)"),
+    Field("limits", "text", "'1' while flow control may apply (the claim reads limits only then)"),
 )
 
 #: Run order. A ready job's score (in ``pending``, its lane and ``gindex``) is

@@ -23,14 +23,18 @@
 --          'lanes' (fewer jobs than asked, and a held lane is due again in ms). A
 --          re-send's answer carries none.
 -- Refusals: none (an empty array when nothing is ready).
--- Limits:  read from meta in one HMGET (rate_max/rate_ms/rate_burst, concurrency,
---          limited_until, group_rate_max/group_rate_ms) before anything is popped, and
+-- Limits:  only when meta's flag `limits` is set (one HEXISTS; lib/limits
+--          limits_flag): then read from meta in one HMGET (rate_max/rate_ms/rate_burst,
+--          concurrency, limited_until, group_rate_max/group_rate_ms) before anything is
+--          popped (a flagged queue with none of rate, cap or lanes' default set, no grate
+--          and no gwait left drops the flag: HDEL meta limits), and
 --          counted in the same step as the pops: the queue's start log `rate` (one
 --          entry per call: member = the running count of starts, zero-padded, score =
 --          the call's ms; its window of rate_ms and a spreading window for rate_burst)
 --          and each limited lane's `gs:<group>` (member id:token, score = start ms);
 --          lanes held by a full window or a handler wait in `gwait` off the ring, and
---          up to 32 due ones return to the ring's head first.
+--          up to 32 due ones return to the ring's head first. Without the flag no
+--          limit is read and nothing of flow control is written.
 -- Writes:  ZPOPMIN pending|lane (pending: the rest of a batch in one ZPOPMIN once the
 --          ring is found empty), attempts + 1 and state active (one HSET), ZADD active
 --          deadline (one for the batch, after the loop), gactive/ring/gturn for lanes, the :lock key, claimreq:<rid>; event 'active'.
@@ -41,7 +45,16 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+-- flow control's helpers (lib/limits), made only for a queue whose meta says it has
+-- some (`limits`): each helper is a closure made anew on every call that defines it
+local function limits_lib()
 --! include limits
+  return {read = limits_read, window_count = window_count,
+    window_free_at = window_free_at, log_starts = log_starts, spread_span = spread_span,
+    count_at = count_at, count_last = count_last, counted_trim = counted_trim,
+    counted_free_at = counted_free_at, counted_log = counted_log, lane_rate = lane_rate,
+    park_head = park_head, unpark = unpark, lanes_wait = lanes_wait, SEP = SEP}
+end
 local lease = tonumber(ARGV[1])
 local count = tonumber(ARGV[2])
 local side = ARGV[3]
@@ -67,8 +80,13 @@ if rid ~= '' and ARGV[6] == '1' then
   end
 end
 local now, nows = now_text()
--- flow control: the queue's limits, before anything is popped (lib/limits)
-local lim = limits_read()
+-- flow control: the queue's limits, before anything is popped (lib/limits), read only
+-- when meta's flag `limits` is set; L holds the helpers then (nil: no limit anywhere)
+local L, lim = nil, {}
+if redis.call('HEXISTS', B .. META, 'limits') == 1 then
+  L = limits_lib()
+  lim = L.read()
+end
 if lim[4] and lim[4] > now then return {{'blocked', lim[4] - now}} end
 local asked = count
 local in_act, in_win  -- the queue's active count and rate window count, when limited
@@ -80,31 +98,41 @@ if lim[3] then
   count = math.min(count, lim[3] - in_act)
 end
 -- ms until the rate's windows admit one more start, given `made` starts of this call
-local function rate_wait(made)
-  local at = now
-  if in_win + made >= lim[1] then
-    at = counted_free_at(B .. RATE, lim[2], now, last, last + made, lim[1])
-  end
-  if in_span and in_span + made >= burst then
-    at = math.max(at, counted_free_at(B .. RATE, span, now, last, last + made, burst))
-  end
-  return at - now
-end
+local rate_wait
 if lim[1] and lim[2] then
-  counted_trim(B .. RATE, lim[2], now, 8)
-  last = count_last(B .. RATE)
-  in_win = last - count_at(B .. RATE, now - lim[2])
+  rate_wait = function(made)
+    local at = now
+    if in_win + made >= lim[1] then
+      at = L.counted_free_at(B .. RATE, lim[2], now, last, last + made, lim[1])
+    end
+    if in_span and in_span + made >= burst then
+      at = math.max(at, L.counted_free_at(B .. RATE, span, now, last, last + made, burst))
+    end
+    return at - now
+  end
+  L.counted_trim(B .. RATE, lim[2], now, 8)
+  last = L.count_last(B .. RATE)
+  in_win = last - L.count_at(B .. RATE, now - lim[2])
   burst = math.min(lim[7] or lim[1], lim[1])
   if burst < lim[1] then
-    span = spread_span(burst, lim[2], lim[1])
-    in_span = last - count_at(B .. RATE, now - span)
+    span = L.spread_span(burst, lim[2], lim[1])
+    in_span = last - L.count_at(B .. RATE, now - span)
   end
   local w = rate_wait(0)
   if w > 0 then return {{'rate', w}} end
   count = math.min(count, lim[1] - in_win, in_span and burst - in_span or count)
 end
-unpark(now, 32)
-local deadline = now + lease
+if L then
+  L.unpark(now, 32)
+  if not (lim[1] or lim[3] or lim[5])
+      and redis.call('EXISTS', B .. GRATE, B .. GWAIT) == 0 then
+    -- nothing left to apply (a handler's hold ran out, the last held lane came back):
+    -- the flag goes, and the next claims read no limits
+    redis.call('HDEL', B .. META, 'limits')
+  end
+end
+-- the text the server would format from the number, made once for the batch
+local deadline = string.format('%.17g', now + lease)
 local ring = B .. RING
 local out = {}
 local act = {}  -- deadline, id, ...: one ZADD active for the batch, after the loop
@@ -122,7 +150,13 @@ end
 local function pop_flat(want)
   if bi <= #buf then bi = bi + 1; return buf[bi - 1] end
   if flat_dry then return nil end
-  local r = redis.call('ZPOPMIN', B .. PENDING, want)
+  -- (one job: no count, so no number to format; the same reply)
+  local r
+  if want == 1 then
+    r = redis.call('ZPOPMIN', B .. PENDING)
+  else
+    r = redis.call('ZPOPMIN', B .. PENDING, want)
+  end
   if #r == 0 then flat_dry = true; return nil end
   buf, bi = {}, 2
   for i = 1, #r, 2 do buf[#buf + 1] = r[i] end
@@ -130,7 +164,7 @@ local function pop_flat(want)
   return buf[1]
 end
 
-local lanestarts = {}  -- group -> starts this call made in its limited lane
+local lanestarts = L and {}  -- group -> starts this call made in its limited lane
 local function pop_lane()
   if ring_dry then return nil end
   local len = redis.call('LLEN', ring)
@@ -142,16 +176,17 @@ local function pop_lane()
       redis.call('LPOP', ring)
       redis.call('HDEL', B .. GTURN, g)
     else
-      local rmax, rper = lane_rate(g, lim)
+      local rmax, rper
+      if L then rmax, rper = L.lane_rate(g, lim) end
       local sk, n, p = nil, 0, 0
       if rmax and rper then
         -- n starts logged in its window, p more made by this call (logged after)
         sk = B .. GSTARTS .. g
-        n, p = window_count(sk, rper, now, 8), lanestarts[g] or 0
+        n, p = L.window_count(sk, rper, now, 8), lanestarts[g] or 0
       end
       if sk and n + p >= rmax then
         -- its window is full (a limit lowered, or a lane brought back early): held
-        park_head(g, window_free_at(sk, rper, now, n, p, rmax))
+        L.park_head(g, L.window_free_at(sk, rper, now, n, p, rmax))
       else
         local r = redis.call('ZPOPMIN', lane_key(g))
         redis.call('ZREM', B .. GINDEX, r[1])
@@ -160,7 +195,7 @@ local function pop_lane()
         if sk and n + p + 1 >= rmax then
           -- this start fills its window: held off the ring, from its head, until the
           -- window frees (the start is logged by the claim loop, with its token)
-          park_head(g, window_free_at(sk, rper, now, n, p + 1, rmax))
+          L.park_head(g, L.window_free_at(sk, rper, now, n, p + 1, rmax))
         elseif not serveable(g) then
           -- the lane emptied or hit its limit: leave the ring from its head (O(1),
           -- where an LREM would walk a ring of many tenants)
@@ -182,7 +217,7 @@ local function pop_lane()
   return nil
 end
 
-local lanelogs = {}  -- a limited lane's group -> {per, id:token, ...}, logged after
+local lanelogs = L and {}  -- a limited lane's group -> {per, id:token, ...}, logged after
 
 while #out < count * 5 do
   local id, g, gper
@@ -198,16 +233,18 @@ while #out < count * 5 do
   -- one read and one write of the row: the new token is attempts + 1
   local f = redis.call('HMGET', jk, 'attempts', 'payload', 'name', 'keep')
   local tok = (tonumber(f[1]) or 0) + 1
+  -- the token as text, formatted once (a number argument is formatted on each use)
+  local toks = tok == 1 and '1' or tostring(tok)
   if not f[4] then
-    redis.call('HSET', jk, 'attempts', tok, 'state', 'active')
+    redis.call('HSET', jk, 'attempts', toks, 'state', 'active')
   elseif tok == 1 then
-    redis.call('HSET', jk, 'attempts', tok, 'state', 'active', 'started_at', nows)
+    redis.call('HSET', jk, 'attempts', toks, 'state', 'active', 'started_at', nows)
   else
-    redis.call('HSET', jk, 'attempts', tok, 'state', 'active', 'last_started_at', nows)
+    redis.call('HSET', jk, 'attempts', toks, 'state', 'active', 'last_started_at', nows)
   end
   act[#act + 1] = deadline
   act[#act + 1] = id
-  if lockttl > 0 then redis.call('SET', jk .. LOCK, tok, 'PX', lockttl) end
+  if lockttl > 0 then redis.call('SET', jk .. LOCK, toks, 'PX', ARGV[4]) end
   out[#out + 1] = id
   out[#out + 1] = f[2] or ''
   out[#out + 1] = tok
@@ -217,9 +254,9 @@ while #out < count * 5 do
     -- a start in a limited lane's log (member id:token)
     local l = lanelogs[g]
     if not l then l = {gper}; lanelogs[g] = l end
-    l[#l + 1] = id .. SEP .. tok
+    l[#l + 1] = id .. L.SEP .. toks
   end
-  emit('{"event":"active","job":"' .. id .. '","attempt":' .. tok .. '}')
+  emit('{"event":"active","job":"' .. id .. '","attempt":' .. toks .. '}')
   side = (side == 'f') and 'g' or 'f'
 end
 if #act > 0 then zadd_desc(B .. ACTIVE, act) end
@@ -228,25 +265,27 @@ local held = nil
 local started = #out / 5
 if in_win then
   local w = rate_wait(started)
-  if started > 0 then counted_log(B .. RATE, last, started, nows, lim[2]) end
+  if started > 0 then L.counted_log(B .. RATE, last, started, nows, lim[2]) end
   if w > 0 then held = {'rate', w} end
 end
-for g, l in pairs(lanelogs) do
-  log_starts(B .. GSTARTS .. g, {unpack(l, 2)}, nows, l[1])
+if lanelogs then
+  for g, l in pairs(lanelogs) do
+    L.log_starts(B .. GSTARTS .. g, {unpack(l, 2)}, nows, l[1])
+  end
 end
 if not held and in_act and in_act + started >= lim[3] then held = {'concurrency', 0} end
-if not held and started < asked then
-  local w = lanes_wait(now)
+if not held and L and started < asked then
+  local w = L.lanes_wait(now)
   if w then held = {'lanes', w} end
 end
 if rid ~= '' and #out > 0 then
   local got = {}
   for i = 1, #out, 5 do got[#got + 1] = out[i] end
-  redis.call('SET', B .. CLAIMREQ .. rid, table.concat(got, ' '), 'PX', 60000)
+  redis.call('SET', B .. CLAIMREQ .. rid, table.concat(got, ' '), 'PX', '60000')
   local ix = B .. CLAIMREQS
   redis.call('ZADD', ix, now + 60000, rid)
   -- the index entries whose record expired, a few from the oldest end (lib/common)
-  trim_before(ix, now, 8)
+  trim_before(ix, nows, 8)
 end
 if held then out[#out + 1] = held end
 return out

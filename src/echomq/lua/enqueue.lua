@@ -122,9 +122,10 @@ elseif delayed then
 end
 
 -- the row's fields are the same for every job but the payload (slot 6) and its
--- place in the enqueue sequence (slot 8)
-local f = {'state', due and 'scheduled' or 'pending', 'attempts', 0, 'payload', '',
-  'seq', 0}
+-- place in the enqueue sequence (slot 8); numbers go as text (a number argument costs
+-- the server a float format each)
+local f = {'state', due and 'scheduled' or 'pending', 'attempts', '0', 'payload', '',
+  'seq', '0'}
 if name then f[#f + 1] = 'name'; f[#f + 1] = name end
 if g then f[#f + 1] = 'group'; f[#f + 1] = g end
 if prio then f[#f + 1] = 'priority'; f[#f + 1] = prio end
@@ -158,10 +159,12 @@ end
 -- take dedup key dk (of dedup id d) for job id (its argument slot a), by the mode (see
 -- Dedup in the header): nil when this job takes it (free, or its owner gone), else the
 -- owner that stays, after the mode's writes to it (a replaced payload, a pushed due)
-local here = {}    -- id -> argument slot: jobs of this call that took a key
-local payload = {} -- argument slot -> the payload's slot (a newer job's, by mode)
-local behind = {}  -- argument slot -> the running owner it is held behind (keep_last)
-local function take(dk, d, id, a)
+-- (made for the long form only, w = 4: the short form has no dedup ids)
+local long = w == 4
+local here = long and {}    -- id -> argument slot: jobs of this call that took a key
+local payload = long and {} -- argument slot -> the payload's slot (a newer job's, by mode)
+local behind = long and {}  -- argument slot -> the running owner it is held behind
+local take = long and function(dk, d, id, a)
   local px = mode == 'throttle'
   -- SET NX GET: one command both takes the key and tells who holds it
   local held
@@ -240,14 +243,15 @@ for k, a in ipairs(fresh) do
   local id = ARGV[a]
   local jk = B .. JOB .. id
   local seq = seq_at(first, k - 1)
-  f[6] = ARGV[payload[a] or a + 1]
-  f[8] = seq
+  local seqs = string.format('%d', seq)  -- formatted once: the row's and the score
+  f[6] = ARGV[long and payload[a] or a + 1]
+  f[8] = seqs
   local dedup = w == 4 and ARGV[a + 2] or ''
   if dedup ~= '' then
     local row = {unpack(f)}
     row[#row + 1] = 'dedup'; row[#row + 1] = dedup
     if mode ~= '' then row[#row + 1] = 'dedup_mode'; row[#row + 1] = mode end
-    if behind[a] then
+    if long and behind[a] then
       -- held behind its running owner: in the schedule past any due time
       row[2] = 'scheduled'
       row[#row + 1] = 'dedup_behind'; row[#row + 1] = behind[a]
@@ -256,10 +260,10 @@ for k, a in ipairs(fresh) do
   else
     redis.call('HSET', jk, unpack(f))
   end
-  if behind[a] then
+  if long and behind[a] then
     redis.call('ZADD', B .. SCHEDULE, DEDUP_HOLD, id)
   else
-    zs[#zs + 1] = due and base or base + seq
+    zs[#zs + 1] = due and base or (base == 0 and seqs or base + seq)
     zs[#zs + 1] = id
   end
   emit(ev('enqueued', id))

@@ -15,10 +15,12 @@
 --          lib/limits); the queue's, meta limited_until = max(its value, now + ms).
 --          Then ZREM active, lock deleted, the lane slot given back (once), state
 --          pending, ZADD pending|lane at its run_score; no wake token (what it went back
---          to is held); event 'rate_limited'.
+--          to is held); meta `limits` (the claim's flag) set again from what is there
+--          (lib/limits limits_flag); event 'rate_limited'.
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include limits
 local id, token, ms, scope = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local jk = KEYS[2]
 local f, refusal = fenced(jk, token, 'group', 'priority', 'seq')
@@ -38,5 +40,6 @@ if g then give_back(g, true) end
 make_ready(id, jk, g, run_score(f[4], f[5]))
 -- a held lane leaves the ring (it may be on it, serving other jobs of the group)
 if scope == 'g' and g then ring_sync(g, true) end
+limits_flag()
 emit('{"event":"rate_limited","job":"' .. id .. '","attempt":' .. token .. ',"ms":' .. ms .. '}')
 return 1

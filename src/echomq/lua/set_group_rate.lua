@@ -9,9 +9,10 @@
 -- Refusals: none (the client gates the values).
 -- Writes:  HSET/HDEL grate; clearing deletes the lane's start log gs:<group>; the lane
 --          leaves gwait (the next claim reads its window again and holds it anew if
---          it is full) and the ring follows (re-ringed with a wake token when it can
---          be served); one audit entry (set_group_rate_limit or
---          clear_group_rate_limit).
+--          it is full), meta `limits` (the claim's flag) is set again from what is
+--          there (lib/limits limits_flag), and the ring follows (re-ringed with a
+--          wake token when it can be served); one audit entry (set_group_rate_limit
+--          or clear_group_rate_limit).
 local B = KEYS[1]
 --! include keys
 --! include common
@@ -26,6 +27,7 @@ else
   redis.call('SADD', B .. GROUPS, g)
 end
 redis.call('ZREM', B .. GWAIT, g)
+limits_flag()
 ring_sync(g)
 if ARGV[2] == '' then
   audit('clear_group_rate_limit', cjson.encode({group = g}), 'ok', 1, ARGV[4], ARGV[5])

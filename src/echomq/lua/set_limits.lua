@@ -17,10 +17,12 @@
 --          (limited_until). Setting or clearing the cap pushes wake tokens (capped) so
 --          workers waiting on a full cap claim again. One audit entry (set_rate_limit,
 --          clear_rate_limit, set_concurrency, clear_concurrency, set_group_rate_default
---          or clear_group_rate_default).
+--          or clear_group_rate_default). Then meta `limits`, the claim's flag, set
+--          again from what is there (lib/limits limits_flag).
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include limits
 --! include audit
 local which, a, b, actor, rid = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local meta = B .. META
@@ -54,4 +56,5 @@ else
   redis.call('HSET', meta, 'group_rate_max', a, 'group_rate_ms', b)
   audit('set_group_rate_default', rate_args(), 'ok', 1, actor, rid)
 end
+limits_flag()
 return 1

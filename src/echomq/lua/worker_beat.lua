@@ -17,10 +17,13 @@
 --          tombstones, `claimreqs` entries and `dedups` entries (throttle windows
 --          over), up to 64 each from the oldest end; the
 --          index itself gets the longest ttl any beat gave it, so the entries of
---          workers that all died leave with it.
+--          workers that all died leave with it. Meta `limits`, the claim's flag, set
+--          again from what is there (lib/limits limits_flag; written only when it
+--          changes): a limit an older client wrote without it applies within a beat.
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include limits
 local wid, ttl, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local now = now_ms()
 local wk = B .. WORKER .. wid
@@ -36,6 +39,7 @@ trim_before(idx, now - ttl, 64)
 trim_before(B .. SETTLED, now - SETTLED_MS, 64)
 trim_before(B .. CLAIMREQS, now, 64)
 trim_before(B .. DEDUPS, now, 64)
+limits_flag()
 local out = {}
 for i = 4 + 2 * n, #ARGV, 2 do
   local id = ARGV[i]

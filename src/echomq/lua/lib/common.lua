@@ -178,7 +178,7 @@ end
 local function take_seq(n)
   -- its own key, not a meta field: a waiting worker WATCHes meta (the pause gate), and
   -- a write there on every enqueue would abort the claim each wake-up brings
-  return redis.call('INCRBY', B .. SEQ, n) - n
+  return redis.call('INCRBY', B .. SEQ, n == 1 and '1' or n) - n
 end
 local function seq_at(first, i)
   return (first + i) % SEQ_SPAN
@@ -295,8 +295,12 @@ end
 -- time), from its oldest end: one ZCOUNT, and one ZREMRANGEBYRANK when any are due (no
 -- member crosses the wire). Bounded by k, and by time alone, never by the members.
 local function trim_before(key, cut, k)
+  -- a whole number goes as %d text: cheaper than the number's own format, same digits
+  if type(cut) == 'number' and cut % 1 == 0 then cut = string.format('%d', cut) end
   local due = redis.call('ZCOUNT', key, '-inf', '(' .. cut)
-  if due > 0 then redis.call('ZREMRANGEBYRANK', key, 0, math.min(due, k) - 1) end
+  if due > 0 then
+    redis.call('ZREMRANGEBYRANK', key, '0', string.format('%d', math.min(due, k) - 1))
+  end
 end
 
 -- settled tombstones: complete and remove_job leave the ids they delete in `settled`
@@ -323,8 +327,11 @@ local function tombstones(ids, now, nows)
   end
   trim_before(sk, now - SETTLED_MS, 2 * n + 8)
 end
+-- one id (the one-by-one paths): tombstones' writes for {id}, without its tables
 local function tombstone(id, now, nows)
-  tombstones({id}, now, nows)
+  local sk = B .. SETTLED
+  redis.call('ZADD', sk, nows or now, id)
+  trim_before(sk, now - SETTLED_MS, 10)
 end
 local function settled_recently(id, now)
   local s = redis.call('ZSCORE', B .. SETTLED, id)
@@ -338,7 +345,8 @@ local function count_metric(mk, n, now)
   local by = n == 1 and '1' or n
   redis.call('HINCRBY', mk, 'count', by)
   local minute = math.floor(now / 60000)
-  if redis.call('HINCRBY', mk, tostring(minute), by) == n then
+  -- the bucket's name as %d text: cheaper than tostring's float format, same digits
+  if redis.call('HINCRBY', mk, string.format('%d', minute), by) == n then
     -- first count of a new minute: drop the bucket that just turned a day old
     redis.call('HDEL', mk, tostring(minute - 1440))
   end

@@ -27,6 +27,26 @@
 -- within a value, not a key's suffix
 local SEP = ':'
 
+-- meta `limits`: '1' while the queue has flow control the claim must apply (a rate, a
+-- cap, a lanes' default, a handler's hold still ahead, a lane's own rate in grate or a
+-- lane held in gwait). The claim reads the limits only when it is set, so a queue with
+-- none pays one HEXISTS for them. Every writer of a limit sets it again from what is
+-- there (set_limits, set_group_rate, rate_limited), and so does every worker's beat
+-- (a limit an older client wrote without the flag is applied within a beat); the
+-- claim drops it when it finds nothing left. Written only when it changes (a waiting
+-- worker WATCHes meta).
+local function limits_flag()
+  local m = redis.call('HMGET', B .. META, 'rate_max', 'concurrency', 'group_rate_max',
+    'limited_until', 'limits')
+  local on = m[1] or m[2] or m[3] or (m[4] and tonumber(m[4]) > now_ms())
+    or redis.call('EXISTS', B .. GRATE, B .. GWAIT) > 0
+  if on and not m[5] then
+    redis.call('HSET', B .. META, 'limits', '1')
+  elseif m[5] and not on then
+    redis.call('HDEL', B .. META, 'limits')
+  end
+end
+
 -- the queue's limits from meta, one read: rate max/ms, concurrency, limited until,
 -- the lanes' default rate max/ms, the rate's burst (each nil when unset)
 local function limits_read()

@@ -1,0 +1,93 @@
+"""The worker's own instructions per job, plain (``def``) handler against ``async def``.
+
+CPU time on a shared machine moves by 20-50% from run to run (``bench/plain_handlers.py``
+measures it); the instructions a worker process runs do not. For each kind this fills a
+queue with ``--jobs`` jobs (each body one 16-byte ``write(2)``), then runs one worker
+process (``Worker``, concurrency 10) under valgrind's callgrind until the queue is empty,
+and once more on an empty queue; the difference over the jobs is the worker's
+instructions per job (startup and imports left out). Under valgrind the threads run one
+at a time, so this counts the Python work per job (the hand-overs, the futures, the
+batches' sizes), not the waits: the GIL's and the scheduler's costs are not in it.
+
+Run: ``.venv/bin/python bench/plain_instructions.py`` (about 3 minutes; needs valgrind).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from _common import report
+from echomq import Queue
+from echomq.embedded import EmbeddedServer
+
+SRC = str(Path(__file__).resolve().parent.parent / "src")
+
+#: the worker process: serve the queue until it is empty, then stop
+WORKER = """
+import os, sys, threading, time
+sys.path.insert(0, sys.argv[1])
+from echomq import Queue, Worker
+url, name, kind = sys.argv[2], sys.argv[3], sys.argv[4]
+SINK = os.open(os.devnull, os.O_WRONLY)
+def plain(job):
+    os.write(SINK, b"0123456789abcdef")
+async def aio(job):
+    os.write(SINK, b"0123456789abcdef")
+q = Queue(name, url=url)
+w = Worker(q, plain if kind == "plain" else aio, concurrency=10)
+def watch():
+    while True:
+        c = q.counts()
+        if c.pending == 0 and c.active == 0:
+            w.stop()
+            return
+        time.sleep(0.05)
+threading.Thread(target=watch, daemon=True).start()
+w.run()
+"""
+
+
+def instructions(url: str, name: str, kind: str) -> int:
+    """The instructions of one worker process serving queue ``name`` until it is empty."""
+    tool = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+    out = subprocess.run(
+        [*tool, sys.executable, "-c", WORKER, SRC, url, name, kind],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    m = re.search(r"Collected : (\d+)", out.stderr)
+    if m is None:
+        raise RuntimeError("callgrind counted nothing:\n" + out.stderr[-2000:])
+    return int(m.group(1))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=3000)
+    args = ap.parse_args()
+    if not shutil.which("valgrind"):
+        raise SystemExit("needs valgrind (apt-get install valgrind)")
+    rows: list[list[object]] = [["kind", "Ir/job", "vs async"]]
+    with EmbeddedServer() as srv:
+        per: dict[str, float] = {}
+        for kind in ("async", "plain"):
+            base = instructions(srv.url, f"pi-{kind}-empty-{os.getpid()}", kind)
+            name = f"pi-{kind}-{os.getpid()}"
+            with Queue(name, url=srv.url) as q:
+                for i in range(args.jobs):
+                    q.enqueue({"n": i})
+            per[kind] = (instructions(srv.url, name, kind) - base) / args.jobs
+        for kind, ir in per.items():
+            rows.append([kind, int(ir), ir / per["async"]])
+    report(rows)
+
+
+if __name__ == "__main__":
+    main()
