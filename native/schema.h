@@ -21,6 +21,7 @@
 #define EMQ_K_REPEAT "repeat"
 #define EMQ_K_METRICS_COMPLETED "metrics:completed"
 #define EMQ_K_METRICS_FAILED "metrics:failed"
+#define EMQ_K_HISTSUM "histsum"
 #define EMQ_K_AUDIT "audit"
 #define EMQ_K_SETTLED "settled"
 #define EMQ_K_WORKERS "workers"
@@ -43,6 +44,7 @@
 #define EMQ_K_WORKER "worker:"
 #define EMQ_K_REPEAT_RECORD "repeat:"
 #define EMQ_K_GSTARTS "gs:"
+#define EMQ_K_HIST "hist:"
 #define EMQ_K_LANE "g:"
 #define EMQ_K_LANE_END ":pending"
 
@@ -97,5 +99,9 @@
 #define EMQ_PRIORITY_MAX 1048576LL
 /* a keep_last job held behind its running owner waits in the schedule at this score */
 #define EMQ_DEDUP_HOLD 4503599627370496LL
+/* the history series: a queue-hour's key, 60 minute slots (schema.HIST_FIELDS) */
+#define EMQ_HIST_SLOT_BITS 118LL
+#define EMQ_HIST_MARK 7080LL
+#define EMQ_HIST_KEEP_MS 604800000LL
 
 #endif

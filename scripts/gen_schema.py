@@ -40,6 +40,10 @@ def lua_keys() -> str:
         f"local PRIORITY_MAX = {schema.PRIORITY_MAX}",
         "-- a keep_last job held behind its running owner waits in the schedule at this score",
         f"local DEDUP_HOLD = {schema.DEDUP_HOLD}",
+        "-- the history series: a queue-hour's key, 60 minute slots (schema.HIST_FIELDS)",
+        f"local HIST_SLOT_BITS = {schema.HIST_SLOT_BITS}",
+        f"local HIST_MARK = {schema.HIST_MARK}",
+        f"local HIST_KEEP_MS = {schema.HIST_KEEP_MS}",
     ]
     return "\n".join(lines) + "\n"
 
@@ -65,6 +69,10 @@ def c_header() -> str:
         f"#define EMQ_PRIORITY_MAX {schema.PRIORITY_MAX}LL",
         "/* a keep_last job held behind its running owner waits in the schedule at this score */",
         f"#define EMQ_DEDUP_HOLD {schema.DEDUP_HOLD}LL",
+        "/* the history series: a queue-hour's key, 60 minute slots (schema.HIST_FIELDS) */",
+        f"#define EMQ_HIST_SLOT_BITS {schema.HIST_SLOT_BITS}LL",
+        f"#define EMQ_HIST_MARK {schema.HIST_MARK}LL",
+        f"#define EMQ_HIST_KEEP_MS {schema.HIST_KEEP_MS}LL",
     ]
     lines += ["", "#endif", ""]
     return "\n".join(lines)

@@ -64,8 +64,14 @@ KEYS: tuple[Key, ...] = (
     _q("GPAUSED", "gpaused", "set", "paused groups (the per-group gate)"),
     _q("GTURN", "gturn", "hash", "per-group turns left in the ring's current round (weights)"),
     _q("REPEAT", "repeat", "zset", "repeat registry; score = next run (ms); member = name"),
-    _q("METRICS_COMPLETED", "metrics:completed", "hash", "`count` and per-minute buckets"),
-    _q("METRICS_FAILED", "metrics:failed", "hash", "`count` and per-minute buckets"),
+    _q("METRICS_COMPLETED", "metrics:completed", "hash", "`count`: completed jobs, all time"),
+    _q("METRICS_FAILED", "metrics:failed", "hash", "`count`: dead-lettered jobs, all time"),
+    _q(
+        "HISTSUM",
+        "histsum",
+        "string",
+        "the all-time wait and run sums (ms) of ended jobs: BITFIELD u63 at 0 and 63",
+    ),
     _q("AUDIT", "audit", "stream", "the operator verbs' journal (capped)"),
     _q("SETTLED", "settled", "zset", "tombstones of settled ids (60 s); score = settled at (ms)"),
     _q("WORKERS", "workers", "zset", "the worker registry; score = last beat (ms)"),
@@ -94,6 +100,13 @@ KEYS: tuple[Key, ...] = (
     Key("WORKER", "worker:", "per_id", "hash", "a worker's registry record: B .. WORKER .. wid"),
     Key("REPEAT_RECORD", "repeat:", "per_id", "hash", "a repeatable: B .. REPEAT_RECORD .. name"),
     Key("GSTARTS", "gs:", "per_id", "zset", "a lane's start log (rate limit): B .. GSTARTS .. g"),
+    Key(
+        "HIST",
+        "hist:",
+        "per_id",
+        "string",
+        "one hour of per-minute history (HIST_*): B .. HIST .. (ms // 3600000), 7 days",
+    ),
     Key("LANE", "g:", "per_id", "zset", "a group's lane: B .. LANE .. group .. LANE_END"),
     Key("LANE_END", ":pending", "lane_end", "zset", "the end of a lane's key (see LANE)"),
 )
@@ -189,6 +202,31 @@ PRIORITY_MAX = 2**20
 #: The schedule score of a ``keep_last`` job held behind its running owner: past any due
 #: time (promote never reaches it); the owner's ending makes the held job ready.
 DEDUP_HOLD = 2**52
+#: The history series (issue 29): one string per queue-hour, ``B + "hist:" + hour``
+#: (hour = server ms // 3600000), 60 slots of ``HIST_SLOT_BITS`` bits, slot m for the
+#: hour's minute m, each the fields of :data:`HIST_FIELDS` (name, bit width) in order,
+#: unsigned, written with ``BITFIELD ... OVERFLOW SAT INCRBY`` (a field saturates at its
+#: top, never wraps). The bit ``HIST_MARK`` (past the last slot) is set by every write: it
+#: sizes a new key at its full length on its first write (no growth, no slack) and its
+#: old value 0 says the key is new, the one write that sets its expiry (``PEXPIREAT`` the
+#: hour's end + ``HIST_KEEP_MS``). Per job that ended (completed or dead): its wait, from
+#: its enqueue (a kept row's ``enqueued_at``, else its id's time) to its first start, and
+#: its run, from its last start to its end.
+HIST_FIELDS: tuple[tuple[str, int], ...] = (
+    ("completed", 20),
+    ("dead", 20),
+    ("wait_ms", 40),
+    ("run_ms", 38),
+)
+#: One minute's slot in bits.
+HIST_SLOT_BITS = sum(w for _, w in HIST_FIELDS)
+#: The marker bit's offset (past the 60 slots).
+HIST_MARK = 60 * HIST_SLOT_BITS
+#: A history key's length in bytes.
+HIST_BYTES = HIST_MARK // 8 + 1
+#: How long an hour's key stays after its hour ends.
+HIST_KEEP_MS = 7 * 86_400_000
+
 #: The dedup modes (:class:`echomq.lifecycle.dedup.Dedup`); ``simple`` travels as ``''``.
 DEDUP_MODES: tuple[str, ...] = ("simple", "throttle", "debounce", "keep_last")
 

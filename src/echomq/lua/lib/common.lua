@@ -331,15 +331,51 @@ local function settled_recently(id, now)
   return s ~= false and tonumber(s) >= now - SETTLED_MS
 end
 
--- count n settled jobs in metrics hash mk (B .. METRICS_COMPLETED or METRICS_FAILED): a
--- running total plus per-minute buckets kept for a day
-local function count_metric(mk, n, now)
+-- The history series (schema.HIST_*). A job's id carries its mint time (ids.py: the
+-- top 41 bits of the 63-bit snowflake are ms since ID_EPOCH_MS; a double keeps them).
+local ID_EPOCH_MS = 1704067200000
+local function id_ms(id)
+  local v = 0
+  for i = 4, 14 do
+    local c = string.byte(id, i)
+    if c <= 57 then c = c - 48 elseif c <= 90 then c = c - 55 else c = c - 61 end
+    v = v * 62 + c
+  end
+  return math.floor(v / 4194304) + ID_EPOCH_MS
+end
+
+-- an ending job's wait (its enqueue, `enq` = a kept row's enqueued_at or else its id's
+-- time, to its first start `started`) and run (its last start, `last` or `started`, to
+-- now) in ms; 0 and 0 for a row with no start time (claimed before these fields)
+local function job_times(id, started, last, enq, now)
+  local s = tonumber(started)
+  if not s then return 0, 0 end
+  local wait = s - (tonumber(enq) or id_ms(id))
+  local run = now - (tonumber(last) or s)
+  if wait < 0 then wait = 0 end
+  if run < 0 then run = 0 end
+  return wait, run
+end
+
+-- count n jobs that ended now (mk: B .. METRICS_COMPLETED or METRICS_FAILED, the dead)
+-- with their summed wait and run (ms): the metric's all-time `count`, the minute's slot
+-- of the queue-hour's history key (completed u20 at 0, dead u20 at 20, wait u40 at 40,
+-- run u38 at 80; saturating), the key's expiry on its first write (the marker bit's old
+-- value 0; PEXPIREAT the hour's end + HIST_KEEP_MS), and the all-time sums in histsum
+local function count_metric(mk, n, now, wait, run)
   -- one job (the hot path) counts by the text '1': a number argument costs a format
   local by = n == 1 and '1' or n
   redis.call('HINCRBY', mk, 'count', by)
-  local minute = math.floor(now / 60000)
-  if redis.call('HINCRBY', mk, tostring(minute), by) == n then
-    -- first count of a new minute: drop the bucket that just turned a day old
-    redis.call('HDEL', mk, tostring(minute - 1440))
+  local hour = math.floor(now / 3600000)
+  local at = math.floor(now / 60000) % 60 * HIST_SLOT_BITS
+  local hk = B .. HIST .. hour
+  local col = (mk == B .. METRICS_COMPLETED) and at or at + 20
+  local r = redis.call('BITFIELD', hk, 'OVERFLOW', 'SAT', 'INCRBY', 'u20', col, by,
+    'INCRBY', 'u40', at + 40, wait, 'INCRBY', 'u38', at + 80, run,
+    'SET', 'u1', HIST_MARK, '1')
+  if r[4] == 0 then
+    redis.call('PEXPIREAT', hk, (hour + 1) * 3600000 + HIST_KEEP_MS)
   end
+  redis.call('BITFIELD', B .. HISTSUM, 'OVERFLOW', 'SAT', 'INCRBY', 'u63', '0', wait,
+    'INCRBY', 'u63', '63', run)
 end

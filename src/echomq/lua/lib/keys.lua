@@ -35,10 +35,12 @@ local GPAUSED = 'gpaused'
 local GTURN = 'gturn'
 -- repeat registry; score = next run (ms); member = name
 local REPEAT = 'repeat'
--- `count` and per-minute buckets
+-- `count`: completed jobs, all time
 local METRICS_COMPLETED = 'metrics:completed'
--- `count` and per-minute buckets
+-- `count`: dead-lettered jobs, all time
 local METRICS_FAILED = 'metrics:failed'
+-- the all-time wait and run sums (ms) of ended jobs: BITFIELD u63 at 0 and 63
+local HISTSUM = 'histsum'
 -- the operator verbs' journal (capped)
 local AUDIT = 'audit'
 -- tombstones of settled ids (60 s); score = settled at (ms)
@@ -83,6 +85,8 @@ local WORKER = 'worker:'
 local REPEAT_RECORD = 'repeat:'
 -- a lane's start log (rate limit): B .. GSTARTS .. g
 local GSTARTS = 'gs:'
+-- one hour of per-minute history (HIST_*): B .. HIST .. (ms // 3600000), 7 days
+local HIST = 'hist:'
 -- a group's lane: B .. LANE .. group .. LANE_END
 local LANE = 'g:'
 -- the end of a lane's key (see LANE)
@@ -93,3 +97,7 @@ local SEQ_SPAN = 4294967296
 local PRIORITY_MAX = 1048576
 -- a keep_last job held behind its running owner waits in the schedule at this score
 local DEDUP_HOLD = 4503599627370496
+-- the history series: a queue-hour's key, 60 minute slots (schema.HIST_FIELDS)
+local HIST_SLOT_BITS = 118
+local HIST_MARK = 7080
+local HIST_KEEP_MS = 604800000
