@@ -157,8 +157,8 @@ static double id_ms(Str id) {
 }
 
 /* lib/common's job_times: an ending job's wait (enqueue, a kept row's enqueued_at or else
- * its id's time, to its first start) and run (last start to now), in ms; 0 and 0 for a row
- * with no start time */
+ * its id's time, to its first start; at most EMQ_HIST_KEEP_MS) and run (last start to now),
+ * in ms; 0 and 0 for a row with no start time */
 void job_times(Str id, Str started, Str last, Str enqueued, long long now, double *wait,
                double *run) {
     double s = 0, l = 0, e = 0;
@@ -168,6 +168,7 @@ void job_times(Str id, Str started, Str last, Str enqueued, long long now, doubl
     if (!tonum(enqueued, &e)) e = id_ms(id);
     if (!tonum(last, &l)) l = s;
     *wait = s - e > 0 ? s - e : 0;
+    if (*wait > (double)EMQ_HIST_KEEP_MS) *wait = (double)EMQ_HIST_KEEP_MS;
     *run = (double)now - l > 0 ? (double)now - l : 0;
 }
 
@@ -191,17 +192,21 @@ void count_metric(Queue *queue, const char *metric_key, long long count, long lo
                      count_text.len);
     long long hour = now / 3600000;
     long long at = (now / 60000) % 60 * EMQ_HIST_SLOT_BITS;
-    long long col = strcmp(metric_key, EMQ_K_METRICS_COMPLETED) == 0 ? at : at + 20;
+    int completed = strcmp(metric_key, EMQ_K_METRICS_COMPLETED) == 0;
     Str hist = queue_key(queue, EMQ_K_HIST);
     hist = cat3(queue, hist, num(queue, (double)hour), NONE);
-    Str col_text = num(queue, (double)col), wait_at = num(queue, (double)(at + 40)),
-        run_at = num(queue, (double)(at + 80)), wait_text = num(queue, wait),
-        run_text = num(queue, run), mark = num(queue, (double)EMQ_HIST_MARK);
+    double units = floor((wait + EMQ_HIST_WAIT_UNIT_MS / 2.0) / (double)EMQ_HIST_WAIT_UNIT_MS);
+    Str col_at = num(queue, (double)(at + (completed ? EMQ_HIST_COMPLETED_AT : EMQ_HIST_DEAD_AT))),
+        wait_at = num(queue, (double)(at + EMQ_HIST_WAIT_AT)),
+        run_at = num(queue, (double)(at + EMQ_HIST_RUN_MS_AT)), units_text = num(queue, units),
+        wait_text = num(queue, wait), run_text = num(queue, run),
+        mark = num(queue, (double)EMQ_HIST_MARK);
     RedisModuleCallReply *r = RedisModule_Call(
         ctx, "BITFIELD", "!bccccbbccbbccbbccbc", hist.ptr, hist.len, "OVERFLOW", "SAT", "INCRBY",
-        "u20", col_text.ptr, col_text.len, count_text.ptr, count_text.len, "INCRBY", "u40",
-        wait_at.ptr, wait_at.len, wait_text.ptr, wait_text.len, "INCRBY", "u38", run_at.ptr,
-        run_at.len, run_text.ptr, run_text.len, "SET", "u1", mark.ptr, mark.len, "1");
+        completed ? EMQ_HIST_COMPLETED_T : EMQ_HIST_DEAD_T, col_at.ptr, col_at.len,
+        count_text.ptr, count_text.len, "INCRBY", EMQ_HIST_WAIT_T, wait_at.ptr, wait_at.len,
+        units_text.ptr, units_text.len, "INCRBY", EMQ_HIST_RUN_MS_T, run_at.ptr, run_at.len,
+        run_text.ptr, run_text.len, "SET", "u1", mark.ptr, mark.len, "1");
     if (r && RedisModule_CallReplyType(r) == REDISMODULE_REPLY_ARRAY &&
         RedisModule_CallReplyLength(r) == 4 &&
         RedisModule_CallReplyInteger(RedisModule_CallReplyArrayElement(r, 3)) == 0) {

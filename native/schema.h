@@ -100,8 +100,17 @@
 /* a keep_last job held behind its running owner waits in the schedule at this score */
 #define EMQ_DEDUP_HOLD 4503599627370496LL
 /* the history series: a queue-hour's key, 60 minute slots (schema.HIST_FIELDS) */
-#define EMQ_HIST_SLOT_BITS 118LL
-#define EMQ_HIST_MARK 7080LL
+#define EMQ_HIST_SLOT_BITS 101LL
+#define EMQ_HIST_MARK 6060LL
 #define EMQ_HIST_KEEP_MS 604800000LL
+#define EMQ_HIST_WAIT_UNIT_MS 4LL
+#define EMQ_HIST_COMPLETED_AT 0LL
+#define EMQ_HIST_DEAD_AT 20LL
+#define EMQ_HIST_WAIT_AT 36LL
+#define EMQ_HIST_RUN_MS_AT 70LL
+#define EMQ_HIST_COMPLETED_T "u20"
+#define EMQ_HIST_DEAD_T "u16"
+#define EMQ_HIST_WAIT_T "u34"
+#define EMQ_HIST_RUN_MS_T "u31"
 
 #endif

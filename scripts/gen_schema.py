@@ -44,6 +44,9 @@ def lua_keys() -> str:
         f"local HIST_SLOT_BITS = {schema.HIST_SLOT_BITS}",
         f"local HIST_MARK = {schema.HIST_MARK}",
         f"local HIST_KEEP_MS = {schema.HIST_KEEP_MS}",
+        f"local HIST_WAIT_UNIT_MS = {schema.HIST_WAIT_UNIT_MS}",
+        *(f"local HIST_{n.upper()}_AT = {schema.HIST_AT[n]}" for n, _ in schema.HIST_FIELDS),
+        *(f"local HIST_{n.upper()}_T = '{schema.HIST_TYPE[n]}'" for n, _ in schema.HIST_FIELDS),
     ]
     return "\n".join(lines) + "\n"
 
@@ -73,6 +76,9 @@ def c_header() -> str:
         f"#define EMQ_HIST_SLOT_BITS {schema.HIST_SLOT_BITS}LL",
         f"#define EMQ_HIST_MARK {schema.HIST_MARK}LL",
         f"#define EMQ_HIST_KEEP_MS {schema.HIST_KEEP_MS}LL",
+        f"#define EMQ_HIST_WAIT_UNIT_MS {schema.HIST_WAIT_UNIT_MS}LL",
+        *(f"#define EMQ_HIST_{n.upper()}_AT {schema.HIST_AT[n]}LL" for n, _ in schema.HIST_FIELDS),
+        *(f'#define EMQ_HIST_{n.upper()}_T "{schema.HIST_TYPE[n]}"' for n, _ in schema.HIST_FIELDS),
     ]
     lines += ["", "#endif", ""]
     return "\n".join(lines)

@@ -33,7 +33,7 @@ from echomq import Dedup, Queue, ids
 from echomq import journal as journal_mod
 from echomq.embedded import EmbeddedServer
 from echomq.lifecycle import claiming
-from echomq.schema import HIST_SLOT_BITS
+from echomq.schema import HIST_AT, HIST_SLOT_BITS, HIST_TYPE
 from echomq.worker import plans
 
 pytestmark = [
@@ -81,7 +81,8 @@ def picture(r: redis.Redis, q: Queue) -> dict[bytes, Any]:
             ops: list[Any] = []
             for slot in range(60):
                 at = slot * HIST_SLOT_BITS
-                ops += ["GET", "u20", at, "GET", "u20", at + 20]
+                ops += ["GET", HIST_TYPE["completed"], at]
+                ops += ["GET", HIST_TYPE["dead"], at + HIST_AT["dead"]]
             raw = [int(v) for v in r.execute_command("BITFIELD_RO", key, *ops)]
             counts = [sum(raw[0::2]), sum(raw[1::2])]  # a minute may turn between the runs
             hour = q.keys.base.encode() + b"hist:T"

@@ -34,7 +34,7 @@ import redis.asyncio
 from echomq import AsyncQueue, Backoff, Dedup, EchoMQError, Queue, Refused, Worker
 from echomq.embedded import EmbeddedServer
 from echomq.queue import verb_names
-from echomq.schema import HIST_SLOT_BITS
+from echomq.schema import HIST_AT, HIST_SLOT_BITS, HIST_TYPE
 
 # ---------------------------------------------------------------- normalising
 
@@ -102,7 +102,8 @@ def hist_counts(r: redis.Redis, key: str) -> list[int]:
     """An hour's history key as its completed and dead counts, summed over its minutes."""
     ops: list[Any] = []
     for slot in range(60):
-        ops += ["GET", "u20", slot * HIST_SLOT_BITS, "GET", "u20", slot * HIST_SLOT_BITS + 20]
+        at = slot * HIST_SLOT_BITS
+        ops += ["GET", HIST_TYPE["completed"], at, "GET", HIST_TYPE["dead"], at + HIST_AT["dead"]]
     raw = [int(v) for v in r.execute_command("BITFIELD_RO", key, *ops)]
     return [sum(raw[0::2]), sum(raw[1::2])]
 

@@ -6,7 +6,7 @@ job that ends (completed, or dead) counts in the minute's slot of ``B + "hist:" 
 hour`` (:data:`echomq.schema.HIST_FIELDS`) with its wait (enqueue to first start) and its
 run (last start to end). A read asks each hour's key for its slots with one
 ``BITFIELD_RO`` of fixed ``GET`` operations (a reply of 240 integers; a key that does not
-exist answers zeros): the 7-day view is 169 such commands in one round trip, each a
+exist answers zeros): the 7-day view is 168 such commands in one round trip, each a
 fixed, small amount of server work, never a walk. The all-time sums live in ``histsum``
 (the exporter's counters).
 """
@@ -20,7 +20,7 @@ from .. import checks
 from ..context import Context
 from ..errors import InvalidArgument
 from ..results.views import History, Series, Throughput
-from ..schema import HIST_FIELDS, HIST_SLOT_BITS
+from ..schema import HIST_AT, HIST_FIELDS, HIST_SLOT_BITS, HIST_TYPE, HIST_WAIT_UNIT_MS
 from ..scripts import Batch, Cmd, Plan
 from . import decode
 from .limits import MAX_MINUTES
@@ -33,21 +33,24 @@ MAX_HISTORY_MINUTES = 10080
 _OPS: tuple[Any, ...] = tuple(
     part
     for slot in range(60)
-    for i, (_, width) in enumerate(HIST_FIELDS)
-    for part in ("GET", f"u{width}", slot * HIST_SLOT_BITS + sum(w for _, w in HIST_FIELDS[:i]))
+    for name, _ in HIST_FIELDS
+    for part in ("GET", HIST_TYPE[name], slot * HIST_SLOT_BITS + HIST_AT[name])
 )
 _NFIELDS = len(HIST_FIELDS)
+#: What each field's unit is in ms (1 for a count): the wait is kept in coarser units.
+_SCALE = tuple(HIST_WAIT_UNIT_MS if name == "wait" else 1 for name, _ in HIST_FIELDS)
 
 
 def _minutes(ctx: Context, first: int, last: int) -> Plan[dict[int, tuple[int, ...]]]:
     """The slots of minutes ``first..last`` (server minutes), each ``(completed, dead,
-    wait_ms, run_ms)``; minutes with nothing are absent. One ``BITFIELD_RO`` per hour,
+    wait_ms, run_ms)`` (the wait as kept: a multiple of ``HIST_WAIT_UNIT_MS``); minutes
+    with nothing are absent. One ``BITFIELD_RO`` per hour,
     one round trip."""
     hours = list(range(first // 60, last // 60 + 1))
     replies = yield Batch(tuple(Cmd(("BITFIELD_RO", ctx.keys.hist(h), *_OPS)) for h in hours))
     out: dict[int, tuple[int, ...]] = {}
     for hour, raw in zip(hours, replies):
-        values = [int(v or 0) for v in raw]
+        values = [int(v or 0) * _SCALE[i % _NFIELDS] for i, v in enumerate(raw)]
         for slot in range(60):
             cell = tuple(values[slot * _NFIELDS : (slot + 1) * _NFIELDS])
             minute = hour * 60 + slot

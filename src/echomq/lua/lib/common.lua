@@ -346,12 +346,16 @@ end
 
 -- an ending job's wait (its enqueue, `enq` = a kept row's enqueued_at or else its id's
 -- time, to its first start `started`) and run (its last start, `last` or `started`, to
--- now) in ms; 0 and 0 for a row with no start time (claimed before these fields)
+-- now) in ms; 0 and 0 for a row with no start time (claimed before these fields); a
+-- wait at most HIST_KEEP_MS
 local function job_times(id, started, last, enq, now)
   local s = tonumber(started)
   if not s then return 0, 0 end
   local wait = s - (tonumber(enq) or id_ms(id))
   local run = now - (tonumber(last) or s)
+  -- a caller's own id not minted from a clock (its time years back) counts no more
+  -- than the series keeps
+  if wait > HIST_KEEP_MS then wait = HIST_KEEP_MS end
   if wait < 0 then wait = 0 end
   if run < 0 then run = 0 end
   return wait, run
@@ -359,9 +363,10 @@ end
 
 -- count n jobs that ended now (mk: B .. METRICS_COMPLETED or METRICS_FAILED, the dead)
 -- with their summed wait and run (ms): the metric's all-time `count`, the minute's slot
--- of the queue-hour's history key (completed u20 at 0, dead u20 at 20, wait u40 at 40,
--- run u38 at 80; saturating), the key's expiry on its first write (the marker bit's old
--- value 0; PEXPIREAT the hour's end + HIST_KEEP_MS), and the all-time sums in histsum
+-- of the queue-hour's history key (schema.HIST_FIELDS: completed or dead + n, the wait
+-- in HIST_WAIT_UNIT_MS units (rounded), the run in ms; saturating), the key's expiry on
+-- its first write (the marker bit's old value 0: PEXPIREAT the hour's end +
+-- HIST_KEEP_MS), and the all-time sums in ms in histsum
 local function count_metric(mk, n, now, wait, run)
   -- one job (the hot path) counts by the text '1': a number argument costs a format
   local by = n == 1 and '1' or n
@@ -369,10 +374,18 @@ local function count_metric(mk, n, now, wait, run)
   local hour = math.floor(now / 3600000)
   local at = math.floor(now / 60000) % 60 * HIST_SLOT_BITS
   local hk = B .. HIST .. hour
-  local col = (mk == B .. METRICS_COMPLETED) and at or at + 20
-  local r = redis.call('BITFIELD', hk, 'OVERFLOW', 'SAT', 'INCRBY', 'u20', col, by,
-    'INCRBY', 'u40', at + 40, wait, 'INCRBY', 'u38', at + 80, run,
-    'SET', 'u1', HIST_MARK, '1')
+  local r
+  if mk == B .. METRICS_COMPLETED then
+    r = redis.call('BITFIELD', hk, 'OVERFLOW', 'SAT', 'INCRBY', HIST_COMPLETED_T,
+      at + HIST_COMPLETED_AT, by, 'INCRBY', HIST_WAIT_T, at + HIST_WAIT_AT,
+      math.floor((wait + HIST_WAIT_UNIT_MS / 2) / HIST_WAIT_UNIT_MS),
+      'INCRBY', HIST_RUN_MS_T, at + HIST_RUN_MS_AT, run, 'SET', 'u1', HIST_MARK, '1')
+  else
+    r = redis.call('BITFIELD', hk, 'OVERFLOW', 'SAT', 'INCRBY', HIST_DEAD_T,
+      at + HIST_DEAD_AT, by, 'INCRBY', HIST_WAIT_T, at + HIST_WAIT_AT,
+      math.floor((wait + HIST_WAIT_UNIT_MS / 2) / HIST_WAIT_UNIT_MS),
+      'INCRBY', HIST_RUN_MS_T, at + HIST_RUN_MS_AT, run, 'SET', 'u1', HIST_MARK, '1')
+  end
   if r[4] == 0 then
     redis.call('PEXPIREAT', hk, (hour + 1) * 3600000 + HIST_KEEP_MS)
   end

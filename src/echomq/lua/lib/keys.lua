@@ -98,6 +98,15 @@ local PRIORITY_MAX = 1048576
 -- a keep_last job held behind its running owner waits in the schedule at this score
 local DEDUP_HOLD = 4503599627370496
 -- the history series: a queue-hour's key, 60 minute slots (schema.HIST_FIELDS)
-local HIST_SLOT_BITS = 118
-local HIST_MARK = 7080
+local HIST_SLOT_BITS = 101
+local HIST_MARK = 6060
 local HIST_KEEP_MS = 604800000
+local HIST_WAIT_UNIT_MS = 4
+local HIST_COMPLETED_AT = 0
+local HIST_DEAD_AT = 20
+local HIST_WAIT_AT = 36
+local HIST_RUN_MS_AT = 70
+local HIST_COMPLETED_T = 'u20'
+local HIST_DEAD_T = 'u16'
+local HIST_WAIT_T = 'u34'
+local HIST_RUN_MS_T = 'u31'
