@@ -21,7 +21,6 @@
 #define EMQ_K_REPEAT "repeat"
 #define EMQ_K_METRICS_COMPLETED "metrics:completed"
 #define EMQ_K_METRICS_FAILED "metrics:failed"
-#define EMQ_K_HISTSUM "histsum"
 #define EMQ_K_AUDIT "audit"
 #define EMQ_K_SETTLED "settled"
 #define EMQ_K_WORKERS "workers"

@@ -43,6 +43,7 @@ def lua_keys() -> str:
         "-- the history series: a queue-hour's key, 60 minute slots (schema.HIST_FIELDS)",
         f"local HIST_SLOT_BITS = {schema.HIST_SLOT_BITS}",
         f"local HIST_MARK = {schema.HIST_MARK}",
+        f"local HIST_MARK_ARG = '{schema.HIST_MARK}'",
         f"local HIST_KEEP_MS = {schema.HIST_KEEP_MS}",
         f"local HIST_WAIT_UNIT_MS = {schema.HIST_WAIT_UNIT_MS}",
         *(f"local HIST_{n.upper()}_AT = {schema.HIST_AT[n]}" for n, _ in schema.HIST_FIELDS),

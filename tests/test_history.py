@@ -514,7 +514,6 @@ def test_a_queue_without_history_writes_nothing_new(q: Queue, r: redis.Redis) ->
         "settled",
         "wake",
         "seq",  # the enqueue sequence
-        "histsum",  # the history series: all-time wait and run sums
         *(k.removeprefix(base) for k in queue_keys(r, q) if k.startswith(base + "hist:")),
     }
     assert len([k for k in queue_keys(r, q) if k.startswith(base + "hist:")]) == 1

@@ -48,11 +48,6 @@ def hist_keys(r: redis.Redis, q: Queue) -> set[str]:
     return {k for k in queue_keys(r, q) if k.startswith(q.keys.base + "hist:")}
 
 
-def sums(r: redis.Redis, q: Queue) -> list[int]:
-    raw = r.execute_command("BITFIELD_RO", q.keys.histsum, "GET", "u63", 0, "GET", "u63", 63)
-    return [int(v) for v in raw]
-
-
 def test_a_completion_counts_in_its_minute_with_its_wait_and_run(
     q: Queue, r: redis.Redis
 ) -> None:
@@ -80,8 +75,6 @@ def test_a_completion_counts_in_its_minute_with_its_wait_and_run(
     assert r.strlen(key) == HIST_BYTES
     assert r.getbit(key, HIST_MARK) == 1
     assert r.pexpiretime(key) == (hour + 1) * 3_600_000 + HIST_KEEP_MS
-    wait_ms, run_ms = sums(r, q)
-    assert abs(wait_ms - cell["wait"] * HIST_WAIT_UNIT_MS) <= 2 and run_ms == cell["run_ms"]
     # the row is gone (not kept), the total counted
     assert r.exists(q.keys.job(job)) == 0
     assert r.hget(q.keys.metrics_completed, "count") == "1"
@@ -214,7 +207,7 @@ def test_obliterate_removes_every_hour_key(q: Queue, r: redis.Redis) -> None:
     for h in (hour - 72, hour - HIST_KEEP_MS // 3_600_000 - 1):
         r.execute_command("BITFIELD", q.keys.hist(h), "SET", "u1", HIST_MARK, 1)
         r.pexpireat(q.keys.hist(h), (h + 1) * 3_600_000 + HIST_KEEP_MS)
-    assert len(hist_keys(r, q)) >= 2 and r.exists(q.keys.histsum)
+    assert len(hist_keys(r, q)) >= 2
     q.pause()
     while not q.obliterate():  # True: the queue is gone
         pass

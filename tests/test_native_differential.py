@@ -91,9 +91,6 @@ def picture(r: redis.Redis, q: Queue) -> dict[bytes, Any]:
                 counts = [a + b for a, b in zip(prev[1], counts)]
             out[hour] = (kind, counts, r.pttl(key) > 0)
             continue
-        if key == q.keys.histsum.encode():
-            out[key] = (kind, "sums", r.pttl(key) > 0)
-            continue
         if kind == b"string":
             value = norm(r.get(key) or b"")
         elif kind == b"hash":

@@ -131,9 +131,6 @@ def keys_left(r: redis.Redis, q: Queue | AsyncQueue, norm: Norm) -> dict[str, An
                 hist = [a + b for a, b in zip(prev[1], hist)]
             out[norm(name)] = ("string", hist, r.pttl(key) > 0)
             continue
-        if key == q.keys.histsum:
-            out[norm(key)] = ("string", "sums", r.pttl(key) > 0)
-            continue
         if kind == "string":
             value = r.get(key)
         elif kind == "hash":

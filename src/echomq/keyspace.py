@@ -68,7 +68,6 @@ class Keyspace:
     gturn: str
     gwait: str
     gweight: str
-    histsum: str
     keeps: str
     keepuntil: str
     meta: str

@@ -66,12 +66,6 @@ KEYS: tuple[Key, ...] = (
     _q("REPEAT", "repeat", "zset", "repeat registry; score = next run (ms); member = name"),
     _q("METRICS_COMPLETED", "metrics:completed", "hash", "`count`: completed jobs, all time"),
     _q("METRICS_FAILED", "metrics:failed", "hash", "`count`: dead-lettered jobs, all time"),
-    _q(
-        "HISTSUM",
-        "histsum",
-        "string",
-        "the all-time wait and run sums (ms) of ended jobs: BITFIELD u63 at 0 and 63",
-    ),
     _q("AUDIT", "audit", "stream", "the operator verbs' journal (capped)"),
     _q("SETTLED", "settled", "zset", "tombstones of settled ids (60 s); score = settled at (ms)"),
     _q("WORKERS", "workers", "zset", "the worker registry; score = last beat (ms)"),

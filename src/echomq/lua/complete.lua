@@ -21,7 +21,7 @@
 --          once by the number completed, with the history series (lib/common
 --          count_metric: the minute's slot of hist:<hour>, completed + n and the jobs'
 --          summed wait and run read from their rows' started_at, last_started_at and
---          enqueued_at; its expiry on the key's first write; histsum's all-time sums); under a concurrency cap (meta `concurrency`)
+--          enqueued_at; its expiry on the key's first write); under a concurrency cap (meta `concurrency`)
 --          one wake token per job; event 'completed' per job, in order. A repeat
 --          answers -1 / 'gone'.
 --          A kept row (field `keep`) whose job or queue keeps completed history stays

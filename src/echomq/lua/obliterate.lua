@@ -26,8 +26,8 @@
 --             metrics, lane structures (and gindex), wake, the registry, the settled
 --             tombstones, the workers registry, the keep index and the retention marker,
 --             the flow control keys (rate, grate, gwait; a lane's gs:<group> with its
---             lane in step 1), the history series (histsum, and hist:<hour> for each
---             hour of the last 7 days and an hour: derived from the server clock);
+--             lane in step 1), the history series (hist:<hour> for each hour of the
+--             last 7 days and two more: derived from the server clock);
 --          4. only with 'sweep': every other key under the base (an orphan dedup key or
 --             log list, keys other modules added), by SCAN MATCH from the cursor kept
 --             in meta field `sweep`, `budget` keys per call;
@@ -155,8 +155,7 @@ local function run()
   redis.call('UNLINK', B .. METRICS_COMPLETED, B .. METRICS_FAILED, B .. GROUPS,
     B .. RING, B .. GACTIVE, B .. GLIMIT, B .. GWEIGHT, B .. GPAUSED,
     B .. GTURN, B .. WAKE, B .. REPEAT, B .. GINDEX, B .. SETTLED, B .. WORKERS,
-    B .. KEEPUNTIL, B .. KEEPS, B .. SEQ, B .. RATE, B .. GRATE, B .. GWAIT, B .. DEDUPS,
-    B .. HISTSUM)
+    B .. KEEPUNTIL, B .. KEEPS, B .. SEQ, B .. RATE, B .. GRATE, B .. GWAIT, B .. DEDUPS)
   -- the history series: an hour's key expires HIST_KEEP_MS after its hour ends, so the
   -- keys that can exist are those of the hours since then, derived from the clock
   do

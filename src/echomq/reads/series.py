@@ -7,8 +7,8 @@ hour`` (:data:`echomq.schema.HIST_FIELDS`) with its wait (enqueue to first start
 run (last start to end). A read asks each hour's key for its slots with one
 ``BITFIELD_RO`` of fixed ``GET`` operations (a reply of 240 integers; a key that does not
 exist answers zeros): the 7-day view is 168 such commands in one round trip, each a
-fixed, small amount of server work, never a walk. The all-time sums live in ``histsum``
-(the exporter's counters).
+fixed, small amount of server work, never a walk. The exporter's counters add up the
+minutes that closed (:func:`closed_minutes`).
 """
 
 from __future__ import annotations
@@ -113,8 +113,3 @@ def throughput(ctx: Context, minutes: int = 60) -> Plan[Throughput]:
 
     return Throughput(minutes, end, series(done, 0), series(failed, 1))
 
-
-def sums(ctx: Context) -> Plan[tuple[int, int]]:
-    """The all-time wait and run sums in ms of the jobs that ended (``histsum``)."""
-    raw = yield Cmd(("BITFIELD_RO", ctx.keys.histsum, "GET", "u63", 0, "GET", "u63", 63))
-    return int(raw[0] or 0), int(raw[1] or 0)

@@ -334,14 +334,16 @@ end
 -- The history series (schema.HIST_*). A job's id carries its mint time (ids.py: the
 -- top 41 bits of the 63-bit snowflake are ms since ID_EPOCH_MS; a double keeps them).
 local ID_EPOCH_MS = 1704067200000
+local function b62(c)
+  if c <= 57 then return c - 48 elseif c <= 90 then return c - 55 end
+  return c - 61
+end
 local function id_ms(id)
-  local v = 0
-  for i = 4, 14 do
-    local c = string.byte(id, i)
-    if c <= 57 then c = c - 48 elseif c <= 90 then c = c - 55 else c = c - 61 end
-    v = v * 62 + c
-  end
-  return math.floor(v / 4194304) + ID_EPOCH_MS
+  -- the first 8 of the 11 digits (one string.byte call): the last 3 weigh under 0.06 ms
+  local c1, c2, c3, c4, c5, c6, c7, c8 = string.byte(id, 4, 11)
+  local v = ((((((b62(c1) * 62 + b62(c2)) * 62 + b62(c3)) * 62 + b62(c4)) * 62 + b62(c5))
+    * 62 + b62(c6)) * 62 + b62(c7)) * 62 + b62(c8)
+  return math.floor(v * 238328 / 4194304) + ID_EPOCH_MS
 end
 
 -- an ending job's wait (its enqueue, `enq` = a kept row's enqueued_at or else its id's
@@ -366,7 +368,8 @@ end
 -- of the queue-hour's history key (schema.HIST_FIELDS: completed or dead + n, the wait
 -- in HIST_WAIT_UNIT_MS units (rounded), the run in ms; saturating), the key's expiry on
 -- its first write (the marker bit's old value 0: PEXPIREAT the hour's end +
--- HIST_KEEP_MS), and the all-time sums in ms in histsum
+-- HIST_KEEP_MS). Every number argument costs the server a format: the constants go as
+-- text, '1' for one job (the hot path)
 local function count_metric(mk, n, now, wait, run)
   -- one job (the hot path) counts by the text '1': a number argument costs a format
   local by = n == 1 and '1' or n
@@ -379,16 +382,14 @@ local function count_metric(mk, n, now, wait, run)
     r = redis.call('BITFIELD', hk, 'OVERFLOW', 'SAT', 'INCRBY', HIST_COMPLETED_T,
       at + HIST_COMPLETED_AT, by, 'INCRBY', HIST_WAIT_T, at + HIST_WAIT_AT,
       math.floor((wait + HIST_WAIT_UNIT_MS / 2) / HIST_WAIT_UNIT_MS),
-      'INCRBY', HIST_RUN_MS_T, at + HIST_RUN_MS_AT, run, 'SET', 'u1', HIST_MARK, '1')
+      'INCRBY', HIST_RUN_MS_T, at + HIST_RUN_MS_AT, run, 'SET', 'u1', HIST_MARK_ARG, '1')
   else
     r = redis.call('BITFIELD', hk, 'OVERFLOW', 'SAT', 'INCRBY', HIST_DEAD_T,
       at + HIST_DEAD_AT, by, 'INCRBY', HIST_WAIT_T, at + HIST_WAIT_AT,
       math.floor((wait + HIST_WAIT_UNIT_MS / 2) / HIST_WAIT_UNIT_MS),
-      'INCRBY', HIST_RUN_MS_T, at + HIST_RUN_MS_AT, run, 'SET', 'u1', HIST_MARK, '1')
+      'INCRBY', HIST_RUN_MS_T, at + HIST_RUN_MS_AT, run, 'SET', 'u1', HIST_MARK_ARG, '1')
   end
   if r[4] == 0 then
     redis.call('PEXPIREAT', hk, (hour + 1) * 3600000 + HIST_KEEP_MS)
   end
-  redis.call('BITFIELD', B .. HISTSUM, 'OVERFLOW', 'SAT', 'INCRBY', 'u63', '0', wait,
-    'INCRBY', 'u63', '63', run)
 end

@@ -39,8 +39,6 @@ local REPEAT = 'repeat'
 local METRICS_COMPLETED = 'metrics:completed'
 -- `count`: dead-lettered jobs, all time
 local METRICS_FAILED = 'metrics:failed'
--- the all-time wait and run sums (ms) of ended jobs: BITFIELD u63 at 0 and 63
-local HISTSUM = 'histsum'
 -- the operator verbs' journal (capped)
 local AUDIT = 'audit'
 -- tombstones of settled ids (60 s); score = settled at (ms)
@@ -100,6 +98,7 @@ local DEDUP_HOLD = 4503599627370496
 -- the history series: a queue-hour's key, 60 minute slots (schema.HIST_FIELDS)
 local HIST_SLOT_BITS = 101
 local HIST_MARK = 6060
+local HIST_MARK_ARG = '6060'
 local HIST_KEEP_MS = 604800000
 local HIST_WAIT_UNIT_MS = 4
 local HIST_COMPLETED_AT = 0
