@@ -7,6 +7,7 @@ keys as the scripts) and asserts the reply and the keys left.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -224,3 +225,45 @@ def test_id_times_match_the_minted_ones(q: Queue, r: redis.Redis) -> None:
     assert got is not None
     q.complete(job, got.token)
     assert 2900 <= sum(q.history("1h").wait_ms) < 4000
+
+
+def test_emq_stats_history_text_and_json(
+    q: Queue, r: redis.Redis, server: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from echomq.cli import app as cli_app
+
+    def emq(*args: str) -> tuple[int, str]:
+        capsys.readouterr()
+        code = cli_app.main(["--url", server.url, *args])
+        return code, capsys.readouterr().out
+
+    a = q.enqueue("a")
+    b = q.enqueue("b", max_attempts=1)
+    for job in (a, b):
+        got = q.claim()
+        assert got is not None and got.id == job
+        if job == a:
+            time.sleep(0.02)
+            q.complete(a, got.token)
+        else:
+            q.retry(b, got.token, "\x1b[31mred\u202e")  # job text: data
+    before = dump(r, q)
+    code, out = emq("stats", q.name, "--history")
+    assert code == 0
+    assert "history over 1h, a row per 1 min that saw jobs end" in out
+    assert "1 completed, 1 dead over 1h; mean wait" in out
+    assert "\x1b" not in out and "\u202e" not in out
+    code, out = emq("--json", "stats", q.name, "--history", "7d")
+    assert code == 0
+    doc = json.loads(out)["history"]
+    assert (doc["span"], doc["step_minutes"], len(doc["points"])) == ("7d", 60, 168)
+    assert (doc["completed"], doc["dead"]) == (1, 1)
+    point = next(p for p in doc["points"] if p["completed"] or p["dead"])
+    assert point["at_ms"] % 3_600_000 == 0
+    assert point["mean_run_ms"] is not None and point["mean_run_ms"] >= 10
+    code, out = emq("--raw", "stats", q.name, "--history", "24h")
+    assert code == 0 and "at (ms)" in out
+    code, out = emq("--json", "stats", q.name, "--history", "2d")
+    assert code == 2 and json.loads(out)["error"]
+    # the reads wrote nothing
+    assert dump(r, q) == before
