@@ -267,3 +267,35 @@ def test_emq_stats_history_text_and_json(
     assert code == 2 and json.loads(out)["error"]
     # the reads wrote nothing
     assert dump(r, q) == before
+
+
+def test_the_exporter_adds_up_closed_minutes_once(q: Queue, r: redis.Redis) -> None:
+    pytest.importorskip("prometheus_client")
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from echomq.observability.prometheus import QueueCollector
+
+    collector = QueueCollector(q.client, [q.name])
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    text = generate_latest(registry).decode()  # the first sight: counting starts now
+    assert f'echomq_job_wait_seconds_count{{queue="{q.name}"}} 0.0' in text
+    seen = collector.tally.get(q.name)
+    assert seen is not None
+    # five jobs ended three minutes ago (as the transitions write them), the tally
+    # last counted ten minutes ago
+    minute = now_ms(r) // 60000 - 3
+    at = (minute % 60) * HIST_SLOT_BITS
+    key = q.keys.hist(minute // 60)
+    ops: list[Any] = ["OVERFLOW", "SAT"]
+    for name, value in (("completed", 4), ("dead", 1), ("wait", 250), ("run_ms", 2000)):
+        ops += ["INCRBY", HIST_TYPE[name], at + HIST_AT[name], value]
+    r.execute_command("BITFIELD", key, *ops, "SET", "u1", HIST_MARK, 1)
+    seen.minute -= 10
+    before = dump(r, q)
+    for _ in range(2):  # the second scrape counts nothing again
+        text = generate_latest(registry).decode()
+        assert f'echomq_job_wait_seconds_count{{queue="{q.name}"}} 5.0' in text
+        assert f'echomq_job_wait_seconds_sum{{queue="{q.name}"}} 1.0' in text
+        assert f'echomq_job_run_seconds_sum{{queue="{q.name}"}} 2.0' in text
+    assert dump(r, q) == before  # a scrape writes nothing

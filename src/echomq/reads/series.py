@@ -41,7 +41,7 @@ _NFIELDS = len(HIST_FIELDS)
 _SCALE = tuple(HIST_WAIT_UNIT_MS if name == "wait" else 1 for name, _ in HIST_FIELDS)
 
 
-def _minutes(ctx: Context, first: int, last: int) -> Plan[dict[int, tuple[int, ...]]]:
+def read_minutes(ctx: Context, first: int, last: int) -> Plan[dict[int, tuple[int, ...]]]:
     """The slots of minutes ``first..last`` (server minutes), each ``(completed, dead,
     wait_ms, run_ms)`` (the wait as kept: a multiple of ``HIST_WAIT_UNIT_MS``); minutes
     with nothing are absent. One ``BITFIELD_RO`` per hour,
@@ -81,7 +81,7 @@ def history(ctx: Context, span: str = "1h") -> Plan[History]:
     last_point = end - end % step
     points = minutes // step
     first = last_point - (points - 1) * step
-    cells = yield from _minutes(ctx, first, end)
+    cells = yield from read_minutes(ctx, first, end)
     sums = [[0] * points for _ in range(_NFIELDS)]
     for minute, cell in cells.items():
         i = (minute - first) // step
@@ -105,7 +105,7 @@ def throughput(ctx: Context, minutes: int = 60) -> Plan[Throughput]:
             Cmd(("HGET", ctx.keys.metrics_failed, "count")),
         )
     )
-    cells = yield from _minutes(ctx, first, end)
+    cells = yield from read_minutes(ctx, first, end)
 
     def series(total: Any, col: int) -> Series:
         values: Sequence[int] = [cells.get(m, (0, 0, 0, 0))[col] for m in range(first, end + 1)]
