@@ -28,8 +28,8 @@ import time
 from typing import Any
 
 import redis
-from _common import bench_server, report
 
+from _common import bench_server, report
 from echomq import Queue
 from echomq.schema import (
     HIST_AT,
@@ -42,11 +42,18 @@ from echomq.schema import (
 )
 
 
-def hist_write(r: Any, key: str, minute: int, completed: int, dead: int, wait: int, run: int) -> None:
+def hist_write(
+    r: Any, key: str, minute: int, completed: int, dead: int, wait: int, run: int
+) -> None:
     """One minute's counts, as lib/common.lua's count_metric writes them (both columns)."""
     at = minute * HIST_SLOT_BITS
     ops: list[Any] = ["OVERFLOW", "SAT"]
-    values = {"completed": completed, "dead": dead, "wait": wait // HIST_WAIT_UNIT_MS, "run_ms": run}
+    values = {
+        "completed": completed,
+        "dead": dead,
+        "wait": wait // HIST_WAIT_UNIT_MS,
+        "run_ms": run,
+    }
     for name, value in values.items():
         ops += ["INCRBY", HIST_TYPE[name], at + HIST_AT[name], value]
     r.execute_command("BITFIELD", key, *ops, "SET", "u1", HIST_MARK, 1)

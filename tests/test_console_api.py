@@ -328,7 +328,8 @@ def test_groups_and_metrics(api: TestClient, q: Queue, r: redis.Redis) -> None:
     # the history series, per range (issue 29): per point, oldest first
     for span, points in (("1h", 60), ("24h", 96), ("7d", 168)):
         hist = api.get(qp(q, f"/history?range={span}")).json()
-        assert (hist["span"], len(hist["completed"]), len(hist["mean_run_ms"])) == (span, points, points)
+        got = (hist["span"], len(hist["completed"]), len(hist["mean_run_ms"]))
+        assert got == (span, points, points)
         assert (sum(hist["completed"]), sum(hist["dead"])) == (2, 1)
         assert hist["mean_wait_ms"].count(None) >= points - 2
     assert api.get(qp(q, "/history")).json()["span"] == "1h"

@@ -49,9 +49,7 @@ def hist_keys(r: redis.Redis, q: Queue) -> set[str]:
     return {k for k in queue_keys(r, q) if k.startswith(q.keys.base + "hist:")}
 
 
-def test_a_completion_counts_in_its_minute_with_its_wait_and_run(
-    q: Queue, r: redis.Redis
-) -> None:
+def test_a_completion_counts_in_its_minute_with_its_wait_and_run(q: Queue, r: redis.Redis) -> None:
     job = q.enqueue({"n": 1})  # a minted id: its time is its enqueue
     time.sleep(0.06)
     got = q.claim()

@@ -19,13 +19,13 @@ from ..discovery import DEFAULT_SCAN_LIMIT, discover_queues
 from ..queue import Queue
 from ..registry import MAX_WORKERS
 from ..views import HISTORY_RANGES
-from .series_text import history_json, print_history
 from .app import Env, cli, confirm, pass_env
 
 # ``emq jobs`` moved to browse_cmds: its names stay importable from here
 from .browse_cmds import FIND_SCAN_LIMIT as FIND_SCAN_LIMIT
 from .browse_cmds import jobs as jobs
 from .limit_cmds import limits_lines
+from .series_text import history_json, print_history
 
 _COUNT_COLUMNS = ("pending", "active", "scheduled", "dead", "completed", "failed")
 

@@ -161,7 +161,6 @@ class SnapshotCollector(Collector):
             took.add_metric([], self.scrape_s)
             yield took
 
-
     def _series(self) -> Iterator[Metric]:
         assert self.tally is not None
         wait = SummaryMetricFamily(

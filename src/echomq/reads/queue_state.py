@@ -4,8 +4,6 @@ in :mod:`.series`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from .. import checks, ids
 from ..context import Context, as_str
 from ..lanes import GROUP_FIELDS, GroupInfo, lane_rate_fields

@@ -112,4 +112,3 @@ def throughput(ctx: Context, minutes: int = 60) -> Plan[Throughput]:
         return Series(decode.int_or_zero(total), list(values))
 
     return Throughput(minutes, end, series(done, 0), series(failed, 1))
-
