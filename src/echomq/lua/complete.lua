@@ -21,8 +21,8 @@
 --          once by the number completed, with the history series (lib/common
 --          count_metric: the minute's slot of hist:<hour>, completed + n and the jobs'
 --          summed wait and run read from their rows' started_at, last_started_at and
---          enqueued_at; its expiry on the key's first write); under a concurrency cap (meta `concurrency`)
---          one wake token per job; event 'completed' per job, in order. A repeat
+--          enqueued_at; its expiry on the key's first write); under a concurrency cap
+--          (meta `concurrency`) one wake token per job; event 'completed' per job, in order. A repeat
 --          answers -1 / 'gone'.
 --          A kept row (field `keep`) whose job or queue keeps completed history stays
 --          instead: state completed, finished_at, result (when sent); lock deleted,
