@@ -31,6 +31,7 @@ and carries a stable ``.reason`` string::
         ├── JobNotScheduled    not_scheduled promote_job of a job that is not scheduled
         ├── JobNotActive       not_active  cancel_job of a job that is not running
         ├── JobNotFinished     not_finished rerun_job of a job neither completed nor dead
+        ├── JobNotWaiting      not_waiting release/fail_parent of a job not waiting_children
         ├── QueueNotPaused     not_paused  obliterate of a queue that is not paused
         ├── QueueHasActiveJobs active      obliterate (unforced) with jobs in flight
         └── StaleToken         stale       the fencing token is not the current one
@@ -268,6 +269,13 @@ class JobNotFinished(Refused):
     pending, scheduled or active: it has not run to its end)."""
 
     reason = "not_finished"
+
+
+class JobNotWaiting(Refused):
+    """``release_parent`` or ``fail_parent`` was asked of a job that is not waiting for
+    its children (state ``waiting_children``)."""
+
+    reason = "not_waiting"
 
 
 class QueueNotPaused(Refused):

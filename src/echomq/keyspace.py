@@ -24,6 +24,7 @@ from .schema import KEY, KEYS
 QUEUE_KEYS = tuple(k for k in KEYS if k.shape == "queue")
 _JOB, _LOGS, _LOGTIMES = KEY["JOB"].suffix, KEY["LOGS"].suffix, KEY["LOGTIMES"].suffix
 _LOCK, _ERRORS, _DEDUP = KEY["LOCK"].suffix, KEY["ERRORS"].suffix, KEY["DEDUP"].suffix
+_DEPS, _KIDS, _KIDFAILS = KEY["DEPS"].suffix, KEY["KIDS"].suffix, KEY["KIDFAILS"].suffix
 _CLAIMREQ, _WORKER = KEY["CLAIMREQ"].suffix, KEY["WORKER"].suffix
 _LANE, _LANE_END = KEY["LANE"].suffix, KEY["LANE_END"].suffix
 _REPEAT_RECORD, _GSTARTS = KEY["REPEAT_RECORD"].suffix, KEY["GSTARTS"].suffix
@@ -109,6 +110,18 @@ class Keyspace:
     def errors(self, job_id: str) -> str:
         """The error history of a kept ``job_id`` (checked): a capped list, oldest first."""
         return self.job(job_id) + _ERRORS
+
+    def deps(self, job_id: str) -> str:
+        """A flow parent's unresolved children, ``queue:id`` (checked)."""
+        return self.job(job_id) + _DEPS
+
+    def kids(self, job_id: str) -> str:
+        """A flow parent's completed children: ``queue:id`` -> result (checked)."""
+        return self.job(job_id) + _KIDS
+
+    def kidfails(self, job_id: str) -> str:
+        """A flow parent's children that ended otherwise: ``queue:id`` -> JSON (checked)."""
+        return self.job(job_id) + _KIDFAILS
 
     def dedup(self, dedup_id: str) -> str:
         """The dedup key for ``dedup_id`` (checked)."""

@@ -78,6 +78,9 @@ KEYS: tuple[Key, ...] = (
     _q("GRATE", "grate", "hash", "per-group rate limit, 'max_jobs:per_ms'"),
     _q("GWAIT", "gwait", "zset", "lanes held off the ring by a rate limit; score = free at (ms)"),
     _q("DEDUPS", "dedups", "zset", "throttle windows: dedup id -> window end (ms), for obliterate"),
+    _q("WAITING", "waiting", "zset", "parents waiting for their children; score = since (ms)"),
+    _q("OUTBOX", "outbox", "zset", "children's endings to relay to another queue; id -> ms"),
+    _q("OUTMSG", "outmsg", "hash", "an outbox entry's message (JSON): child id -> ending"),
     Key("JOB", "job:", "per_id", "hash", "a job's row: B .. JOB .. id (ROW_FIELDS)"),
     Key("LOGS", ":logs", "row", "list", "the row's log lines, oldest first: row .. LOGS"),
     Key(
@@ -89,6 +92,15 @@ KEYS: tuple[Key, ...] = (
     ),
     Key("LOCK", ":lock", "row", "string", "the row's worker lock (PX ttl): row .. LOCK"),
     Key("ERRORS", ":errors", "row", "list", "a kept row's error history (capped): row .. ERRORS"),
+    Key("DEPS", ":deps", "row", "set", "a parent's unresolved children, 'queue:id': row .. DEPS"),
+    Key("KIDS", ":kids", "row", "hash", "a parent's completed children: 'queue:id' -> result"),
+    Key(
+        "KIDFAILS",
+        ":kidfails",
+        "row",
+        "hash",
+        "a parent's children that ended otherwise: 'queue:id' -> {outcome, error} (JSON)",
+    ),
     Key("DEDUP", "de:", "per_id", "string", "a dedup key, holding its job's id: B .. DEDUP .. id"),
     Key("CLAIMREQ", "claimreq:", "per_id", "list", "a claim's record: B .. CLAIMREQ .. rid"),
     Key("WORKER", "worker:", "per_id", "hash", "a worker's registry record: B .. WORKER .. wid"),
@@ -125,7 +137,7 @@ class Field:
 
 #: The fields of a job's row (``B .. JOB .. id``).
 ROW_FIELDS: tuple[Field, ...] = (
-    Field("state", "text", "pending | active | scheduled | dead | completed"),
+    Field("state", "text", "pending | active | scheduled | dead | completed | waiting_children"),
     Field("attempts", "count", "claims so far: the fencing token"),
     Field("payload", "data", "the job's data"),
     Field("name", "text", "the job's name"),
@@ -154,6 +166,13 @@ ROW_FIELDS: tuple[Field, ...] = (
     Field("result", "data", "the handler's return value (kept jobs)"),
     Field("rerun_as", "text", "the newest copy rerun_job made of this finished job"),
     Field("rerun_of", "text", "the finished job this one is a copy of (rerun_job)"),
+    Field("parent", "text", "a flow child's parent, 'queue:id'"),
+    Field(
+        "on_fail",
+        "text",
+        "a flow child's policy: ignore | remove_dependency | continue (absent: fail_parent)",
+    ),
+    Field("children", "count", "a flow parent's number of children when it was written"),
 )
 #: Row fields by name.
 ROW_FIELD: dict[str, Field] = {f.name: f for f in ROW_FIELDS}
@@ -196,10 +215,25 @@ PRIORITY_MAX = 2**20
 #: The schedule score of a ``keep_last`` job held behind its running owner: past any due
 #: time (promote never reaches it); the owner's ending makes the held job ready.
 DEDUP_HOLD = 2**52
+#: A flow child's failure policies (row field ``on_fail``; ``fail_parent`` travels as ``''``).
+FLOW_POLICIES: tuple[str, ...] = ("fail_parent", "ignore", "remove_dependency", "continue")
+#: How a flow child can end, as its parent records it (lib/flow.lua): ``completed`` (its
+#: result in the parent's KIDS), every other one in KIDFAILS and resolved by the policy.
+FLOW_OUTCOMES: tuple[str, ...] = (
+    "completed",
+    "failed",
+    "removed",
+    "drained",
+    "obliterated",
+    "cancelled",
+    "missing",
+    "deduplicated",
+)
+
 #: The history series (issue 29): one string per queue-hour, ``B + "hist:" + hour``
 #: (hour = server ms // 3600000), 60 slots of ``HIST_SLOT_BITS`` bits, slot m for the
-#: hour's minute m, each the fields of :data:`HIST_FIELDS` (name, bit width, unit in
-#: ms for a time) in order, unsigned, written with ``BITFIELD ... OVERFLOW SAT INCRBY``
+#: hour's minute m, each the fields of :data:`HIST_FIELDS` (name, bit width) in order,
+#: unsigned, written with ``BITFIELD ... OVERFLOW SAT INCRBY``
 #: (a field saturates at its top, never wraps). The bit ``HIST_MARK`` (past the last
 #: slot) is set by every write: it sizes a new key at its full length on its first write
 #: (no growth, no slack) and its old value 0 says the key is new, the one write that
@@ -245,6 +279,7 @@ REFUSAL_CODES: dict[str, str] = {
     "EMQSTATE not active": "not_active",
     "EMQSTATE not paused": "not_paused",
     "EMQSTATE not finished": "not_finished",
+    "EMQSTATE not waiting": "not_waiting",
     "EMQSTATE active jobs present": "active",
     "EMQSTALE": "stale",
 }

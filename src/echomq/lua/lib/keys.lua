@@ -63,6 +63,12 @@ local GRATE = 'grate'
 local GWAIT = 'gwait'
 -- throttle windows: dedup id -> window end (ms), for obliterate
 local DEDUPS = 'dedups'
+-- parents waiting for their children; score = since (ms)
+local WAITING = 'waiting'
+-- children's endings to relay to another queue; id -> ms
+local OUTBOX = 'outbox'
+-- an outbox entry's message (JSON): child id -> ending
+local OUTMSG = 'outmsg'
 -- a job's row: B .. JOB .. id (ROW_FIELDS)
 local JOB = 'job:'
 -- the row's log lines, oldest first: row .. LOGS
@@ -73,6 +79,12 @@ local LOGTIMES = ':logtimes'
 local LOCK = ':lock'
 -- a kept row's error history (capped): row .. ERRORS
 local ERRORS = ':errors'
+-- a parent's unresolved children, 'queue:id': row .. DEPS
+local DEPS = ':deps'
+-- a parent's completed children: 'queue:id' -> result
+local KIDS = ':kids'
+-- a parent's children that ended otherwise: 'queue:id' -> {outcome, error} (JSON)
+local KIDFAILS = ':kidfails'
 -- a dedup key, holding its job's id: B .. DEDUP .. id
 local DEDUP = 'de:'
 -- a claim's record: B .. CLAIMREQ .. rid
