@@ -237,6 +237,8 @@ def check_bounds(
                 "audit": AUDIT_CAP * 1.1,
                 "completed": RETENTION["completed"] + 100 if spec.kept else 0,
                 "metrics": 2 + 2 * minutes,
+                # the history series: one key per hour the run touched
+                "hist keys": 2 + minutes / 60,
             }
             for family, limit in limits.items():
                 if size[family] > limit:

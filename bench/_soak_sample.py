@@ -29,6 +29,7 @@ _FAMILY = (
     (re.compile(r"claimreq:"), "claimreq keys"),
     (re.compile(r"worker:"), "worker keys"),
     (re.compile(r"g:.*:pending$"), "lanes"),
+    (re.compile(r"hist:\d+$"), "hist keys"),
 )
 _KEY = re.compile(r"emq:\{([A-Za-z0-9._-]+)\}:(.*)$")
 #: The indexes (sorted sets) and other queue-wide keys sampled by size.

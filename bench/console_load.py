@@ -7,7 +7,8 @@ process (uvicorn, streams per address raised so every simulated operator, all fr
 127.0.0.1, holds a stream as fifty operators from fifty addresses would), then runs
 ``--operators`` operators for ``--seconds``: each holds one event stream of the queue
 and refreshes the queue page every second the way the page does (the summary, then the
-throughput, repeatables, workers, audit, the groups table and the jobs tab at once).
+throughput, the history series (1 h), repeatables, workers, audit, the groups table
+and the jobs tab at once).
 
 Reports the page refresh p50/p99/max, the longest single server command during the
 run (``SLOWLOG`` at 1 ms and above; the law is 10 ms) and the console process's CPU
@@ -96,6 +97,7 @@ async def operator(base: str, stop: float, times: list[float], errors: list[str]
                     (await client.get(q)).raise_for_status()
                     replies = await asyncio.gather(
                         client.get(q + "/metrics?minutes=60"),
+                        client.get(q + "/history?range=1h"),
                         client.get(q + "/repeats"),
                         client.get(q + "/workers"),
                         client.get(q + "/audit?n=50"),

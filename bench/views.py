@@ -22,6 +22,7 @@ import redis
 import _common  # noqa: F401  (puts src/ on the path)
 from echomq import Queue
 from echomq.embedded import EmbeddedServer
+from echomq.schema import HIST_AT, HIST_MARK, HIST_SLOT_BITS, HIST_TYPE
 
 
 def fill(q: Queue, jobs: int, lanes: int, chunk: int = 5000) -> None:
@@ -33,6 +34,18 @@ def fill(q: Queue, jobs: int, lanes: int, chunk: int = 5000) -> None:
         q.enqueue_many([{"g": g, "i": i} for i in range(per_lane)], name="digest", group=f"t{g}")
     for _ in range(0, 10_000, chunk):
         q.enqueue_many([{"later": i} for i in range(chunk)], delay_ms=3_600_000)
+
+
+def fill_hour(r: redis.Redis, key: str) -> None:
+    """Every minute of an hour key written, as lib/common.lua's count_metric does."""
+    pipe = r.pipeline(transaction=False)
+    for minute in range(60):
+        at = minute * HIST_SLOT_BITS
+        ops: list[Any] = ["OVERFLOW", "SAT"]
+        for name, value in (("completed", 900), ("dead", 9), ("wait", 9000), ("run_ms", 90000)):
+            ops += ["INCRBY", HIST_TYPE[name], at + HIST_AT[name], value]
+        pipe.execute_command("BITFIELD", key, *ops, "SET", "u1", HIST_MARK, 1)
+    pipe.execute()
 
 
 def longest(r: redis.Redis, call: Callable[[], Any]) -> tuple[float, int]:
@@ -58,6 +71,11 @@ def main() -> None:
         for got in q.claim_many(200):
             q.retry(got.id, got.token, "HTTPError: 404 Not Found [/v1/charges]", max_attempts=1)
         print(f"filled {q.counts()} in {time.monotonic() - started:.0f} s, {args.lanes} lanes")
+        # the history series: 7 days of full hour keys (every minute written), as the
+        # transitions leave them on a queue busy all week
+        hour = int(r.time()[0]) // 3600
+        for h in range(hour - 168, hour + 1):
+            fill_hour(r, q.keys.hist(h))
         some = q.job_page("pending", 1).jobs[0].id
         r.config_set("slowlog-log-slower-than", 0)
         r.config_set("slowlog-max-len", 100_000)
@@ -82,6 +100,9 @@ def main() -> None:
             ("groups_page (100, max)", lambda: q.groups_page("0", 100)),
             ("throughput 60 min", lambda: q.throughput(60)),
             ("throughput 1440 min (max)", lambda: q.throughput(1440)),
+            ("history 1h", lambda: q.history("1h")),
+            ("history 24h", lambda: q.history("24h")),
+            ("history 7d (168 hour keys)", lambda: q.history("7d")),
             ("queue_exists", q.queue_exists),
             ("server_time", q.server_time),
             ("counts", q.counts),

@@ -239,7 +239,7 @@ static int answer_repeat(Queue *queue, Str record) {
     return REDISMODULE_OK;
 }
 
-/* the row of a popped job made active: HMGET attempts payload name keep, then one HSET,
+/* the row of a popped job made active: HMGET attempts payload name, then one HSET,
  * through the key API: the row opened once, the HSET replicated as the command (a
  * replica without the module holds the same row) */
 static Leased lease_row(Queue *queue, Str row, long long now) {
@@ -247,9 +247,9 @@ static Leased lease_row(Queue *queue, Str row, long long now) {
     RedisModuleString *row_string = mkstr(ctx, row);
     RedisModuleKey *open =
         RedisModule_OpenKey(ctx, row_string, REDISMODULE_READ | REDISMODULE_WRITE);
-    static const int FIELDS[] = {FIELD_ATTEMPTS, FIELD_PAYLOAD, FIELD_NAME, FIELD_KEEP};
-    Str fields[4];
-    int is_hash = hmget_open(open, 4, FIELDS, fields);
+    static const int FIELDS[] = {FIELD_ATTEMPTS, FIELD_PAYLOAD, FIELD_NAME};
+    Str fields[3];
+    int is_hash = hmget_open(open, 3, FIELDS, fields);
     double attempts = 0;
     if (fields[0].ptr && !tonum(fields[0], &attempts)) attempts = 0;
     long long token = (long long)attempts + 1;
@@ -259,21 +259,14 @@ static Leased lease_row(Queue *queue, Str row, long long now) {
                           *attempts_field = field_name[FIELD_ATTEMPTS],
                           *state_field = field_name[FIELD_STATE],
                           *active = field_name[VALUE_ACTIVE];
-        if (!fields[3].ptr) {
-            RedisModule_HashSet(open, REDISMODULE_HASH_NONE, attempts_field, token_string,
-                                state_field, active, NULL);
-            RedisModule_Replicate(ctx, "HSET", "sssss", row_string, attempts_field, token_string,
-                                  state_field, active);
-        } else {
-            /* a kept row: its timeline, in the same HSET */
-            RedisModuleString *when =
-                field_name[token == 1 ? FIELD_STARTED_AT : FIELD_LAST_STARTED_AT];
-            RedisModuleString *stamp = mkstr(ctx, num(queue, (double)now));
-            RedisModule_HashSet(open, REDISMODULE_HASH_NONE, attempts_field, token_string,
-                                state_field, active, when, stamp, NULL);
-            RedisModule_Replicate(ctx, "HSET", "sssssss", row_string, attempts_field,
-                                  token_string, state_field, active, when, stamp);
-        }
+        /* every row's timeline start, in the same HSET (the history series reads it) */
+        RedisModuleString *when =
+            field_name[token == 1 ? FIELD_STARTED_AT : FIELD_LAST_STARTED_AT];
+        RedisModuleString *stamp = mkstr(ctx, num(queue, (double)now));
+        RedisModule_HashSet(open, REDISMODULE_HASH_NONE, attempts_field, token_string,
+                            state_field, active, when, stamp, NULL);
+        RedisModule_Replicate(ctx, "HSET", "sssssss", row_string, attempts_field, token_string,
+                              state_field, active, when, stamp);
     }
     if (open) RedisModule_CloseKey(open);
     Leased leased = {token, token_text, fields[1], fields[2]};

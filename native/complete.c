@@ -117,12 +117,17 @@ static void settle(Queue *queue, Done *jobs, size_t ndone) {
     for (size_t i = 0; i < ndone; i++)
         if (jobs[i].group.ptr) give_back(queue, jobs[i].group, 0);
     long long now = now_ms();
+    double waits = 0, runs = 0; /* the jobs' summed wait and run (the history series) */
     int retention_read = 0; /* the queue's completed retention, read on the first kept row */
     Retention queue_limits = {0, 0, 0, 0};
     RedisModuleString **rows = RedisModule_PoolAlloc(ctx, sizeof(*rows) * 5 * ndone);
     size_t nrows = 0, ngone = 0;
     for (size_t i = 0; i < ndone; i++) {
         Done *job = &jobs[i];
+        double wait, run;
+        row_times(queue, job->id, job->row, now, &wait, &run);
+        waits += wait;
+        runs += run;
         double own = 0;
         Retention limits = {0, 0, 0, 0};
         if (job->keep.ptr) {
@@ -146,7 +151,7 @@ static void settle(Queue *queue, Done *jobs, size_t ndone) {
     for (size_t i = 0; i < nrows; i += 1000)
         RedisModule_Call(ctx, "DEL", "!v", rows + i, nrows - i < 1000 ? nrows - i : 1000);
     if (ngone > 0) tombstones(queue, id_list, ids, ngone, now);
-    count_metric(queue, EMQ_K_METRICS_COMPLETED, (long long)ndone, now);
+    count_metric(queue, EMQ_K_METRICS_COMPLETED, (long long)ndone, now, waits, runs);
     cap_freed(queue, (long long)ndone);
     for (size_t i = 0; i < ndone; i++) emit(queue, event_json(queue, "completed", jobs[i].id));
 }

@@ -309,7 +309,11 @@ int settled_recently(Queue *queue, Str id, long long now);
 void unhold(Queue *queue, Str held);
 void release_dedup(Queue *queue, Str id, Str dedup);
 void delete_row(Queue *queue, Str id, Str row, Str dedup);
-void count_metric(Queue *queue, const char *metric_key, long long count, long long now);
+void count_metric(Queue *queue, const char *metric_key, long long count, long long now,
+                  double wait, double run);
+void job_times(Str id, Str started, Str last, Str enqueued, long long now, double *wait,
+               double *run);
+void row_times(Queue *queue, Str id, Str row, long long now, double *wait, double *run);
 Retention retention(Queue *queue, int completed);
 long long trim_settled(Queue *queue, Str setkey, Retention limits, int own, long long now,
                        int step, Str extra);

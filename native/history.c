@@ -144,20 +144,74 @@ void delete_row(Queue *queue, Str id, Str row, Str dedup) {
                      lock.len, errors.ptr, errors.len, times.ptr, times.len);
 }
 
-/* count more in the metric's total and its minute bucket; a new bucket drops the one a day
- * older. metric_key: the metric's key suffix (EMQ_K_METRICS_*) */
-void count_metric(Queue *queue, const char *metric_key, long long count, long long now) {
+/* a job id's mint time (ids.py: the top 41 bits of the 63-bit snowflake, ms since the
+ * ids' epoch), from its first 8 digits as lib/common's id_ms reads it (the last 3 weigh
+ * under 0.06 ms), in a double */
+static double id_ms(Str id) {
+    double v = 0;
+    for (size_t i = 3; i < 11 && i < id.len; i++) {
+        int c = (unsigned char)id.ptr[i];
+        c = c <= '9' ? c - '0' : c <= 'Z' ? c - 'A' + 10 : c - 'a' + 36;
+        v = v * 62 + c;
+    }
+    return floor(v * 238328 / 4194304.0) + 1704067200000.0;
+}
+
+/* lib/common's job_times: an ending job's wait (enqueue, a kept row's enqueued_at or else
+ * its id's time, to its first start; at most EMQ_HIST_KEEP_MS) and run (last start to now),
+ * in ms; 0 and 0 for a row with no start time */
+void job_times(Str id, Str started, Str last, Str enqueued, long long now, double *wait,
+               double *run) {
+    double s = 0, l = 0, e = 0;
+    *wait = 0;
+    *run = 0;
+    if (!tonum(started, &s)) return;
+    if (!tonum(enqueued, &e)) e = id_ms(id);
+    if (!tonum(last, &l)) l = s;
+    *wait = s - e > 0 ? s - e : 0;
+    if (*wait > (double)EMQ_HIST_KEEP_MS) *wait = (double)EMQ_HIST_KEEP_MS;
+    *run = (double)now - l > 0 ? (double)now - l : 0;
+}
+
+/* the ending's fields lib/common's job_times reads, from the row (key API) */
+void row_times(Queue *queue, Str id, Str row, long long now, double *wait, double *run) {
+    static const int FIELDS[] = {FIELD_STARTED_AT, FIELD_LAST_STARTED_AT, FIELD_ENQUEUED_AT};
+    Str times[3];
+    hmget(queue, row, 3, FIELDS, times);
+    job_times(id, times[0], times[1], times[2], now, wait, run);
+}
+
+/* lib/common's count_metric: count jobs that ended now (metric_key: EMQ_K_METRICS_*) with
+ * their summed wait and run: the metric's total and the minute's slot of the queue-hour's
+ * history key (its expiry on its first write) */
+void count_metric(Queue *queue, const char *metric_key, long long count, long long now,
+                  double wait, double run) {
     RedisModuleCtx *ctx = queue->ctx;
     Str key = queue_key(queue, metric_key);
     Str count_text = num14(queue, (double)count);
     RedisModule_Call(ctx, "HINCRBY", "!bcb", key.ptr, key.len, "count", count_text.ptr,
                      count_text.len);
-    double minute = floor((double)now / 60000.0);
-    Str bucket = num14(queue, minute);
-    if (reply_int(RedisModule_Call(ctx, "HINCRBY", "!bbb", key.ptr, key.len, bucket.ptr,
-                                   bucket.len, count_text.ptr, count_text.len)) == count) {
-        Str old = num14(queue, minute - 1440);
-        RedisModule_Call(ctx, "HDEL", "!bb", key.ptr, key.len, old.ptr, old.len);
+    long long hour = now / 3600000;
+    long long at = (now / 60000) % 60 * EMQ_HIST_SLOT_BITS;
+    int completed = strcmp(metric_key, EMQ_K_METRICS_COMPLETED) == 0;
+    Str hist = queue_key(queue, EMQ_K_HIST);
+    hist = cat3(queue, hist, num(queue, (double)hour), NONE);
+    double units = floor((wait + EMQ_HIST_WAIT_UNIT_MS / 2.0) / (double)EMQ_HIST_WAIT_UNIT_MS);
+    Str col_at = num(queue, (double)(at + (completed ? EMQ_HIST_COMPLETED_AT : EMQ_HIST_DEAD_AT))),
+        wait_at = num(queue, (double)(at + EMQ_HIST_WAIT_AT)),
+        run_at = num(queue, (double)(at + EMQ_HIST_RUN_MS_AT)), units_text = num(queue, units),
+        run_text = num(queue, run), mark = num(queue, (double)EMQ_HIST_MARK);
+    RedisModuleCallReply *r = RedisModule_Call(
+        ctx, "BITFIELD", "!bccccbbccbbccbbccbc", hist.ptr, hist.len, "OVERFLOW", "SAT", "INCRBY",
+        completed ? EMQ_HIST_COMPLETED_T : EMQ_HIST_DEAD_T, col_at.ptr, col_at.len,
+        count_text.ptr, count_text.len, "INCRBY", EMQ_HIST_WAIT_T, wait_at.ptr, wait_at.len,
+        units_text.ptr, units_text.len, "INCRBY", EMQ_HIST_RUN_MS_T, run_at.ptr, run_at.len,
+        run_text.ptr, run_text.len, "SET", "u1", mark.ptr, mark.len, "1");
+    if (r && RedisModule_CallReplyType(r) == REDISMODULE_REPLY_ARRAY &&
+        RedisModule_CallReplyLength(r) == 4 &&
+        RedisModule_CallReplyInteger(RedisModule_CallReplyArrayElement(r, 3)) == 0) {
+        Str until = num(queue, (double)((hour + 1) * 3600000 + EMQ_HIST_KEEP_MS));
+        RedisModule_Call(ctx, "PEXPIREAT", "!bb", hist.ptr, hist.len, until.ptr, until.len);
     }
 }
 

@@ -22,7 +22,9 @@ static int dead_letter(Queue *queue, Str id, Str row, Str error, int kept, long 
     Retention limits = retention(queue, 0);
     if (limits.has_count || limits.has_age)
         trim_settled(queue, dead, limits, 0, now, TRIM_STEP, NONE);
-    count_metric(queue, EMQ_K_METRICS_FAILED, 1, now);
+    double wait, run;
+    row_times(queue, id, row, now, &wait, &run);
+    count_metric(queue, EMQ_K_METRICS_FAILED, 1, now, wait, run);
     /* lua-cjson's key order for this table (its hash order, fixed for these keys) */
     Str json = cat3(queue, str_c("{\"error\":"), error_json, str_c(",\"failures\":"));
     json = cat3(queue, json, failures, str_c(",\"event\":\"dead\",\"job\":"));

@@ -49,6 +49,7 @@
 #define EMQ_K_WORKER "worker:"
 #define EMQ_K_REPEAT_RECORD "repeat:"
 #define EMQ_K_GSTARTS "gs:"
+#define EMQ_K_HIST "hist:"
 #define EMQ_K_LANE "g:"
 #define EMQ_K_LANE_END ":pending"
 
@@ -107,5 +108,18 @@
 #define EMQ_PRIORITY_MAX 1048576LL
 /* a keep_last job held behind its running owner waits in the schedule at this score */
 #define EMQ_DEDUP_HOLD 4503599627370496LL
+/* the history series: a queue-hour's key, 60 minute slots (schema.HIST_FIELDS) */
+#define EMQ_HIST_SLOT_BITS 101LL
+#define EMQ_HIST_MARK 6060LL
+#define EMQ_HIST_KEEP_MS 604800000LL
+#define EMQ_HIST_WAIT_UNIT_MS 4LL
+#define EMQ_HIST_COMPLETED_AT 0LL
+#define EMQ_HIST_DEAD_AT 20LL
+#define EMQ_HIST_WAIT_AT 36LL
+#define EMQ_HIST_RUN_MS_AT 70LL
+#define EMQ_HIST_COMPLETED_T "u20"
+#define EMQ_HIST_DEAD_T "u16"
+#define EMQ_HIST_WAIT_T "u34"
+#define EMQ_HIST_RUN_MS_T "u31"
 
 #endif

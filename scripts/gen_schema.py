@@ -40,6 +40,14 @@ def lua_keys() -> str:
         f"local PRIORITY_MAX = {schema.PRIORITY_MAX}",
         "-- a keep_last job held behind its running owner waits in the schedule at this score",
         f"local DEDUP_HOLD = {schema.DEDUP_HOLD}",
+        "-- the history series: a queue-hour's key, 60 minute slots (schema.HIST_FIELDS)",
+        f"local HIST_SLOT_BITS = {schema.HIST_SLOT_BITS}",
+        f"local HIST_MARK = {schema.HIST_MARK}",
+        f"local HIST_MARK_ARG = '{schema.HIST_MARK}'",
+        f"local HIST_KEEP_MS = {schema.HIST_KEEP_MS}",
+        f"local HIST_WAIT_UNIT_MS = {schema.HIST_WAIT_UNIT_MS}",
+        *(f"local HIST_{n.upper()}_AT = {schema.HIST_AT[n]}" for n, _ in schema.HIST_FIELDS),
+        *(f"local HIST_{n.upper()}_T = '{schema.HIST_TYPE[n]}'" for n, _ in schema.HIST_FIELDS),
     ]
     return "\n".join(lines) + "\n"
 
@@ -65,6 +73,13 @@ def c_header() -> str:
         f"#define EMQ_PRIORITY_MAX {schema.PRIORITY_MAX}LL",
         "/* a keep_last job held behind its running owner waits in the schedule at this score */",
         f"#define EMQ_DEDUP_HOLD {schema.DEDUP_HOLD}LL",
+        "/* the history series: a queue-hour's key, 60 minute slots (schema.HIST_FIELDS) */",
+        f"#define EMQ_HIST_SLOT_BITS {schema.HIST_SLOT_BITS}LL",
+        f"#define EMQ_HIST_MARK {schema.HIST_MARK}LL",
+        f"#define EMQ_HIST_KEEP_MS {schema.HIST_KEEP_MS}LL",
+        f"#define EMQ_HIST_WAIT_UNIT_MS {schema.HIST_WAIT_UNIT_MS}LL",
+        *(f"#define EMQ_HIST_{n.upper()}_AT {schema.HIST_AT[n]}LL" for n, _ in schema.HIST_FIELDS),
+        *(f'#define EMQ_HIST_{n.upper()}_T "{schema.HIST_TYPE[n]}"' for n, _ in schema.HIST_FIELDS),
     ]
     lines += ["", "#endif", ""]
     return "\n".join(lines)

@@ -325,6 +325,15 @@ def test_groups_and_metrics(api: TestClient, q: Queue, r: redis.Redis) -> None:
     assert m["completed"]["total"] == 2 and sum(m["completed"]["series"]) == 2
     assert m["failed"]["total"] == 1 and m["failed"]["series"][-1] + m["failed"]["series"][-2] == 1
     refused(api.get(qp(q, "/metrics?minutes=0")), 400, "invalid", "argument")
+    # the history series, per range (issue 29): per point, oldest first
+    for span, points in (("1h", 60), ("24h", 96), ("7d", 168)):
+        hist = api.get(qp(q, f"/history?range={span}")).json()
+        got = (hist["span"], len(hist["completed"]), len(hist["mean_run_ms"]))
+        assert got == (span, points, points)
+        assert (sum(hist["completed"]), sum(hist["dead"])) == (2, 1)
+        assert hist["mean_wait_ms"].count(None) >= points - 2
+    assert api.get(qp(q, "/history")).json()["span"] == "1h"
+    refused(api.get(qp(q, "/history?range=2d")), 400, "invalid", "argument")
     assert dump(r, q) == before
 
 

@@ -788,3 +788,38 @@ def test_screenshots(browser: Browser) -> None:
         "job.png",
         "obliterate.png",
     }
+
+
+def test_the_history_charts_and_their_range_picker(
+    open_page: Callable[[str], Page], console_url: str, q: Queue, r: redis.Redis
+) -> None:
+    for i in range(3):
+        q.enqueue({"i": i})
+    for _ in range(3):
+        c = q.claim()
+        assert c is not None
+        q.complete(c.id, c.token)
+    dead_job(q, {"x": 1}, "\u202eexe.png")
+    before = dump(r, q)
+    page = open_page(f"{console_url}#/q/{q.name}")
+    page.wait_for_selector("#history-throughput svg.chart rect.c")
+    caption = page.inner_text("#history-throughput figcaption")
+    assert "Jobs ended per minute" in caption and "3 completed, 1 dead-lettered" in caption
+    assert page.locator("#history-wait svg.chart circle.dot").count() >= 1
+    assert page.locator("#history-run svg.chart circle.dot").count() >= 1
+    assert page.get_attribute("button.range[data-range='1h']", "aria-pressed") == "true"
+    # the range picker: 7 days, per hour; in the URL, so a reload keeps it
+    caption = "#history-throughput figcaption"
+    page.click("button.range[data-range='7d']")
+    page.locator(caption, has_text="per hour").wait_for()
+    assert "range=7d" in page.url
+    assert page.get_attribute("button.range[data-range='7d']", "aria-pressed") == "true"
+    page.reload()
+    page.wait_for_selector(caption)
+    page.locator(caption, has_text="per hour").wait_for()
+    assert "-1d" in page.inner_text("#history-throughput")
+    page.click("button.range[data-range='24h']")
+    page.locator(caption, has_text="per 15 minutes").wait_for()
+    # plain SVG, no canvas, nothing fetched from elsewhere; reading wrote nothing
+    assert page.locator("canvas").count() == 0
+    assert dump(r, q) == before

@@ -488,7 +488,9 @@ def test_a_queue_without_history_writes_nothing_new(q: Queue, r: redis.Redis) ->
     assert set(r.hgetall(q.keys.job(a))) == {"state", "attempts", "payload", "seq", "dedup"}
     got = q.claim()
     assert got is not None and got.id == a
-    assert set(r.hgetall(q.keys.job(a))) == {"state", "attempts", "payload", "seq", "dedup"}
+    # every claim stamps its start (the history series reads it at the job's end)
+    started = {"state", "attempts", "payload", "seq", "dedup", "started_at"}
+    assert set(r.hgetall(q.keys.job(a))) == started
     q.complete(a, got.token, result={"ignored": True})  # a result of a job not kept is dropped
     got = q.claim()
     assert got is not None and got.id == b
@@ -501,6 +503,7 @@ def test_a_queue_without_history_writes_nothing_new(q: Queue, r: redis.Redis) ->
         "max_attempts",
         "failures",
         "last_error",
+        "started_at",
     }
     base = q.keys.base
     assert {k.removeprefix(base) for k in queue_keys(r, q)} == {
@@ -511,7 +514,9 @@ def test_a_queue_without_history_writes_nothing_new(q: Queue, r: redis.Redis) ->
         "settled",
         "wake",
         "seq",  # the enqueue sequence
+        *(k.removeprefix(base) for k in queue_keys(r, q) if k.startswith(base + "hist:")),
     }
+    assert len([k for k in queue_keys(r, q) if k.startswith(base + "hist:")]) == 1
     assert q.counts().kept == 0 and q.browse("completed") == []
 
 

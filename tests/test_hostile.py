@@ -356,6 +356,7 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
         "n": h(st.integers(1, 200)),
     },
     "throughput": {"minutes": h(st.integers(1, 1440))},
+    "history": {"span": h(st.sampled_from(["1h", "24h", "7d"]))},
     # bulk verbs by filter
     **{
         verb: {

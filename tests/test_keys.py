@@ -27,9 +27,30 @@ _NUMBER = re.compile(r"^local ([A-Z_]+) = ([0-9]+)$", re.MULTILINE)
 
 
 def lua_numbers() -> dict[str, str]:
-    """``lib/keys``'s whole-number constants (the run order's two numbers)."""
+    """``lib/keys``'s whole-number constants (the run order's two numbers, the dedup
+    hold and the history series' layout)."""
     text = (LUA / "lib" / "keys.lua").read_text(encoding="utf-8")
     return dict(_NUMBER.findall(text))
+
+
+def hist_layout() -> dict[str, str]:
+    """The history series' layout as lib/keys must spell it (schema.HIST_*): numbers,
+    and each field's BITFIELD type and the marker's offset as text."""
+    out = {
+        "HIST_SLOT_BITS": str(schema.HIST_SLOT_BITS),
+        "HIST_MARK": str(schema.HIST_MARK),
+        "HIST_KEEP_MS": str(schema.HIST_KEEP_MS),
+        "HIST_WAIT_UNIT_MS": str(schema.HIST_WAIT_UNIT_MS),
+    }
+    for name, _ in schema.HIST_FIELDS:
+        out[f"HIST_{name.upper()}_AT"] = str(schema.HIST_AT[name])
+    return out
+
+
+def hist_texts() -> dict[str, str]:
+    out = {f"HIST_{n.upper()}_T": schema.HIST_TYPE[n] for n, _ in schema.HIST_FIELDS}
+    out["HIST_MARK_ARG"] = str(schema.HIST_MARK)
+    return out
 
 
 def lua_suffixes() -> dict[str, str]:
@@ -41,6 +62,9 @@ def lua_suffixes() -> dict[str, str]:
             continue
         m = _CONST.match(line)
         assert m, f"lib/keys holds only constant suffixes, not {line!r}"
+        if m.group(1) in hist_texts():  # the history series' layout, as text
+            assert hist_texts()[m.group(1)] == m.group(2), m.group(1)
+            continue
         assert m.group(1) not in out, f"{m.group(1)} defined twice"
         out[m.group(1)] = m.group(2)
     return out
@@ -66,6 +90,7 @@ COMPOSED: dict[str, tuple[tuple[str, ...], Callable[[Keyspace], str], str]] = {
     "repeat_record": (("REPEAT_RECORD",), lambda k: k.repeat_record(REPEAT_NAME), REPEAT_NAME),
     "claim_request": (("CLAIMREQ",), lambda k: k.claim_request("0123abcd"), "0123abcd"),
     "worker": (("WORKER",), lambda k: k.worker("0123abcd"), "0123abcd"),
+    "hist": (("HIST",), lambda k: k.hist(498971), "498971"),
 }
 #: Keyspace members that are not keys of the queue's schema.
 NOT_KEYS = {"name", "base", "state_set", "pattern"}
@@ -137,6 +162,7 @@ def _named(k: Keyspace, key: str) -> str | None:
         (r"de:(.+)", k.dedup),
         (r"g:(.+):pending", k.lane),
         (r"repeat:(.+)", k.repeat_record),
+        (r"hist:(\d+)", lambda h: k.hist(int(h))),
     ):
         m = re.fullmatch(pattern, rest)
         if m and build(m.group(1)) == key:
@@ -165,6 +191,10 @@ def test_every_key_the_verbs_leave_is_one_keyspace_names(q: Queue, r: redis.Redi
     q.pause()
     left = queue_keys(r, q)
     assert {key for key in left if _named(k, key) is None} == set()
+    # the history series: the hour's key (two, when the hour turned meanwhile)
+    hours = {key for key in left if key.startswith(k.base + "hist:")}
+    assert 1 <= len(hours) <= 2
+    left -= hours
     assert left == {
         k.meta, k.pending, k.active, k.schedule, k.dead, k.wake, k.ring, k.groups,
         k.gactive, k.glimit, k.gweight, k.gpaused, k.repeat, k.metrics_completed,
@@ -180,11 +210,12 @@ def test_lib_keys_numbers_are_the_schema_s() -> None:
         "SEQ_SPAN": str(schema.SEQ_SPAN),
         "PRIORITY_MAX": str(schema.PRIORITY_MAX),
         "DEDUP_HOLD": str(schema.DEDUP_HOLD),
+        **hist_layout(),
     }
     # put in place of their names like the suffixes: no script names them
     for s in all_scripts():
         code = re.sub(r"--[^\n]*", "", s.body)
-        assert not re.search(r"\b(SEQ_SPAN|PRIORITY_MAX|DEDUP_HOLD)\b", code), s.name
+        assert not re.search(r"\b(SEQ_SPAN|PRIORITY_MAX|DEDUP_HOLD|HIST_\w+)\b", code), s.name
     assert "* 4294967296 +" in script("enqueue").body  # lib/common's run_score, inlined
 
 

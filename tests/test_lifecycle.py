@@ -61,8 +61,18 @@ def run_score(priority: int, seq: int) -> float:
     return float(priority * SEQ_SPAN + seq)
 
 
+#: Every claim stamps its start on the row (the history series reads it at the end):
+#: a server time, shown as T.
+T = "T"
+
+
 def row(r: redis.Redis, q: Queue, jid: str) -> dict[str, str]:
-    return r.hgetall(q.keys.job(jid))  # type: ignore[return-value]
+    got: dict[str, str] = r.hgetall(q.keys.job(jid))  # type: ignore[assignment]
+    for name in ("started_at", "last_started_at"):
+        if name in got:
+            assert got[name].isdigit() and len(got[name]) == 13, got
+            got[name] = T
+    return got
 
 
 def evalsha_calls(r: redis.Redis) -> int:
@@ -456,7 +466,9 @@ def test_claim_leases_the_head(q: Queue, r: redis.Redis) -> None:
         "payload": '{"k":"v"}',
         "name": "job-name",
         "seq": "0",
+        "started_at": T,
     }
+    assert lo <= int(r.hget(q.keys.job(jid), "started_at") or 0) <= hi
     deadline = r.zscore(q.keys.active, jid)
     assert deadline is not None and lo + 20_000 <= deadline <= hi + 20_000
     assert r.exists(q.keys.pending, q.keys.lock(jid)) == 0
@@ -531,10 +543,12 @@ def test_complete_deletes_the_row_and_counts(q: Queue, r: redis.Redis) -> None:
     hi = server_ms(r)
     assert r.exists(q.keys.job(jid), q.keys.logs(jid), q.keys.lock(jid)) == 0
     assert r.exists(q.keys.active, q.keys.dedup("once")) == 0
-    metrics = r.hgetall(q.keys.metrics_completed)
-    assert metrics["count"] == "1"
-    minutes = {str(lo // 60000), str(hi // 60000)}
-    assert set(metrics) - {"count"} <= minutes and len(metrics) == 2
+    # the all-time total; the minute's count is in the history series' hour key
+    assert r.hgetall(q.keys.metrics_completed) == {"count": "1"}
+    hours = {q.keys.hist(lo // 3_600_000), q.keys.hist(hi // 3_600_000)}
+    (hour,) = {k for k in queue_keys(r, q) if k.startswith(q.keys.base + "hist:")}
+    assert hour in hours
+    assert sum(q.history("1h").completed) == 1
     # the settled tombstone: a re-sent enqueue of this id answers duplicate for 60 s
     tomb = r.zscore(q.keys.settled, jid)
     assert native(q) or (tomb is not None and lo <= tomb <= hi)
@@ -543,6 +557,7 @@ def test_complete_deletes_the_row_and_counts(q: Queue, r: redis.Redis) -> None:
         q.keys.wake,
         q.keys.metrics_completed,
         q.keys.seq,
+        hour,
         *tombstones(q),
     }
     assert q.job_state(jid) is None and q.get_job(jid) is None
@@ -603,6 +618,7 @@ def test_retry_schedules_and_records(q: Queue, r: redis.Redis) -> None:
         "failures": "1",
         "last_error": "boom: it broke",
         "seq": "0",
+        "started_at": T,
     }
     due = r.zscore(q.keys.schedule, jid)
     assert due is not None and lo + 45_000 <= due <= hi + 45_000
@@ -627,13 +643,16 @@ def test_retry_until_dead(q: Queue, r: redis.Redis) -> None:
         "failures": "2",
         "last_error": "second",
         "seq": "0",
+        "started_at": T,
+        "last_started_at": T,
     }
     died = r.zscore(q.keys.dead, jid)
     assert died is not None and lo <= died <= hi
     assert r.exists(q.keys.active, q.keys.schedule) == 0
-    failed = r.hgetall(q.keys.metrics_failed)
-    assert failed["count"] == "1" and len(failed) == 2
+    # the all-time total; the minute's dead count is in the history series
+    assert r.hgetall(q.keys.metrics_failed) == {"count": "1"}
     assert q.metrics()["failed"]["count"] == 1
+    assert sum(q.history("1h").dead) == 1
 
 
 def test_retry_max_attempts_override_and_queue_default(
@@ -680,7 +699,13 @@ def test_delay_parks_without_a_failure(q: Queue, r: redis.Redis) -> None:
     hi = server_ms(r)
     assert lo + 30_000 <= due <= hi + 30_000
     assert r.zscore(q.keys.schedule, jid) == due
-    assert row(r, q, jid) == {"state": "scheduled", "attempts": "1", "payload": '"x"', "seq": "0"}
+    assert row(r, q, jid) == {
+        "state": "scheduled",
+        "attempts": "1",
+        "payload": '"x"',
+        "seq": "0",
+        "started_at": T,
+    }
     assert r.exists(q.keys.active, q.keys.lock(jid)) == 0
     before = dump(r, q)
     with pytest.raises(StaleToken):
@@ -778,6 +803,7 @@ def test_reap_returns_expired_leases(q: Queue, r: redis.Redis) -> None:
             "attempts": "1",
             "payload": row(r, q, j)["payload"],
             "seq": str(got.index(j)),
+            "started_at": T,
         }
         assert r.exists(q.keys.lock(j)) == 0
     assert [c.token for c in q.claim_many(3)] == [2, 2, 2]
@@ -825,6 +851,8 @@ def test_check_stalled_counts_then_dead_letters(q: Queue, r: redis.Redis) -> Non
         "stalled": "2",
         "last_error": "stalled: lease expired 2 times",
         "seq": "0",
+        "started_at": T,
+        "last_started_at": T,
     }
     died = r.zscore(q.keys.dead, jid)
     assert died is not None and lo - 1000 <= died <= hi
@@ -961,10 +989,12 @@ def test_metrics(q: Queue, r: redis.Redis) -> None:
     q.retry(c.id, c.token, "e", max_attempts=1)
     hi = server_ms(r) // 60000
     m = q.metrics()
-    assert m["completed"]["count"] == 2 and m["failed"]["count"] == 1
-    assert sum(v for k, v in m["completed"].items() if k != "count") == 2
-    assert {int(k) for k in m["completed"] if k != "count"} <= {lo, hi}
+    # the totals; the minutes are in the history series
+    assert m == {"completed": {"count": 2}, "failed": {"count": 1}}
     assert m["completed"] == {k: int(v) for k, v in r.hgetall(q.keys.metrics_completed).items()}
+    hist = q.history("1h")
+    assert (sum(hist.completed), sum(hist.dead)) == (2, 1)
+    assert hist.end_minute in (lo, hi)
 
 
 # ---------------------------------------------------------------- malformed ids: no I/O

@@ -73,10 +73,14 @@ async def test_enqueue_claim_complete(aq: AsyncQueue, r: redis.Redis) -> None:
     # the settled tombstone (the native complete keeps none yet: CONTRACTS.md)
     assert (r.zscore(aq.keys.settled, jid) is None) == native(aq)
     assert len(claim_records(r, aq)) == (0 if native(aq) else 1)
+    # the history series: the hour's key (the completion's minute)
+    hours = {k for k in queue_keys(r, aq) if k.startswith(aq.keys.base + "hist:")}
+    assert len(hours) == 1 and sum((await aq.history("1h")).completed) == 1
     assert queue_keys(r, aq) == {
         aq.keys.wake,
         aq.keys.metrics_completed,
         aq.keys.seq,
+        *hours,
         *tombstones(aq),
     }
     assert await aq.counts() == Counts(
@@ -161,7 +165,9 @@ async def test_delay_and_extend(aq: AsyncQueue, r: redis.Redis) -> None:
     assert await aq.extend_locks([(a, ca.token), (b, 9)], 90_000) == [b]
     due = await aq.delay(b, cb.token, 40_000)
     assert r.zscore(aq.keys.schedule, b) == due
-    assert row(r, aq, b) == {"state": "scheduled", "attempts": "1", "payload": '"b"', "seq": "1"}
+    got = row(r, aq, b)
+    assert lo - 1000 <= int(got.pop("started_at")) <= lo  # every claim stamps its start
+    assert got == {"state": "scheduled", "attempts": "1", "payload": '"b"', "seq": "1"}
 
 
 async def test_refusals_change_nothing(aq: AsyncQueue, r: redis.Redis) -> None:

@@ -33,6 +33,7 @@ from echomq import Dedup, Queue, ids
 from echomq import journal as journal_mod
 from echomq.embedded import EmbeddedServer
 from echomq.lifecycle import claiming
+from echomq.schema import HIST_AT, HIST_SLOT_BITS, HIST_TYPE
 from echomq.worker import plans
 
 pytestmark = [
@@ -74,6 +75,22 @@ def picture(r: redis.Redis, q: Queue) -> dict[bytes, Any]:
             requests.append((r.get(key), r.pttl(key) > 0))
             continue
         value: Any
+        if b":hist:" in key:
+            # the history series: the hour's counts compare (the wait and run sums are
+            # timing); the hour is T (the two servers' runs may straddle one)
+            ops: list[Any] = []
+            for slot in range(60):
+                at = slot * HIST_SLOT_BITS
+                ops += ["GET", HIST_TYPE["completed"], at]
+                ops += ["GET", HIST_TYPE["dead"], at + HIST_AT["dead"]]
+            raw = [int(v) for v in r.execute_command("BITFIELD_RO", key, *ops)]
+            counts = [sum(raw[0::2]), sum(raw[1::2])]  # a minute may turn between the runs
+            hour = q.keys.base.encode() + b"hist:T"
+            prev = out.get(hour)
+            if prev:
+                counts = [a + b for a, b in zip(prev[1], counts)]
+            out[hour] = (kind, counts, r.pttl(key) > 0)
+            continue
         if kind == b"string":
             value = norm(r.get(key) or b"")
         elif kind == b"hash":

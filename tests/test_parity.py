@@ -34,6 +34,7 @@ import redis.asyncio
 from echomq import AsyncQueue, Backoff, Dedup, EchoMQError, Queue, Refused, Worker
 from echomq.embedded import EmbeddedServer
 from echomq.queue import verb_names
+from echomq.schema import HIST_AT, HIST_SLOT_BITS, HIST_TYPE
 
 # ---------------------------------------------------------------- normalising
 
@@ -97,6 +98,16 @@ def _add(a: Any, b: Any) -> Any:
     return str(total) if isinstance(a, str) else total
 
 
+def hist_counts(r: redis.Redis, key: str) -> list[int]:
+    """An hour's history key as its completed and dead counts, summed over its minutes."""
+    ops: list[Any] = []
+    for slot in range(60):
+        at = slot * HIST_SLOT_BITS
+        ops += ["GET", HIST_TYPE["completed"], at, "GET", HIST_TYPE["dead"], at + HIST_AT["dead"]]
+    raw = [int(v) for v in r.execute_command("BITFIELD_RO", key, *ops)]
+    return [sum(raw[0::2]), sum(raw[1::2])]
+
+
 def keys_left(r: redis.Redis, q: Queue | AsyncQueue, norm: Norm) -> dict[str, Any]:
     """Every key of the queue with its type, its value (read by type) and whether it has a
     ttl, normalised."""
@@ -110,6 +121,16 @@ def keys_left(r: redis.Redis, q: Queue | AsyncQueue, norm: Norm) -> dict[str, An
     for key in keys:
         kind = r.type(key)
         value: Any
+        if key.startswith(q.keys.base + "hist:"):
+            # the history series (binary): the hour's counts per minute compare; the wait
+            # and run sums are timing, and the hour is named by what it is
+            hist = hist_counts(r, key)
+            name = q.keys.base + "hist:H"
+            prev = out.get(norm(name))
+            if prev:  # the two facades' runs may straddle an hour
+                hist = [a + b for a, b in zip(prev[1], hist)]
+            out[norm(name)] = ("string", hist, r.pttl(key) > 0)
+            continue
         if kind == "string":
             value = r.get(key)
         elif kind == "hash":
@@ -742,6 +763,7 @@ async def test_rerun_job(facade: Facade, r: redis.Redis) -> None:
     "job_view",
     "groups_page",
     "throughput",
+    "history",
 )
 async def test_views(facade: Facade, r: redis.Redis) -> None:
     t = facade
@@ -774,6 +796,10 @@ async def test_views(facade: Facade, r: redis.Redis) -> None:
     totals = (field(field(done, "completed"), "total"), sum(field(done.completed, "series")))
     t.transcript.append(("throughput", totals))
     assert totals == (1, 1)
+    hist = await t._call("history", "24h")  # points shift with the clock: sums only
+    seen = (sum(field(hist, "completed")), sum(field(hist, "dead")), len(hist.completed))
+    t.transcript.append(("history", seen))
+    assert seen == (1, 0, 96)
     assert {"pending", "g:g1:pending", f"job:{J(2)}"} <= t.key_names()
 
 

@@ -35,12 +35,14 @@ pytestmark = pytest.mark.both_servers
 
 
 def settled_keys(r: redis.Redis, q: Queue) -> set[str]:
-    """What a queue keeps once every job completed, beyond the metrics, the wake
-    tokens, the enqueue sequence and the 60 s receipts of at-most-once sending (the
-    settled tombstones, one record per claim that leased a job)."""
+    """What a queue keeps once every job completed, beyond the metrics and the history
+    series' hour keys, the wake tokens, the enqueue sequence and the 60 s receipts of
+    at-most-once sending (the settled tombstones, one record per claim that leased a
+    job)."""
     kept = {q.keys.metrics_completed, q.keys.wake, q.keys.settled, q.keys.claimreqs, q.keys.seq}
     kept |= claim_records(r, q)
-    return set(r.scan_iter(match=q.keys.pattern())) - kept
+    left = set(r.scan_iter(match=q.keys.pattern())) - kept
+    return {k for k in left if not k.startswith(q.keys.base + "hist:")}
 
 
 def test_async_handler_runs_each_job_with_its_context(q: Queue, r: redis.Redis) -> None:

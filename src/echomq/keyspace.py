@@ -28,6 +28,7 @@ _DEPS, _KIDS, _KIDFAILS = KEY["DEPS"].suffix, KEY["KIDS"].suffix, KEY["KIDFAILS"
 _CLAIMREQ, _WORKER = KEY["CLAIMREQ"].suffix, KEY["WORKER"].suffix
 _LANE, _LANE_END = KEY["LANE"].suffix, KEY["LANE_END"].suffix
 _REPEAT_RECORD, _GSTARTS = KEY["REPEAT_RECORD"].suffix, KEY["GSTARTS"].suffix
+_HIST = KEY["HIST"].suffix
 
 VERSION_KEY = "{emq}:version"
 KEYSPACE_VERSION = "1"
@@ -145,6 +146,10 @@ class Keyspace:
     def repeat_record(self, name: str) -> str:
         """The record of the repeatable ``name`` (checked)."""
         return self.base + _REPEAT_RECORD + check_name(name, "repeat")
+
+    def hist(self, hour: int) -> str:
+        """The history key of one hour (server ms // 3600000): ``schema.HIST_FIELDS``."""
+        return self.base + _HIST + str(int(hour))
 
     def state_set(self, state: str) -> str:
         """The sorted set holding jobs in ``state`` (pending, active, scheduled, dead,

@@ -64,8 +64,8 @@ KEYS: tuple[Key, ...] = (
     _q("GPAUSED", "gpaused", "set", "paused groups (the per-group gate)"),
     _q("GTURN", "gturn", "hash", "per-group turns left in the ring's current round (weights)"),
     _q("REPEAT", "repeat", "zset", "repeat registry; score = next run (ms); member = name"),
-    _q("METRICS_COMPLETED", "metrics:completed", "hash", "`count` and per-minute buckets"),
-    _q("METRICS_FAILED", "metrics:failed", "hash", "`count` and per-minute buckets"),
+    _q("METRICS_COMPLETED", "metrics:completed", "hash", "`count`: completed jobs, all time"),
+    _q("METRICS_FAILED", "metrics:failed", "hash", "`count`: dead-lettered jobs, all time"),
     _q("AUDIT", "audit", "stream", "the operator verbs' journal (capped)"),
     _q("SETTLED", "settled", "zset", "tombstones of settled ids (60 s); score = settled at (ms)"),
     _q("WORKERS", "workers", "zset", "the worker registry; score = last beat (ms)"),
@@ -106,6 +106,13 @@ KEYS: tuple[Key, ...] = (
     Key("WORKER", "worker:", "per_id", "hash", "a worker's registry record: B .. WORKER .. wid"),
     Key("REPEAT_RECORD", "repeat:", "per_id", "hash", "a repeatable: B .. REPEAT_RECORD .. name"),
     Key("GSTARTS", "gs:", "per_id", "zset", "a lane's start log (rate limit): B .. GSTARTS .. g"),
+    Key(
+        "HIST",
+        "hist:",
+        "per_id",
+        "string",
+        "one hour of per-minute history (HIST_*): B .. HIST .. (ms // 3600000), 7 days",
+    ),
     Key("LANE", "g:", "per_id", "zset", "a group's lane: B .. LANE .. group .. LANE_END"),
     Key("LANE_END", ":pending", "lane_end", "zset", "the end of a lane's key (see LANE)"),
 )
@@ -152,8 +159,8 @@ ROW_FIELDS: tuple[Field, ...] = (
     Field("trace", "text", "the producer's W3C trace context"),
     Field("keep", "count", "the job's keep_ms (history; 0 = as the queue's retention)"),
     Field("enqueued_at", "time", "when it was enqueued (kept jobs)"),
-    Field("started_at", "time", "its first claim (kept jobs)"),
-    Field("last_started_at", "time", "its latest claim, from the second on (kept jobs)"),
+    Field("started_at", "time", "its first claim (every job; the history series reads it)"),
+    Field("last_started_at", "time", "its latest claim, from the second on (every job)"),
     Field("finished_at", "time", "when it completed (kept jobs)"),
     Field("died_at", "time", "when it went dead (kept jobs)"),
     Field("result", "data", "the handler's return value (kept jobs)"),
@@ -223,6 +230,41 @@ FLOW_OUTCOMES: tuple[str, ...] = (
     "missing",
     "deduplicated",
 )
+
+#: The history series (issue 29): one string per queue-hour, ``B + "hist:" + hour``
+#: (hour = server ms // 3600000), 60 slots of ``HIST_SLOT_BITS`` bits, slot m for the
+#: hour's minute m, each the fields of :data:`HIST_FIELDS` (name, bit width) in order,
+#: unsigned, written with ``BITFIELD ... OVERFLOW SAT INCRBY``
+#: (a field saturates at its top, never wraps). The bit ``HIST_MARK`` (past the last
+#: slot) is set by every write: it sizes a new key at its full length on its first write
+#: (no growth, no slack) and its old value 0 says the key is new, the one write that
+#: sets its expiry (``PEXPIREAT`` the hour's end + ``HIST_KEEP_MS``). Per job that ended
+#: (completed or dead): its wait, from its enqueue (a kept row's ``enqueued_at``, else its
+#: id's time) to its first start, in units of ``HIST_WAIT_UNIT_MS`` (rounded), and its
+#: run, from its last start to its end, in ms. 101 bits a minute: 758 bytes an hour, in
+#: the server's 768-byte allocation class.
+HIST_FIELDS: tuple[tuple[str, int], ...] = (
+    ("completed", 20),
+    ("dead", 16),
+    ("wait", 34),
+    ("run_ms", 31),
+)
+#: The unit of a slot's wait sum, in ms (34 bits of it: 2.2 years of waiting a minute).
+HIST_WAIT_UNIT_MS = 4
+#: One minute's slot in bits.
+HIST_SLOT_BITS = sum(w for _, w in HIST_FIELDS)
+#: Each field's bit offset in its slot, by name.
+HIST_AT: dict[str, int] = {
+    name: sum(w for _, w in HIST_FIELDS[:i]) for i, (name, _) in enumerate(HIST_FIELDS)
+}
+#: Each field's BITFIELD type, by name.
+HIST_TYPE: dict[str, str] = {name: f"u{w}" for name, w in HIST_FIELDS}
+#: The marker bit's offset (past the 60 slots).
+HIST_MARK = 60 * HIST_SLOT_BITS
+#: A history key's length in bytes.
+HIST_BYTES = HIST_MARK // 8 + 1
+#: How long an hour's key stays after its hour ends.
+HIST_KEEP_MS = 7 * 86_400_000
 
 #: The dedup modes (:class:`echomq.lifecycle.dedup.Dedup`); ``simple`` travels as ``''``.
 DEDUP_MODES: tuple[str, ...] = ("simple", "throttle", "debounce", "keep_last")

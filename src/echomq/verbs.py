@@ -222,6 +222,7 @@ class VerbTable:
     job_view = _v(views.job_view, "read", "get_job_log_entries", "dedup_owner")
     groups_page = _v(views.groups_page, "read", "groups")
     throughput = _v(views.throughput, "read")
+    history = _v(views.history, "read")
 
 
 @dataclass(frozen=True)

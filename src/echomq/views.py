@@ -1,4 +1,5 @@
-"""Read verbs for the operator's tools: pages, search, one job, groups, throughput,
+"""Read verbs for the operator's tools: pages, search, one job, groups, throughput
+and the history series,
 and the one JSON codec the tools share.
 
 They live in the package of reads (:mod:`echomq.reads`: :mod:`~echomq.reads.job_pages`,
@@ -27,14 +28,27 @@ from .reads.limits import (
 from .reads.limits import STATE_ORDERS as ORDERS
 from .reads.limits import VIEW_STATES as STATES
 from .reads.one_job import job_view
-from .reads.queue_state import groups_page, latency, queue_exists, server_time, throughput
-from .results.views import Found, GroupsPage, JobLine, JobPage, JobView, Series, Throughput
+from .reads.queue_state import groups_page, latency, queue_exists, server_time
+from .reads.series import MAX_HISTORY_MINUTES, history, throughput
+from .reads.series import RANGES as HISTORY_RANGES
+from .results.views import (
+    Found,
+    GroupsPage,
+    History,
+    JobLine,
+    JobPage,
+    JobView,
+    Series,
+    Throughput,
+)
 
 __all__ = [
     "ASKED_ORDERS",
+    "HISTORY_RANGES",
     "LINE_FIELDS",
     "LOG_TAIL",
     "MAX_GROUPS_PAGE",
+    "MAX_HISTORY_MINUTES",
     "MAX_MINUTES",
     "MAX_PAGE",
     "MAX_SEARCH_BUDGET",
@@ -45,6 +59,7 @@ __all__ = [
     "STATES",
     "Found",
     "GroupsPage",
+    "History",
     "JobLine",
     "JobPage",
     "JobView",
@@ -54,6 +69,7 @@ __all__ = [
     "Throughput",
     "find_jobs",
     "groups_page",
+    "history",
     "job_page",
     "job_view",
     "latency",

@@ -18,12 +18,14 @@ from ..dedup import Dedup
 from ..discovery import DEFAULT_SCAN_LIMIT, discover_queues
 from ..queue import Queue
 from ..registry import MAX_WORKERS
+from ..views import HISTORY_RANGES
 from .app import Env, cli, confirm, pass_env
 
 # ``emq jobs`` moved to browse_cmds: its names stay importable from here
 from .browse_cmds import FIND_SCAN_LIMIT as FIND_SCAN_LIMIT
 from .browse_cmds import jobs as jobs
 from .limit_cmds import limits_lines
+from .series_text import history_json, print_history
 
 _COUNT_COLUMNS = ("pending", "active", "scheduled", "dead", "completed", "failed")
 
@@ -110,10 +112,21 @@ def stranded(summary: dict[str, Any]) -> bool:
     show_default=True,
     help="List the N deepest lanes (0: every lane); the rest are summed up in one line.",
 )
+@click.option(
+    "--history",
+    "span",
+    type=click.Choice(list(HISTORY_RANGES)),
+    is_flag=False,
+    flag_value="1h",
+    default=None,
+    help="Also the history series: per minute over 1h (the default), per 15 minutes over "
+    "24h, per hour over 7d: jobs completed and dead, their mean wait and run.",
+)
 @pass_env
-def stats(env: Env, queue: str, top: int) -> None:
+def stats(env: Env, queue: str, top: int, span: str | None) -> None:
     """Counts of every state, the pause state, the latency, the live workers and the
-    deepest lanes of QUEUE (warns when jobs wait and no worker is live)."""
+    deepest lanes of QUEUE (warns when jobs wait and no worker is live); with --history,
+    the history series."""
     q = env.queue(queue)
     summary = queue_summary(q)
     summary["latency_ms"] = q.latency()
@@ -126,6 +139,9 @@ def stats(env: Env, queue: str, top: int) -> None:
     summary["groups"] = groups
     summary["group_count"] = len(every)
     summary["stranded"] = stranded(summary)
+    hist = q.history(span) if span else None
+    if hist is not None:
+        summary["history"] = history_json(hist)
 
     def show() -> None:
         env.heading(f"queue {queue} {env.on_server()}")
@@ -150,6 +166,8 @@ def stats(env: Env, queue: str, top: int) -> None:
                 f"({sum(g.depth for g in rest)} pending, {sum(g.in_flight for g in rest)} "
                 f"in flight, {sum(g.paused for g in rest)} paused); --top 0 lists every lane"
             )
+        if hist is not None:
+            print_history(env, hist)
 
     env.emit(summary, show)
 

@@ -137,6 +137,7 @@ def _routes(console: Console, safety: Safety, per_client: int) -> list[Route | M
         Route(q + "/groups", reading(safety, reads.groups)),
         Route(q + "/repeats", reading(safety, reads.repeats)),
         Route(q + "/metrics", reading(safety, reads.metrics)),
+        Route(q + "/history", reading(safety, reads.history)),
         Route(q + "/workers", reading(safety, reads.workers)),
         Route(q + "/audit", reading(safety, reads.audit)),
         Route(q + "/events", events),

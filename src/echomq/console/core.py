@@ -25,7 +25,7 @@ from ..discovery import QueueDirectory, server_label
 from ..errors import EchoMQError
 from ..queue import DEFAULT_URL, AsyncQueue
 from ..views import LenientJson
-from .limits import DEFAULT_ACTOR, POOL_SIZE, POOL_WAIT_S, QUEUE_CACHE
+from .limits import DEFAULT_ACTOR, HISTORY_TTL_S, POOL_SIZE, POOL_WAIT_S, QUEUE_CACHE
 from .shared_reads import SharedReads
 
 _ACTOR: ContextVar[str | None] = ContextVar("echomq_console_actor", default=None)
@@ -79,6 +79,8 @@ class ConsoleCore:
         self.group_walks: dict[str, Any] = {}
         #: Reads shared between identical requests (off until ``create_app`` sets it).
         self.shared_reads = SharedReads()
+        #: The history series' reads, shared per span (see :mod:`.queue_reads`).
+        self.history_reads = {span: SharedReads(ttl) for span, ttl in HISTORY_TTL_S.items()}
 
     def forget_groups(self, queue: str) -> None:
         """Drop the queue's shared groups walk (after a change to a group)."""
@@ -88,6 +90,8 @@ class ConsoleCore:
         """Drop every shared read of the queue (after any change to it)."""
         self.forget_groups(queue)
         self.shared_reads.forget(queue)
+        for reads in self.history_reads.values():
+            reads.forget(queue)
 
     @property
     def client(self) -> Any:

@@ -1,5 +1,5 @@
 """The console's reads of queues: the queue list, one queue's summary, its workers,
-audit journal, groups, throughput and repeatables, the health of the server, and
+audit journal, groups, throughput, the history series and repeatables, the health of the server, and
 which queue holds a job."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ..journal import DEFAULT_AUDIT_ENTRIES
 from ..queue import AsyncQueue
 from ..registry import DEFAULT_WORKERS, MAX_WORKERS
 from ..version import __version__
-from ..views import MAX_PAGE, PAGE_STATES, SEARCH_FIELDS
+from ..views import HISTORY_RANGES, MAX_PAGE, PAGE_STATES, SEARCH_FIELDS
 from .body import Reply
 from .core import ConsoleCore
 from .limits import (
@@ -186,6 +186,26 @@ class QueueReads(ConsoleCore):
             with ``series`` one count per minute, oldest first; a minute is ms // 60000.
         """
         return asdict(await self.queue(queue).throughput(minutes))
+
+    async def history(self, queue: str, span: str = "1h") -> Reply:
+        """The queue's history series over ``span`` (1h, 24h, 7d), shared by every request
+        for a few seconds (``HISTORY_TTL_S``).
+
+        Returns:
+            ``{"span", "step", "first_minute", "end_minute", "completed", "dead",
+            "wait_ms", "run_ms", "mean_wait_ms", "mean_run_ms"}``: lists, one value per
+            point, oldest first (a mean is ``null`` where no job ended).
+        """
+        if span not in HISTORY_RANGES:
+            raise InvalidArgument(f"range must be one of {', '.join(HISTORY_RANGES)}")
+
+        async def read() -> Reply:
+            hist = await self.queue(queue).history(span)
+            waits, runs = hist.averages()
+            return {**asdict(hist), "mean_wait_ms": waits, "mean_run_ms": runs}
+
+        reply: Reply = await self.history_reads[span].read((queue, "history", span), read)
+        return reply
 
     async def repeats(self, queue: str) -> Reply:
         """The queue's repeatables, soonest first (at most ``MAX_PAGE``)."""

@@ -117,6 +117,11 @@ class ReadRoutes:
         minutes = query_int(request, "minutes", 60)
         return await self.console.metrics(param(request, "queue"), minutes)
 
+    async def history(self, request: Request) -> dict[str, Any]:
+        """``GET /api/queues/{q}/history?range=1h|24h|7d``: the history series."""
+        span = request.query_params.get("range") or "1h"
+        return await self.console.history(param(request, "queue"), span)
+
     async def workers(self, request: Request) -> dict[str, Any]:
         """``GET /api/queues/{q}/workers``: the live workers."""
         n = query_int(request, "n", 100)

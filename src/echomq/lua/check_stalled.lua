@@ -6,7 +6,8 @@
 -- Reply:   {recovered ids, dead ids}
 -- Refusals: none.
 -- Writes:  ZREM active, lock deleted, lane slot back, stalled+1, then pending|lane at
---          its run_score (its old place) (+ ring, wake) or dead (+ last_error, metrics:failed, dedup key released); events 'stalled'/'dead'.
+--          its run_score (its old place) (+ ring, wake) or dead (+ last_error, metrics:failed and
+--          the history series as retry writes them, dedup key released); events 'stalled'/'dead'.
 --          A kept row (field `keep`) going dead also gets died_at and the stall in its
 --          error history; when any job went dead, `dead` is trimmed by the queue's dead
 --          retention read from meta (at most 4 by count and 4 by age).
@@ -22,7 +23,8 @@ if #ids == 0 then return {back, dead} end
 zrem_all(B .. ACTIVE, ids)
 for _, id in ipairs(ids) do
   local jk = B .. JOB .. id
-  local f = redis.call('HMGET', jk, 'group', 'priority', 'keep', 'attempts', 'seq')
+  local f = redis.call('HMGET', jk, 'group', 'priority', 'keep', 'attempts', 'seq',
+    'started_at', 'last_started_at', 'enqueued_at')
   redis.call('DEL', jk .. LOCK)
   local s = redis.call('HINCRBY', jk, 'stalled', 1)
   -- a job going dead wakes a worker if its slot re-rings the group; one going back
@@ -40,7 +42,7 @@ for _, id in ipairs(ids) do
     -- death is an ending: the dedup key goes (lib/common release_dedup)
     local d = redis.call('HGET', jk, 'dedup')
     if d then release_dedup(id, d) end
-    count_metric(B .. METRICS_FAILED, 1, now)
+    count_metric(B .. METRICS_FAILED, 1, now, job_times(id, f[6], f[7], f[8], now))
     emit(cjson.encode({event = 'dead', job = id, error = err}))
     dead[#dead + 1] = id
   else

@@ -38,10 +38,10 @@
 -- Writes:  ZPOPMIN pending|lane (pending: the rest of a batch in one ZPOPMIN once the
 --          ring is found empty), attempts + 1 and state active (one HSET), ZADD active
 --          deadline (one for the batch, after the loop), gactive/ring/gturn for lanes, the :lock key, claimreq:<rid>; event 'active'.
---          A kept row (field `keep`) also gets started_at on its first claim (token 1)
---          and last_started_at on every later one, in the same HSET (the first claim
+--          Every row also gets started_at on its first claim (token 1) and
+--          last_started_at on every later one, in the same HSET (the first claim
 --          writes one time, not the same time twice: a reader takes started_at when
---          last_started_at is absent).
+--          last_started_at is absent); the ending reads them for the history series.
 local B = KEYS[1]
 --! include keys
 --! include common
@@ -231,13 +231,11 @@ while #out < count * 5 do
   if not id then break end
   local jk = B .. JOB .. id
   -- one read and one write of the row: the new token is attempts + 1
-  local f = redis.call('HMGET', jk, 'attempts', 'payload', 'name', 'keep')
+  local f = redis.call('HMGET', jk, 'attempts', 'payload', 'name')
   local tok = (tonumber(f[1]) or 0) + 1
   -- the token as text, formatted once (a number argument is formatted on each use)
   local toks = tok == 1 and '1' or tostring(tok)
-  if not f[4] then
-    redis.call('HSET', jk, 'attempts', toks, 'state', 'active')
-  elseif tok == 1 then
+  if tok == 1 then
     redis.call('HSET', jk, 'attempts', toks, 'state', 'active', 'started_at', nows)
   else
     redis.call('HSET', jk, 'attempts', toks, 'state', 'active', 'last_started_at', nows)

@@ -18,8 +18,11 @@
 --          released, its tombstone in `settled` (one ZADD for the call; expired ones
 --          trimmed from the oldest end, by time, lib/common; a kept row leaves none: it
 --          stays, and its trim leaves one later); metrics:completed counted
---          once by the number completed; under a concurrency cap (meta `concurrency`)
---          one wake token per job; event 'completed' per job, in order. A repeat
+--          once by the number completed, with the history series (lib/common
+--          count_metric: the minute's slot of hist:<hour>, completed + n and the jobs'
+--          summed wait and run read from their rows' started_at, last_started_at and
+--          enqueued_at; its expiry on the key's first write); under a concurrency cap
+--          (meta `concurrency`) one wake token per job; event 'completed' per job, in order. A repeat
 --          answers -1 / 'gone'.
 --          A kept row (field `keep`) whose job or queue keeps completed history stays
 --          instead: state completed, finished_at, result (when sent); lock deleted,
@@ -53,11 +56,13 @@ if #KEYS >= 2 then
   -- the same writes, in the same order, as the batch form below makes for one job
   local id, token = ARGV[1], ARGV[2]
   local jk = KEYS[2]
-  local f, refusal = fenced(jk, token, 'group', 'dedup', 'keep')
+  local f, refusal = fenced(jk, token, 'group', 'dedup', 'keep', 'started_at',
+    'last_started_at', 'enqueued_at')
   if not f then return refusal end
   redis.call('ZREM', B .. ACTIVE, id)
   if f[3] then give_back(f[3]) end
   local now, nows = now_text()
+  local wait, run = job_times(id, f[6], f[7], f[8], now)
   local own, count, age = 0, nil, nil
   if f[5] then
     own = tonumber(f[5]) or 0
@@ -71,12 +76,13 @@ if #KEYS >= 2 then
     delete_row(id, jk, f[4])
     tombstone(id, now, nows)
   end
-  count_metric(B .. METRICS_COMPLETED, 1, now)
+  count_metric(B .. METRICS_COMPLETED, 1, now, wait, run)
   cap_freed(1)
   emit(ev('completed', id))
   return 1
 end
--- the batch form: each job to complete is {id, row, group, dedup, keep, result}
+-- the batch form: each job to complete is {id, row, group, dedup, keep, result, started_at,
+-- last_started_at, enqueued_at}
 local jobs = {}
 local out = {}
 do
@@ -84,7 +90,8 @@ do
   for i = 1, #ARGV - 2, 3 do
     local id, token = ARGV[i], ARGV[i + 1]
     local jk = B .. JOB .. id
-    local f = redis.call('HMGET', jk, 'state', 'attempts', 'group', 'dedup', 'keep')
+    local f = redis.call('HMGET', jk, 'state', 'attempts', 'group', 'dedup', 'keep',
+      'started_at', 'last_started_at', 'enqueued_at')
     if not f[1] or f[1] == 'completed' or seen[id] then
       out[#out + 1] = id; out[#out + 1] = 'gone'
     elseif f[1] ~= 'active' or f[2] ~= token then
@@ -93,7 +100,7 @@ do
       seen[id] = true
       local res = ARGV[i + 2]
       if res == '' then res = nil end
-      jobs[#jobs + 1] = {id, jk, f[3], f[4], f[5], res}
+      jobs[#jobs + 1] = {id, jk, f[3], f[4], f[5], res, f[6], f[7], f[8]}
     end
   end
   if #jobs == 0 then return out end
@@ -108,8 +115,11 @@ local now, nows = now_text()
 local retain = nil  -- the queue's completed retention, read on the first kept row
 local rows = {}  -- the deleted rows' keys: one DEL for the call
 local gone = {}  -- their ids, for the tombstones
+local waits, runs = 0, 0  -- the jobs' summed wait and run (the history series)
 for _, j in ipairs(jobs) do
   local id, jk = j[1], j[2]
+  local w, r = job_times(id, j[7], j[8], j[9], now)
+  waits, runs = waits + w, runs + r
   local own, count, age = 0, nil, nil
   if j[5] then
     -- a kept row: its own keep_ms, and the queue's completed retention from meta
@@ -133,7 +143,7 @@ for _, j in ipairs(jobs) do
 end
 if #rows > 0 then del_all(rows) end
 if #gone > 0 then tombstones(gone, now, nows) end
-count_metric(B .. METRICS_COMPLETED, #jobs, now)
+count_metric(B .. METRICS_COMPLETED, #jobs, now, waits, runs)
 cap_freed(#jobs)
 for _, id in ipairs(ids) do emit(ev('completed', id)) end
 return out

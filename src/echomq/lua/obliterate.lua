@@ -26,7 +26,8 @@
 --             metrics, lane structures (and gindex), wake, the registry, the settled
 --             tombstones, the workers registry, the keep index and the retention marker,
 --             the flow control keys (rate, grate, gwait; a lane's gs:<group> with its
---             lane in step 1);
+--             lane in step 1), the history series (hist:<hour> for each hour of the
+--             last 7 days and two more: derived from the server clock);
 --          4. only with 'sweep': every other key under the base (an orphan dedup key or
 --             log list, keys other modules added), by SCAN MATCH from the cursor kept
 --             in meta field `sweep`, `budget` keys per call;
@@ -155,6 +156,14 @@ local function run()
     B .. RING, B .. GACTIVE, B .. GLIMIT, B .. GWEIGHT, B .. GPAUSED,
     B .. GTURN, B .. WAKE, B .. REPEAT, B .. GINDEX, B .. SETTLED, B .. WORKERS,
     B .. KEEPUNTIL, B .. KEEPS, B .. SEQ, B .. RATE, B .. GRATE, B .. GWAIT, B .. DEDUPS)
+  -- the history series: an hour's key expires HIST_KEEP_MS after its hour ends, so the
+  -- keys that can exist are those of the hours since then, derived from the clock
+  do
+    local hour = math.floor(now_ms() / 3600000)
+    local hk = {}
+    for h = hour - HIST_KEEP_MS / 3600000 - 1, hour + 1 do hk[#hk + 1] = B .. HIST .. h end
+    redis.call('UNLINK', unpack(hk))
+  end
 
   -- 4. with 'sweep' only: a scan for keys no registry names. A step that finds more
   -- than the budget deletes `budget` of them and keeps its starting cursor, so the

@@ -7,7 +7,8 @@
 -- Refusals: -1 no row (gone) or a kept completed row; EMQSTALE not active under this
 --          token.
 -- Writes:  failures+1, last_error, ZREM active, lane slot back (+ ring), lock deleted,
---          schedule or dead (+ metrics:failed, its dedup key released), a wake token
+--          schedule or dead (+ metrics:failed and the history series' dead count, wait
+--          and run, lib/common count_metric; its dedup key released), a wake token
 --          under a concurrency cap (meta `concurrency`); event 'retrying' or 'dead'.
 --          A kept row (field `keep`) also appends {attempt, time, error} to its capped
 --          error history job:<id>:errors (newest 20), and gets died_at when it dies.
@@ -19,7 +20,8 @@ local B = KEYS[1]
 --! include history
 local id, token, err = ARGV[1], ARGV[2], ARGV[3]
 local jk = KEYS[2]
-local f, refusal = fenced(jk, token, 'group', 'max_attempts', 'keep')
+local f, refusal = fenced(jk, token, 'group', 'max_attempts', 'keep', 'started_at',
+  'last_started_at', 'enqueued_at')
 if not f then return refusal end
 local maxa = tonumber(ARGV[5]) or tonumber(f[4]) or tonumber(ARGV[6])
 local now = now_ms()
@@ -43,7 +45,7 @@ if failures >= maxa then
   local r = redis.call('HMGET', B .. META, 'keep_dead', 'keep_dead_ms')
   local count, age = tonumber(r[1]), tonumber(r[2])
   if count or age then trim_settled(B .. DEAD, count, age, false, now, TRIM_STEP) end
-  count_metric(B .. METRICS_FAILED, 1, now)
+  count_metric(B .. METRICS_FAILED, 1, now, job_times(id, f[6], f[7], f[8], now))
   emit(cjson.encode({event = 'dead', job = id, error = err, failures = failures}))
   return 'dead'
 end

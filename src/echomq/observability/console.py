@@ -27,6 +27,10 @@ def metrics_endpoint(
         refuse: turns what ``check_read`` raised into the console's error reply.
     """
 
+    from .series_tally import SeriesTally
+
+    tally = SeriesTally()  # this console's wait and run sums, across scrapes
+
     async def metrics(request: Request) -> Response:
         if check_read is not None:
             try:
@@ -50,7 +54,7 @@ def metrics_endpoint(
             return Response(generate_latest(CollectorRegistry()), media_type=CONTENT_TYPE)
         # any facade's runner drives any plan: borrow the first queue's (no new line)
         runner = console.queue(names[0]).runner
-        body = await render_async(runner, names)
+        body = await render_async(runner, names, tally=tally)
         return Response(body, media_type=CONTENT_TYPE)
 
     return metrics

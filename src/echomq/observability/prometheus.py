@@ -20,6 +20,12 @@ Two sides:
                                                             job (rate window, hold, cap)
   ``echomq_queue_rate_limited_seconds{queue}``              until a start is allowed
   ``echomq_queue_held_lanes{queue}``                        lanes held by their limit
+  ``echomq_job_wait_seconds{queue}`` (summary: sum, count)  jobs that ended and their wait
+                                                            (enqueue to first start)
+  ``echomq_job_run_seconds{queue}`` (summary: sum, count)   ... and their run (last start
+                                                            to end), from the history
+                                                            series' closed minutes since
+                                                            the exporter started
   ========================================================  ==============================
 
   Served by the console at ``/metrics`` and by ``emq exporter --port P``.
@@ -45,6 +51,7 @@ from prometheus_client.core import (
     GaugeMetricFamily,
     HistogramMetricFamily,
     Metric,
+    SummaryMetricFamily,
 )
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
@@ -53,6 +60,7 @@ from ..context import Context
 from ..keyspace import Keyspace, check_name
 from ..transport import AsyncRunner, SyncRunner
 from .scrape import GROUP_PAGE, TOP_GROUPS, QueueSnapshot, snapshots
+from .series_tally import SeriesTally
 
 #: The exposition's content type (text format 0.0.4).
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
@@ -69,7 +77,13 @@ def _names(queues: Queues) -> list[str]:
 class SnapshotCollector(Collector):
     """Exports already-read snapshots (one scrape's worth)."""
 
-    def __init__(self, snaps: Iterable[QueueSnapshot], scrape_s: float | None = None) -> None:
+    def __init__(
+        self,
+        snaps: Iterable[QueueSnapshot],
+        scrape_s: float | None = None,
+        tally: SeriesTally | None = None,
+    ) -> None:
+        self.tally = tally
         self.snaps = list(snaps)
         self.scrape_s = scrape_s
 
@@ -138,12 +152,36 @@ class SnapshotCollector(Collector):
                 groups.add_metric([q, g.name, "active"], g.active)
         yield from (jobs, paused, age, ngroups, nworkers, done, failed, groups)
         yield from (limited, limited_for, held)
+        if self.tally is not None:
+            yield from self._series()
         if self.scrape_s is not None:
             took = GaugeMetricFamily(
                 "echomq_scrape_duration_seconds", "How long reading the queues took."
             )
             took.add_metric([], self.scrape_s)
             yield took
+
+    def _series(self) -> Iterator[Metric]:
+        assert self.tally is not None
+        wait = SummaryMetricFamily(
+            "echomq_job_wait_seconds",
+            "Jobs that ended (completed or dead) and their wait, enqueue to first start "
+            "(the history series' closed minutes since this exporter started).",
+            labels=["queue"],
+        )
+        run = SummaryMetricFamily(
+            "echomq_job_run_seconds",
+            "Jobs that ended (completed or dead) and their run, last start to end "
+            "(the history series' closed minutes since this exporter started).",
+            labels=["queue"],
+        )
+        for s in self.snaps:
+            t = self.tally.get(s.queue)
+            if t is None:
+                continue
+            wait.add_metric([s.queue], count_value=t.ended, sum_value=t.wait_ms / 1000)
+            run.add_metric([s.queue], count_value=t.ended, sum_value=t.run_ms / 1000)
+        yield from (wait, run)
 
 
 def _contexts(names: list[str]) -> list[Context]:
@@ -170,18 +208,20 @@ class QueueCollector(Collector):
     ) -> None:
         self.runner = SyncRunner(client)
         self.queues, self.top_groups, self.group_page = queues, top_groups, group_page
+        self.tally = SeriesTally()
 
     def read(self) -> list[QueueSnapshot]:
-        """Read every queue's snapshot now."""
-        plan = snapshots(
-            _contexts(_names(self.queues)), top_groups=self.top_groups, page=self.group_page
-        )
-        return self.runner.drive(plan)
+        """Read every queue's snapshot now (and add the series' closed minutes)."""
+        names = _names(self.queues)
+        plan = snapshots(_contexts(names), top_groups=self.top_groups, page=self.group_page)
+        snaps = self.runner.drive(plan)
+        self.runner.drive(self.tally.update(names))
+        return snaps
 
     def collect(self) -> Iterator[Metric]:
         t0 = time.perf_counter()
         snaps = self.read()
-        yield from SnapshotCollector(snaps, time.perf_counter() - t0).collect()
+        yield from SnapshotCollector(snaps, time.perf_counter() - t0, self.tally).collect()
 
 
 async def render_async(
@@ -190,12 +230,17 @@ async def render_async(
     *,
     top_groups: int = TOP_GROUPS,
     group_page: int = GROUP_PAGE,
+    tally: SeriesTally | None = None,
 ) -> bytes:
-    """The exposition text of ``queues``, read on an async runner (for the console)."""
+    """The exposition text of ``queues``, read on an async runner (for the console);
+    with ``tally`` (kept across scrapes), the wait and run summaries too."""
     t0 = time.perf_counter()
-    plan = snapshots(_contexts(_names(queues)), top_groups=top_groups, page=group_page)
+    names = _names(queues)
+    plan = snapshots(_contexts(names), top_groups=top_groups, page=group_page)
     snaps = await runner.drive(plan)
-    return generate_latest(SnapshotCollector(snaps, time.perf_counter() - t0))
+    if tally is not None:
+        await runner.drive(tally.update(names))
+    return generate_latest(SnapshotCollector(snaps, time.perf_counter() - t0, tally))
 
 
 def serve_queues(

@@ -42,7 +42,7 @@ MAX_SEARCH_BUDGET = 5000
 SEARCH_FIELDS = ("id", "name", "group", "error", "payload")
 #: The newest log lines one job view carries.
 LOG_TAIL = 200
-#: The longest throughput window, in minutes (the buckets live a day).
+#: The longest throughput window, in minutes (a day; the history series: 7 days).
 MAX_MINUTES = 1440
 #: The row fields a page shows.
 LINE_FIELDS = (

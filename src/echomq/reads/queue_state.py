@@ -1,19 +1,17 @@
 """Reads of a queue as a whole: its counts and pause, the server's clock, its latency,
-whether it exists, its groups, and its throughput (the whole record, or a window)."""
+whether it exists, its groups, and its throughput totals (the per-minute series are
+in :mod:`.series`)."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
-from typing import Any
 
 from .. import checks, ids
 from ..context import Context, as_str
 from ..lanes import GROUP_FIELDS, GroupInfo, lane_rate_fields
 from ..results import Counts
-from ..results.views import GroupsPage, Series, Throughput
+from ..results.views import GroupsPage
 from ..scripts import Batch, Cmd, Eval, Plan, script
 from . import decode
-from .limits import MAX_GROUPS_PAGE, MAX_MINUTES, PRESENCE_KEYS
+from .limits import MAX_GROUPS_PAGE, PRESENCE_KEYS
 
 
 def counts(ctx: Context) -> Plan[Counts]:
@@ -34,11 +32,12 @@ def is_paused(ctx: Context) -> Plan[bool]:
 
 
 def metrics(ctx: Context) -> Plan[dict[str, dict[str, int]]]:
-    """The throughput record: totals and per-minute buckets.
+    """The throughput totals (the per-minute series: :func:`echomq.views.history`).
 
     Returns:
-        ``{"completed": {...}, "failed": {...}}``, each ``{"count": n, "<minute>": n}``
-        where ``<minute>`` is milliseconds since the epoch // 60000.
+        ``{"completed": {"count": n}, "failed": {"count": n}}`` (failed: dead-lettered
+        jobs); a queue written before the history series also holds its old per-minute
+        fields there (``"<minute>": n``, ms since the epoch // 60000) until they age out.
     """
     done, failed = yield Batch(
         (
@@ -119,25 +118,3 @@ def groups_page(ctx: Context, cursor: str = "0", n: int = 50) -> Plan[GroupsPage
         )
         found[info.name] = info
     return GroupsPage([found[k] for k in sorted(found)], as_str(r[0]))
-
-
-def throughput(ctx: Context, minutes: int = 60) -> Plan[Throughput]:
-    """Completed and failed per minute over the last ``minutes`` (server clock).
-
-    Reads only the totals and the window's buckets (``HMGET``), never the whole record.
-    """
-    minutes = checks.integer(minutes, "minutes", 1, MAX_MINUTES)
-    end = decode.time_ms((yield Cmd(("TIME",)))) // 60000
-    fields = ["count", *(str(m) for m in range(end - minutes + 1, end + 1))]
-    done, failed = yield Batch(
-        (
-            Cmd(("HMGET", ctx.keys.metrics_completed, *fields)),
-            Cmd(("HMGET", ctx.keys.metrics_failed, *fields)),
-        )
-    )
-
-    def series(raw: Sequence[Any]) -> Series:
-        values = [decode.int_or_zero(v) for v in raw]
-        return Series(values[0], values[1:])
-
-    return Throughput(minutes, end, series(done), series(failed))

@@ -25,7 +25,17 @@ from .jobs import (
 from .limits import ClaimedBatch, ClaimHold, HoldScope, Limits, RateLimit
 from .operator import AuditEntry, BulkResult
 from .queue import DedupOwner, GroupInfo, ReindexResult, Repeatable, WorkerInfo
-from .views import Found, GroupsPage, JobLine, JobPage, JobView, Order, Series, Throughput
+from .views import (
+    Found,
+    GroupsPage,
+    History,
+    JobLine,
+    JobPage,
+    JobView,
+    Order,
+    Series,
+    Throughput,
+)
 
 __all__ = [
     "JOB_STATES",
@@ -40,6 +50,7 @@ __all__ = [
     "Found",
     "GroupInfo",
     "GroupsPage",
+    "History",
     "HoldScope",
     "JobLine",
     "JobPage",

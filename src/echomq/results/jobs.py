@@ -82,10 +82,11 @@ class JobRow:
         failures, stalled: the counters (0 when absent).
         keep: ``None`` for a job that keeps no history; else its own ``keep_ms``, or 0
             when it is kept as the queue's retention says.
-        enqueued_at, started_at, last_started_at, finished_at, died_at: a kept job's
+        enqueued_at, started_at, last_started_at, finished_at, died_at: the job's
             timeline, server ms (``None`` until it happens; ``started_at`` is the first
             claim, ``last_started_at`` the latest from the second claim on: ``None``
-            after one claim; ``last_start`` answers either).
+            after one claim; ``last_start`` answers either). Every claimed job has its
+            start times (the history series reads them); the others only a kept job.
         result: a kept completed job's result as stored (the serializer's text), or
             ``None`` (no history, not completed, or the handler returned ``None``).
         errors: a kept job's error history, oldest first (the newest 20 failures).

@@ -132,3 +132,29 @@ class Throughput:
     end_minute: int
     completed: Series
     failed: Series
+
+
+@dataclass(frozen=True)
+class History:
+    """A queue's history series over ``span`` (``1h``, ``24h``, ``7d``): one point per
+    ``step`` minutes, the first starting at minute ``first_minute``, the last holding
+    ``end_minute`` (server minutes: ms since the epoch // 60000), oldest first. Per
+    point: the jobs that completed, the jobs that went dead, and their summed wait
+    (enqueue to first start) and run (last start to end) in ms."""
+
+    span: str
+    step: int
+    first_minute: int
+    end_minute: int
+    completed: list[int]
+    dead: list[int]
+    wait_ms: list[int]
+    run_ms: list[int]
+
+    def averages(self) -> tuple[list[float | None], list[float | None]]:
+        """The mean wait and run in ms per point (``None`` where no job ended)."""
+        n = [c + d for c, d in zip(self.completed, self.dead)]
+        return (
+            [w / k if k else None for w, k in zip(self.wait_ms, n)],
+            [r / k if k else None for r, k in zip(self.run_ms, n)],
+        )

@@ -17,6 +17,9 @@
   /* The job tabs: the four sets, and the completed jobs a queue keeps as history. */
   const TABS = [...STATES, "completed"];
   const PAGE_SIZES = [20, 50, 100, 200];
+  /* The history series' ranges (GET /api/queues/{q}/history?range=). */
+  const HISTORY_RANGES = ["1h", "24h", "7d"];
+  const RANGE_LABELS = { "1h": "1 h", "24h": "24 h", "7d": "7 d" };
   const POLL_MS = 5000;
   const FALLBACK_POLL_MS = 2000;
   const LIVE_STALE_MS = 2000;
@@ -514,6 +517,8 @@
       summary: null,
       stopped: false,
       draining: false,
+      range: HISTORY_RANGES.includes(params.get("range")) ? params.get("range") : "1h",
+      history: null,
     };
 
     /* The tab, page, lane and search live in the URL (replaced, not pushed). */
@@ -522,6 +527,7 @@
       if (view.state !== "pending") q.set("state", view.state);
       if (view.offset) q.set("page", String(Math.floor(view.offset / view.size) + 1));
       if (view.size !== PAGE_SIZES[0]) q.set("n", String(view.size));
+      if (view.range !== "1h") q.set("range", view.range);
       if (view.group) q.set("group", view.group);
       if (view.find) q.set("find", view.find);
       if (view.field) q.set("field", view.field);
@@ -536,8 +542,15 @@
     const problem = problemBanner();
     const oblit = h("div", { class: "panel", hidden: true });
     const cards = h("div", { class: "cards" });
-    const canvas = h("canvas", { class: "chart", width: 600, height: 190 });
     const totals = h("span", { class: "sub" });
+    const charts = h("div", { class: "charts", id: "history-charts" });
+    const rangeButtons = HISTORY_RANGES.map((r) => h("button", { type: "button", class: "ghost small range",
+      "data-range": r, "aria-pressed": String(r === view.range),
+      onclick: () => { view.range = r; syncUrl(); paintRanges(); loadHistory(); } }, RANGE_LABELS[r]));
+    const rangeBar = h("div", { class: "ranges", role: "group", "aria-label": "history range" }, rangeButtons);
+    function paintRanges() {
+      for (const b of rangeButtons) b.setAttribute("aria-pressed", String(b.dataset.range === view.range));
+    }
     const events = h("ul", { class: "events" }, h("li", { class: "none" }, "Waiting for events…"));
     const groups = h("div");
     const groupsPager = h("div", { class: "pager" });
@@ -598,11 +611,11 @@
       bulkPanel,
       cards,
       h("div", { class: "grid2" },
-        h("section", { class: "panel" },
-          h("h2", {}, "Throughput, last 60 minutes ", totals),
-          h("div", { class: "chart-wrap" }, canvas),
+        h("section", { class: "panel", id: "history" },
+          h("h2", {}, "History ", totals), rangeBar, charts,
           h("div", { class: "legend" }, h("span", {}, h("i", { class: "c" }), "completed"),
-            h("span", {}, h("i", { class: "f" }), "failed (dead-lettered)"))),
+            h("span", {}, h("i", { class: "f" }), "dead-lettered"),
+            h("span", { class: "sub" }, "wait: enqueue to first start · run: last start to end"))),
         h("section", { class: "panel" }, h("h2", {}, "Live events"), events)),
       h("div", { class: "gap" }),
       h("section", { class: "panel flush" }, h("h2", {}, "Groups ", groupsTotal), groupsFilterBar, groups, groupsPager),
@@ -1295,9 +1308,8 @@
         const [m, rp, wk, au] = await Promise.all([get(`${base}/metrics?minutes=60`), get(`${base}/repeats`),
           get(`${base}/workers`), get(`${base}/audit?n=50`)]);
         if (view.stopped) return;
-        view.metrics = m;
         totals.textContent = `· ${fmt(m.completed.total)} completed, ${fmt(m.failed.total)} dead-lettered in all`;
-        drawChart(canvas, m);
+        await loadHistory();
         paintRepeats(rp.repeats);
         paintWorkers(wk.workers, s.now_ms);
         paintAudit(au.entries);
@@ -1308,7 +1320,17 @@
       await Promise.all([loadGroups(), searching() ? Promise.resolve() : loadJobs()]);
     }
 
-    const onResize = () => { if (view.metrics) drawChart(canvas, view.metrics); };
+    /* The history series of the chosen range (the server shares one read per range
+     * for a few seconds); drawn as plain SVG, every text a text node. */
+    async function loadHistory() {
+      const range = view.range;
+      const got = await get(`${base}/history?range=${enc(range)}`);
+      if (view.stopped || range !== view.range) return;
+      view.history = got;
+      charts.replaceChildren(...historyCharts(got));
+    }
+
+    const onResize = () => {};
     window.addEventListener("resize", onResize);
     refresh().then(() => { if (searching()) loadJobs(); });
     const live = liveView(`${base}/events`, refresh, pushEvent);
@@ -1333,66 +1355,119 @@
   }
 
   // -------------------------------------------------------------------- chart
-  /* Stacked bars per minute (completed below, failed above), drawn on a canvas. */
-  function drawChart(canvas, m) {
-    const dpr = window.devicePixelRatio || 1;
-    const width = canvas.clientWidth || 600;
-    const height = canvas.clientHeight || 190;
-    canvas.width = Math.round(width * dpr);
-    canvas.height = Math.round(height * dpr);
-    const g = canvas.getContext("2d");
-    g.setTransform(dpr, 0, 0, dpr, 0, 0);
-    g.clearRect(0, 0, width, height);
-
-    const done = m.completed.series;
-    const failed = m.failed.series;
-    const n = done.length;
-    const peak = Math.max(1, ...done.map((v, i) => v + failed[i]));
-    const top = niceCeil(peak);
-    const padL = 44, padR = 8, padT = 10, padB = 24;
-    const plotW = width - padL - padR;
-    const plotH = height - padT - padB;
-    const y = (v) => padT + plotH - (v / top) * plotH;
-
-    g.font = "11px system-ui, sans-serif";
-    g.textBaseline = "middle";
-    g.textAlign = "right";
-    for (let i = 0; i <= 4; i += 1) {
-      const v = (top * i) / 4;
-      const yy = Math.round(y(v)) + 0.5;
-      g.strokeStyle = i === 0 ? "#c9ced8" : "#eceff3";
-      g.beginPath(); g.moveTo(padL, yy); g.lineTo(width - padR, yy); g.stroke();
-      g.fillStyle = "#7a8294";
-      g.fillText(fmtShort(v), padL - 6, yy);
+  /* The SVG namespace, as the HTML parser assigns it to an <svg> element (the page
+   * spells no URL: it fetches nothing from elsewhere, and a test holds it to that). */
+  const SVG = (() => {
+    const t = document.createElement("template");
+    t.innerHTML = "<svg></svg>";
+    return t.content.firstChild.namespaceURI;
+  })();
+  /* An SVG element: attributes set as they are, children appended (text as text). */
+  function s(tag, attrs, ...children) {
+    const el = document.createElementNS(SVG, tag);
+    for (const [key, value] of Object.entries(attrs || {})) el.setAttribute(key, String(value));
+    return add(el, children);
+  }
+  /* A duration in ms as a person reads it: 250ms, 1.5s, 2m 30s, 1h 5m, 2d 3h. */
+  function durText(ms) {
+    if (ms === null || ms === undefined) return "–";
+    if (ms < 1000) return `${Math.round(ms)}ms`;
+    if (ms < 60000) return `${+(ms / 1000).toFixed(1)}s`;
+    const units = [["d", 86400000], ["h", 3600000], ["m", 60000], ["s", 1000]];
+    const parts = [];
+    let left = Math.round(ms);
+    for (const [u, n] of units) {
+      const k = Math.floor(left / n);
+      left -= k * n;
+      if (k) parts.push(`${k}${u}`);
     }
-
-    const slot = plotW / n;
+    return parts.slice(0, 2).join(" ");
+  }
+  /* A point's start as UTC text. */
+  const pointTime = (hist, i) => new Date((hist.first_minute + i * hist.step) * 60000)
+    .toISOString().slice(0, 16).replace("T", " ") + " UTC";
+  /* Three charts of a history reply: jobs ended (stacked bars), mean wait, mean run. */
+  function historyCharts(hist) {
+    const n = hist.completed.length;
+    const ended = hist.completed.map((c, i) => c + hist.dead[i]);
+    const sum = (xs) => xs.reduce((a, b) => a + b, 0);
+    const all = sum(ended);
+    const per = hist.step === 1 ? "minute" : hist.step === 60 ? "hour" : `${hist.step} minutes`;
+    const meanOf = (xs) => (all ? sum(xs) / all : null);
+    return [
+      chartBox(`Jobs ended per ${per}`, `${fmt(sum(hist.completed))} completed, ${fmt(sum(hist.dead))} dead-lettered`,
+        barChart(hist, ended), "history-throughput"),
+      chartBox("Mean wait", `enqueue to first start · ${durText(meanOf(hist.wait_ms))} over the range`,
+        lineChart(hist, hist.mean_wait_ms), "history-wait"),
+      chartBox("Mean run", `last start to end · ${durText(meanOf(hist.run_ms))} over the range`,
+        lineChart(hist, hist.mean_run_ms), "history-run"),
+    ].concat(n && !all ? [h("p", { class: "sub" }, "No job ended in this range.")] : []);
+  }
+  function chartBox(title, sub, svg, id) {
+    return h("figure", { class: "chart-box", id }, h("figcaption", {}, h("b", {}, title), " ",
+      h("span", { class: "sub" }, sub)), svg);
+  }
+  const W = 600, H = 130, PL = 48, PR = 8, PT = 8, PB = 20;
+  function frame(hist, top, label) {
+    const g = s("g", {});
+    for (let i = 0; i <= 2; i += 1) {
+      const v = (top * i) / 2;
+      const yy = PT + (H - PT - PB) * (1 - i / 2);
+      g.append(s("line", { x1: PL, x2: W - PR, y1: yy, y2: yy, class: i ? "grid" : "axis" }),
+        s("text", { x: PL - 6, y: yy + 4, "text-anchor": "end", class: "tick" }, label(v)));
+    }
+    const n = hist.completed.length;
+    /* a tick every 15 minutes (1 h), 6 hours (24 h) or day (7 d), counted back from now */
+    const every = hist.step === 1 ? 15 : hist.step === 15 ? 360 : 1440;
+    for (let back = 0; back < n * hist.step; back += every) {
+      const i = n - 1 - Math.round(back / hist.step);
+      const text = back === 0 ? "now" : back % 1440 === 0 ? `-${back / 1440}d`
+        : back % 60 === 0 ? `-${back / 60}h` : `-${back}m`;
+      const x = PL + ((i + 0.5) * (W - PL - PR)) / n;
+      g.append(s("text", { x, y: H - 5, "text-anchor": "middle", class: "tick" }, text));
+    }
+    return g;
+  }
+  function barChart(hist, ended) {
+    const n = ended.length;
+    const top = niceCeil(Math.max(1, ...ended));
+    const plotH = H - PT - PB;
+    const slot = (W - PL - PR) / n;
     const barW = Math.max(1, slot * 0.72);
+    const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart", role: "img",
+      "aria-label": "jobs ended per point" }, frame(hist, top, fmtShort));
     for (let i = 0; i < n; i += 1) {
-      const x = padL + i * slot + (slot - barW) / 2;
-      if (done[i]) {
-        g.fillStyle = "#2f9e77";
-        g.fillRect(x, y(done[i]), barW, y(0) - y(done[i]));
-      }
-      if (failed[i]) {
-        g.fillStyle = "#d9534f";
-        g.fillRect(x, y(done[i] + failed[i]), barW, y(done[i]) - y(done[i] + failed[i]));
-      }
+      if (!ended[i]) continue;
+      const x = PL + i * slot + (slot - barW) / 2;
+      const hc = (hist.completed[i] / top) * plotH;
+      const hd = (hist.dead[i] / top) * plotH;
+      const tip = `${pointTime(hist, i)} · ${fmt(hist.completed[i])} completed, ${fmt(hist.dead[i])} dead-lettered`;
+      const bar = s("g", { class: "bar" }, s("title", {}, tip));
+      if (hc) bar.append(s("rect", { x, y: PT + plotH - hc, width: barW, height: hc, class: "c" }));
+      if (hd) bar.append(s("rect", { x, y: PT + plotH - hc - hd, width: barW, height: hd, class: "f" }));
+      svg.append(bar);
     }
-
-    g.textAlign = "center";
-    g.textBaseline = "top";
-    g.fillStyle = "#7a8294";
-    const step = n >= 60 ? 15 : Math.max(1, Math.round(n / 4));
-    for (let back = 0; back < n; back += step) {
-      const i = n - 1 - back;
-      g.fillText(back === 0 ? "now" : `-${back}m`, padL + i * slot + slot / 2, padT + plotH + 7);
+    return svg;
+  }
+  function lineChart(hist, means) {
+    const n = means.length;
+    const top = niceCeil(Math.max(1, ...means.map((v) => v || 0)));
+    const plotH = H - PT - PB;
+    const slot = (W - PL - PR) / n;
+    const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart", role: "img",
+      "aria-label": "mean per point" }, frame(hist, top, (v) => durText(v)));
+    let path = "";
+    for (let i = 0; i < n; i += 1) {
+      const v = means[i];
+      if (v === null || v === undefined) continue;
+      const x = PL + (i + 0.5) * slot;
+      const y = PT + plotH - (v / top) * plotH;
+      path += `${path && means[i - 1] !== null && means[i - 1] !== undefined ? "L" : "M"}${x.toFixed(1)},${y.toFixed(1)}`;
+      svg.append(s("circle", { cx: x.toFixed(1), cy: y.toFixed(1), r: 2, class: "dot" },
+        s("title", {}, `${pointTime(hist, i)} · ${durText(v)}`)));
     }
-    if (!done.some(Boolean) && !failed.some(Boolean)) {
-      g.textBaseline = "middle";
-      g.fillStyle = "#9aa1b0";
-      g.fillText("no jobs settled in this window", padL + plotW / 2, padT + plotH / 2);
-    }
+    if (path) svg.insertBefore(s("path", { d: path, class: "line" }), svg.children[1] || null);
+    return svg;
   }
 
   function niceCeil(v) {

@@ -35,9 +35,9 @@ local GPAUSED = 'gpaused'
 local GTURN = 'gturn'
 -- repeat registry; score = next run (ms); member = name
 local REPEAT = 'repeat'
--- `count` and per-minute buckets
+-- `count`: completed jobs, all time
 local METRICS_COMPLETED = 'metrics:completed'
--- `count` and per-minute buckets
+-- `count`: dead-lettered jobs, all time
 local METRICS_FAILED = 'metrics:failed'
 -- the operator verbs' journal (capped)
 local AUDIT = 'audit'
@@ -95,6 +95,8 @@ local WORKER = 'worker:'
 local REPEAT_RECORD = 'repeat:'
 -- a lane's start log (rate limit): B .. GSTARTS .. g
 local GSTARTS = 'gs:'
+-- one hour of per-minute history (HIST_*): B .. HIST .. (ms // 3600000), 7 days
+local HIST = 'hist:'
 -- a group's lane: B .. LANE .. group .. LANE_END
 local LANE = 'g:'
 -- the end of a lane's key (see LANE)
@@ -105,3 +107,17 @@ local SEQ_SPAN = 4294967296
 local PRIORITY_MAX = 1048576
 -- a keep_last job held behind its running owner waits in the schedule at this score
 local DEDUP_HOLD = 4503599627370496
+-- the history series: a queue-hour's key, 60 minute slots (schema.HIST_FIELDS)
+local HIST_SLOT_BITS = 101
+local HIST_MARK = 6060
+local HIST_MARK_ARG = '6060'
+local HIST_KEEP_MS = 604800000
+local HIST_WAIT_UNIT_MS = 4
+local HIST_COMPLETED_AT = 0
+local HIST_DEAD_AT = 20
+local HIST_WAIT_AT = 36
+local HIST_RUN_MS_AT = 70
+local HIST_COMPLETED_T = 'u20'
+local HIST_DEAD_T = 'u16'
+local HIST_WAIT_T = 'u34'
+local HIST_RUN_MS_T = 'u31'
