@@ -17,6 +17,10 @@ from worker_support import FAST, running, wait_until
 
 Make = Callable[..., Queue]
 
+# every test under the scripts and the native executor (EMQ.COMPLETE and EMQ.RETRY
+# defer a flow's job to the script: EMQFLOW)
+pytestmark = pytest.mark.both_executors
+
 
 def row(r: redis.Redis, q: Queue, jid: str) -> dict[str, str]:
     return hgetall(r, q.keys.job(jid))
@@ -267,3 +271,39 @@ def test_worker_fan_out_fan_in(make_queue: Make, qname: str, r: redis.Redis) -> 
     assert got == [sorted([2 * i for i in range(5)] + [2 * (10 + i) for i in range(5)])]
     wait_until(lambda: r.exists(qa.keys.job(ids.id)) == 0, timeout=5)
     assert r.exists(qa.keys.kids(ids.id), qb.keys.base + "outbox") == 0
+
+
+def test_stalled_to_dead_resolves_the_parent(q: Queue, r: redis.Redis) -> None:
+    ids = q.enqueue_flow(Flow(payload="p", children=[Flow(payload=1, on_fail="ignore")]))
+    kid = ids.children[0].id
+    c = q.claim(lease_ms=60_000)
+    assert c is not None and c.id == kid
+    assert r.zadd(q.keys.active, {kid: 0}, xx=True, ch=True) == 1  # the lease ran out
+    back, dead = q.check_stalled(0, 10)
+    assert (back, dead) == ([], [kid])
+    assert q.job_state(ids.id) == "pending"
+    fail = q.children_results(ids.id).failed[ids.children[0].ref]
+    assert (fail.outcome, fail.error) == ("failed", "stalled: lease expired 1 times")
+
+
+def test_native_defers_a_flow_job_to_the_script(
+    make_queue: Make, qname: str, r: redis.Redis
+) -> None:
+    qa = make_queue(qname + "a", executor="native")
+    qb = make_queue(qname + "b", executor="native")
+    ids = qa.enqueue_flow(Flow(payload="p", children=[Flow(payload=1), Flow(qb.name, 2)]))
+    assert qa.ctx.executor.native is True
+    run_one(qa, "one")  # EMQ.COMPLETE refuses (EMQFLOW), the script settles it
+    # the batch form refuses the whole call, then runs as the script
+    c = qb.claim(lease_ms=60_000)
+    assert c is not None
+    assert qb.complete_many([(c.id, c.token)]) == []
+    assert qb.relay_flows() == 1
+    assert qa.job_state(ids.id) == "pending"
+    assert qa.children_results(ids.id).completed == {
+        ids.children[0].ref: "one",
+        ids.children[1].ref: None,
+    }
+    # a job of no flow still completes natively
+    plain = qa.enqueue("plain")
+    assert run_one(qa) in (ids.id, plain)
