@@ -307,3 +307,25 @@ def test_native_defers_a_flow_job_to_the_script(
     # a job of no flow still completes natively
     plain = qa.enqueue("plain")
     assert run_one(qa) in (ids.id, plain)
+
+
+def test_drain_group_and_bulk_remove_resolve_parents(q: Queue, r: redis.Redis) -> None:
+    kids = [
+        Flow(payload=1, group="g", on_fail="ignore"),
+        Flow(payload=2, name="kid", on_fail="ignore"),
+    ]
+    ids = q.enqueue_flow(Flow(payload="p", children=kids))
+    pid, grouped, flat = ids.id, ids.children[0], ids.children[1]
+    assert q.drain_group("g") == 1
+    assert smembers(r, q.keys.deps(pid)) == {flat.ref}
+    res = q.remove_jobs("pending", name="kid")
+    assert res.matched == 1
+    assert r.exists(q.keys.job(flat.id)) == 0
+    failed = q.children_results(pid).failed
+    assert {k: v.outcome for k, v in failed.items()} == {
+        grouped.ref: "drained",
+        flat.ref: "removed",
+    }
+    # the parent became ready when its last child went
+    assert q.job_state(pid) == "pending"
+    assert r.zcard(q.keys.base + "waiting") == 0
