@@ -366,3 +366,16 @@ def test_a_lost_reply_of_the_relay_is_sent_again_and_resolves_once(
     assert qa.children_results(ids.id).completed == {done.ref: "r"}
     assert qa.job_state(ids.id) == "waiting_children"
     assert r.exists(pq.keys.base + "outbox", pq.keys.base + "outmsg") == 0
+
+
+def test_the_beat_relays_what_a_settle_left(make_queue: Make, qname: str, r: redis.Redis) -> None:
+    # a child completed by a client that never relayed (as a worker killed right after
+    # its settle): any worker of the child's queue relays it on its beat
+    qa, qb = make_queue(qname + "a"), make_queue(qname + "b")
+    ids = qa.enqueue_flow(Flow(payload="p", children=[Flow(qb.name, 1)]))
+    run_one(qb, "r")
+    assert r.zcard(qb.keys.base + "outbox") == 1
+    with running(Worker(qb, lambda job: None, config=FAST)):
+        wait_until(lambda: qa.job_state(ids.id) == "pending", timeout=5)
+    assert r.exists(qb.keys.base + "outbox", qb.keys.base + "outmsg") == 0
+    assert qa.children_results(ids.id).completed == {ids.children[0].ref: "r"}
