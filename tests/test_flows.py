@@ -390,15 +390,21 @@ def test_a_delayed_parent_waits_for_its_due_time(q: Queue, r: redis.Redis) -> No
     assert r.zcard(q.keys.base + "waiting") == 0
 
 
-def test_a_kept_parent_keeps_its_results_until_trimmed(q: Queue, r: redis.Redis) -> None:
+def test_a_kept_parent_keeps_its_results_until_trimmed(
+    make_queue: Make, qname: str, r: redis.Redis
+) -> None:
+    # the parents' queue keeps one completed job; the children's none
+    q, kids = make_queue(qname + "a"), make_queue(qname + "b")
     q.set_retention(completed=1)
-    first = q.enqueue_flow(Flow(payload="p1", children=[Flow(payload=1)]))
-    run_one(q, "a")
+    first = q.enqueue_flow(Flow(payload="p1", children=[Flow(kids.name, 1)]))
+    run_one(kids, "a")
+    assert kids.relay_flows() == 1
     assert run_one(q) == first.id
     assert q.job_state(first.id) == "completed"
     assert q.children_results(first.id).completed == {first.children[0].ref: "a"}
-    second = q.enqueue_flow(Flow(payload="p2", children=[Flow(payload=2)]))
-    run_one(q, "b")
+    second = q.enqueue_flow(Flow(payload="p2", children=[Flow(kids.name, 2)]))
+    run_one(kids, "b")
+    assert kids.relay_flows() == 1
     assert run_one(q) == second.id
     # the retention of one trimmed the first parent: its children's results went with it
     assert r.exists(q.keys.job(first.id), q.keys.kids(first.id)) == 0

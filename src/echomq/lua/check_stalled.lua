@@ -16,7 +16,6 @@ local B = KEYS[1]
 --! include keys
 --! include common
 --! include history
---! include flow
 local maxs = tonumber(ARGV[1])
 local now = now_ms()
 local ids = redis.call('ZRANGEBYSCORE', B .. ACTIVE, '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
@@ -25,8 +24,7 @@ if #ids == 0 then return {back, dead} end
 zrem_all(B .. ACTIVE, ids)
 for _, id in ipairs(ids) do
   local jk = B .. JOB .. id
-  local f = redis.call('HMGET', jk, 'group', 'priority', 'keep', 'attempts', 'seq', 'parent',
-    'on_fail')
+  local f = redis.call('HMGET', jk, 'group', 'priority', 'keep', 'attempts', 'seq', 'parent')
   redis.call('DEL', jk .. LOCK)
   local s = redis.call('HINCRBY', jk, 'stalled', 1)
   -- a job going dead wakes a worker if its slot re-rings the group; one going back
@@ -47,7 +45,10 @@ for _, id in ipairs(ids) do
     count_metric(B .. METRICS_FAILED, 1, now)
     emit(cjson.encode({event = 'dead', job = id, error = err}))
     -- a flow child's death is its ending (the worker's beat relays after this call)
-    if f[6] then flow_ended(id, jk, f[6], f[7], 'failed', err) end
+    if f[6] then
+--! include flow
+      flow_ended(id, jk, f[6], redis.call('HGET', jk, 'on_fail'), 'failed', err)
+    end
     dead[#dead + 1] = id
   else
     make_ready(id, jk, f[1], run_score(f[2], f[5]))

@@ -41,7 +41,6 @@ local B = KEYS[1]
 --! include keys
 --! include common
 --! include history
---! include flow
 -- a kept row stays as history: state completed, finished_at, result (when sent),
 -- indexed in `completed` (and `keepuntil` for its own keep_ms); then the completed
 -- set is trimmed a bounded amount, the lock going in the trim's one DEL
@@ -61,11 +60,17 @@ if #KEYS >= 2 then
   -- the same writes, in the same order, as the batch form below makes for one job
   local id, token = ARGV[1], ARGV[2]
   local jk = KEYS[2]
-  local f, refusal = fenced(jk, token, 'group', 'dedup', 'keep', 'parent', 'on_fail',
-    'children')
+  local f, refusal = fenced(jk, token, 'group', 'dedup', 'keep', 'parent', 'children')
   if not f then return refusal end
-  -- a flow child: its parent's dependency resolves (here, or through the outbox)
-  local relay = f[6] and flow_ended(id, jk, f[6], f[7], 'completed', ARGV[3] or '')
+  -- a flow child: its parent's dependency resolves (here, or through the outbox). The
+  -- flow lib is spliced in this branch (at column 0, as the loader wants it): its
+  -- closures, and the read of its policy, are made for a flow's job only
+  local relay = false
+  if f[6] then
+--! include flow
+    local on_fail = redis.call('HGET', jk, 'on_fail')
+    relay = flow_ended(id, jk, f[6], on_fail, 'completed', ARGV[3] or '')
+  end
   redis.call('ZREM', B .. ACTIVE, id)
   if f[3] then give_back(f[3]) end
   local now, nows = now_text()
@@ -79,7 +84,7 @@ if #KEYS >= 2 then
     if f[4] then release_dedup(id, f[4]) end
     keep_completed(id, jk, ARGV[3], own, count, age, now, nows)
   else
-    delete_row(id, jk, f[4], f[8])
+    delete_row(id, jk, f[4], f[7])
     tombstone(id, now, nows)
   end
   count_metric(B .. METRICS_COMPLETED, 1, now)
@@ -89,7 +94,7 @@ if #KEYS >= 2 then
   return 1
 end
 -- the batch form: each job to complete is {id, row, group, dedup, keep, result,
--- parent, on_fail, children}
+-- parent, children}
 local jobs = {}
 local out = {}
 do
@@ -98,7 +103,7 @@ do
     local id, token = ARGV[i], ARGV[i + 1]
     local jk = B .. JOB .. id
     local f = redis.call('HMGET', jk, 'state', 'attempts', 'group', 'dedup', 'keep',
-      'parent', 'on_fail', 'children')
+      'parent', 'children')
     if not f[1] or f[1] == 'completed' or seen[id] then
       out[#out + 1] = id; out[#out + 1] = 'gone'
     elseif f[1] ~= 'active' or f[2] ~= token then
@@ -107,7 +112,7 @@ do
       seen[id] = true
       local res = ARGV[i + 2]
       if res == '' then res = nil end
-      jobs[#jobs + 1] = {id, jk, f[3], f[4], f[5], res, f[6], f[7], f[8]}
+      jobs[#jobs + 1] = {id, jk, f[3], f[4], f[5], res, f[6], f[7]}
     end
   end
   if #jobs == 0 then return out end
@@ -121,8 +126,10 @@ end
 local now, nows = now_text()
 local relay = false  -- an outbox entry was written (a flow child, parent elsewhere)
 for _, j in ipairs(jobs) do
-  if j[7] and flow_ended(j[1], j[2], j[7], j[8], 'completed', j[6] or '') then
-    relay = true
+  if j[7] then
+--! include flow
+    local on_fail = redis.call('HGET', j[2], 'on_fail')
+    if flow_ended(j[1], j[2], j[7], on_fail, 'completed', j[6] or '') then relay = true end
   end
 end
 local retain = nil  -- the queue's completed retention, read on the first kept row
@@ -148,7 +155,7 @@ for _, j in ipairs(jobs) do
     rows[#rows + 1] = jk; rows[#rows + 1] = jk .. LOGS
     rows[#rows + 1] = jk .. LOCK; rows[#rows + 1] = jk .. ERRORS
     rows[#rows + 1] = jk .. LOGTIMES
-    if j[9] then
+    if j[8] then
       rows[#rows + 1] = jk .. DEPS; rows[#rows + 1] = jk .. KIDS
       rows[#rows + 1] = jk .. KIDFAILS
     end

@@ -1,7 +1,7 @@
 #!lua flags=allow-oom
 -- resolve_child: the relay's transition, in a PARENT's queue: apply children's endings
 -- that were written to their own queue's outbox (lib/flow flow_ended), by child ref.
--- KEYS[1]  the parent queue's base emq:{q}:
+-- KEYS[1]  the queue base emq:{q}: (the PARENT's queue)
 -- ARGV     quintuples, one per ending: child ref ('queue:id'), parent id, outcome
 --          (schema.FLOW_OUTCOMES), the child's on_fail ('' = fail_parent), value
 --          (completed: the result text; failed: the error; else '').

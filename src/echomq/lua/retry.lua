@@ -21,10 +21,9 @@ local B = KEYS[1]
 --! include keys
 --! include common
 --! include history
---! include flow
 local id, token, err = ARGV[1], ARGV[2], ARGV[3]
 local jk = KEYS[2]
-local f, refusal = fenced(jk, token, 'group', 'max_attempts', 'keep', 'parent', 'on_fail')
+local f, refusal = fenced(jk, token, 'group', 'max_attempts', 'keep', 'parent')
 if not f then return refusal end
 local maxa = tonumber(ARGV[5]) or tonumber(f[4]) or tonumber(ARGV[6])
 local now = now_ms()
@@ -51,7 +50,11 @@ if failures >= maxa then
   count_metric(B .. METRICS_FAILED, 1, now)
   emit(cjson.encode({event = 'dead', job = id, error = err, failures = failures}))
   -- a flow child's death is its ending: outcome failed, its error named
-  if f[6] and flow_ended(id, jk, f[6], f[7], 'failed', err) then return 'dead_relay' end
+  if f[6] then
+--! include flow
+    local on_fail = redis.call('HGET', jk, 'on_fail')
+    if flow_ended(id, jk, f[6], on_fail, 'failed', err) then return 'dead_relay' end
+  end
   return 'dead'
 end
 local due = now + (tonumber(ARGV[4]) or 0)

@@ -52,9 +52,11 @@
 -- resolve_child in each parent queue, then outbox_done (ZREM/HDEL by child id).
 
 -- The helpers live inside flow_lib(), made when a flow's job ends: every definition
--- a script carries costs a closure on every call, and the scripts that include this
--- lib are the hot paths (complete, retry), where a job of no flow makes only the two
--- closures flow_lib and flow_ended.
+-- a script carries costs a closure on every call. The hot paths (complete, retry, the
+-- stalled check) go further: they include this lib inside the branch taken for a
+-- flow's job (the include line at column 0, where the loader finds it), so a job of no
+-- flow makes none of its closures (measured: complete's Ir per job +1% against +7.8%
+-- with the lib at the top); the others include it at the top and make two closures.
 local function flow_lib()
   -- this queue's name: B is emq:{q}:
   local function flow_queue()
