@@ -36,6 +36,7 @@
 #define EMQ_K_WAITING "waiting"
 #define EMQ_K_OUTBOX "outbox"
 #define EMQ_K_OUTMSG "outmsg"
+#define EMQ_K_FLOWKEPT "flowkept"
 #define EMQ_K_JOB "job:"
 #define EMQ_K_LOGS ":logs"
 #define EMQ_K_LOGTIMES ":logtimes"

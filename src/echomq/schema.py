@@ -81,6 +81,12 @@ KEYS: tuple[Key, ...] = (
     _q("WAITING", "waiting", "zset", "parents waiting for their children; score = since (ms)"),
     _q("OUTBOX", "outbox", "zset", "children's endings to relay to another queue; id -> ms"),
     _q("OUTMSG", "outmsg", "hash", "an outbox entry's message (JSON): child id -> ending"),
+    _q(
+        "FLOWKEPT",
+        "flowkept",
+        "string",
+        "'1' once a kept flow parent completed: the history trim looks for parents",
+    ),
     Key("JOB", "job:", "per_id", "hash", "a job's row: B .. JOB .. id (ROW_FIELDS)"),
     Key("LOGS", ":logs", "row", "list", "the row's log lines, oldest first: row .. LOGS"),
     Key(

@@ -36,7 +36,9 @@
 --          up to 32 once the set holds more than the count, at most 4 past the age,
 --          and, when this job has its own keep_ms, 4 whose own keep ran out: each row
 --          with its logs and error history, and a tombstone for one that completed in
---          the last 60 s; lib/history).
+--          the last 60 s; lib/history). A kept flow parent (field `children`) sets
+--          `flowkept`, after which the trim deletes a trimmed parent's :deps, :kids and
+--          :kidfails too.
 local B = KEYS[1]
 --! include keys
 --! include common
@@ -82,6 +84,8 @@ if #KEYS >= 2 then
   end
   if own > 0 or count or age then
     if f[4] then release_dedup(id, f[4]) end
+    -- a kept flow parent: the history trim will look for its children's results
+    if f[7] then redis.call('SET', B .. FLOWKEPT, '1') end
     keep_completed(id, jk, ARGV[3], own, count, age, now, nows)
   else
     delete_row(id, jk, f[4], f[7])
@@ -149,7 +153,9 @@ for _, j in ipairs(jobs) do
   end
   if j[4] then release_dedup(id, j[4]) end
   if own > 0 or count or age then
-    -- kept: the row stays as history
+    -- kept: the row stays as history (a flow parent: the trim will look for its
+    -- children's results)
+    if j[8] then redis.call('SET', B .. FLOWKEPT, '1') end
     keep_completed(id, jk, j[6], own, count, age, now, nows)
   else
     rows[#rows + 1] = jk; rows[#rows + 1] = jk .. LOGS
