@@ -36,6 +36,7 @@
 #define EMQ_K_WAITING "waiting"
 #define EMQ_K_OUTBOX "outbox"
 #define EMQ_K_OUTMSG "outmsg"
+#define EMQ_K_FLOWKEPT "flowkept"
 #define EMQ_K_JOB "job:"
 #define EMQ_K_LOGS ":logs"
 #define EMQ_K_LOGTIMES ":logtimes"
@@ -86,6 +87,7 @@
 #define EMQ_F_PARENT "parent"
 #define EMQ_F_ON_FAIL "on_fail"
 #define EMQ_F_CHILDREN "children"
+#define EMQ_F_DUE "due"
 
 /* the fields of a queue's meta hash */
 #define EMQ_F_PAUSED "paused"

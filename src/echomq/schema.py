@@ -81,6 +81,12 @@ KEYS: tuple[Key, ...] = (
     _q("WAITING", "waiting", "zset", "parents waiting for their children; score = since (ms)"),
     _q("OUTBOX", "outbox", "zset", "children's endings to relay to another queue; id -> ms"),
     _q("OUTMSG", "outmsg", "hash", "an outbox entry's message (JSON): child id -> ending"),
+    _q(
+        "FLOWKEPT",
+        "flowkept",
+        "string",
+        "'1' once a kept flow parent completed: the history trim looks for parents",
+    ),
     Key("JOB", "job:", "per_id", "hash", "a job's row: B .. JOB .. id (ROW_FIELDS)"),
     Key("LOGS", ":logs", "row", "list", "the row's log lines, oldest first: row .. LOGS"),
     Key(
@@ -173,6 +179,7 @@ ROW_FIELDS: tuple[Field, ...] = (
         "a flow child's policy: ignore | remove_dependency | continue (absent: fail_parent)",
     ),
     Field("children", "count", "a flow parent's number of children when it was written"),
+    Field("due", "time", "a waiting flow parent's due time (enqueued with a delay)"),
 )
 #: Row fields by name.
 ROW_FIELD: dict[str, Field] = {f.name: f for f in ROW_FIELDS}

@@ -34,6 +34,7 @@ from . import (
     admin,
     bulk,
     dedup,
+    flows,
     history,
     hooks,
     jobs,
@@ -47,6 +48,7 @@ from . import (
 )
 from . import repeat as repeating
 from .context import Context
+from .flows import relay as flows_relay
 from .hooks import Kind
 from .scripts import Plan
 from .transitions import TRANSITIONS
@@ -129,6 +131,10 @@ class VerbTable:
     # the lifecycle: producers
     enqueue = _v(lifecycle.enqueue, "producer", "enqueue")
     enqueue_many = _v(lifecycle.enqueue_many, "producer", "enqueue")
+    # flows
+    enqueue_flow = _v(flows.enqueue_flow, "producer", "enqueue_flow")
+    children_results = _v(flows.children_results, "read")
+    relay_flows = _v(flows_relay.relay_flows, "hot", "outbox_read", "resolve_child", "outbox_done")
     # the lifecycle: the worker's path
     claim = _v(lifecycle.claim, "hot", "claim")
     claim_many = _v(lifecycle.claim_many, "hot", "claim")
@@ -247,6 +253,12 @@ RUNTIME_VERBS: tuple[RuntimeVerb, ...] = (
         ("rate_limited",),
     ),
     RuntimeVerb("scrape", "the metrics scrape", ("obs_queue", "obs_groups")),
+    RuntimeVerb(
+        "relay",
+        "the flow relay: the worker after a settle that wrote an outbox entry, and its beat "
+        "(flows.relay.relay_flows)",
+        ("outbox_read", "resolve_child", "outbox_done"),
+    ),
 )
 
 

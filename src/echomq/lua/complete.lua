@@ -6,10 +6,13 @@
 --          on a kept row).
 --          Without KEYS[2] (the batch form): triples id, token, result ('' = none),
 --          at most 500 a call (the client's chunk); each row is B .. 'job:' .. id.
--- Reply:   the one-job form: 1. The batch form: a flat array of (id, reason) for each
+-- Reply:   the one-job form: 1, or 2 when the job was a flow child whose ending was
+--          written to this queue's outbox (its parent is in another queue: relay now).
+--          The batch form: a flat array of (id, reason) for each
 --          job NOT completed, reason 'gone' (no row, a kept completed row, or an id
 --          listed twice: gone the second time) or 'stale' (not active under that
---          token); empty when every job was completed.
+--          token); empty when every job was completed; then the pair ('', 'relay')
+--          when a flow child's ending was written to the outbox.
 -- Refusals: the one-job form: -1 no row (gone), or the row is a kept completed one;
 --          EMQSTALE the job is not active under this token. The batch form refuses
 --          nothing as an error: each job is fenced on its own, all before any write.
@@ -24,6 +27,10 @@
 --          enqueued_at; its expiry on the key's first write); under a concurrency cap
 --          (meta `concurrency`) one wake token per job; event 'completed' per job, in order. A repeat
 --          answers -1 / 'gone'.
+--          A flow child (field `parent`): its ending, outcome completed with the
+--          result sent (lib/flow flow_ended): its parent resolved in this step when in
+--          this queue, else an outbox entry. A flow parent's row (field `children`)
+--          deleted with its :deps, :kids, :kidfails.
 --          A kept row (field `keep`) whose job or queue keeps completed history stays
 --          instead: state completed, finished_at, result (when sent); lock deleted,
 --          dedup key released; ZADD completed (score = now), keepuntil (now + its
@@ -32,7 +39,9 @@
 --          up to 32 once the set holds more than the count, at most 4 past the age,
 --          and, when this job has its own keep_ms, 4 whose own keep ran out: each row
 --          with its logs and error history, and a tombstone for one that completed in
---          the last 60 s; lib/history).
+--          the last 60 s; lib/history). A kept flow parent (field `children`) sets
+--          `flowkept`, after which the trim deletes a trimmed parent's :deps, :kids and
+--          :kidfails too.
 local B = KEYS[1]
 --! include keys
 --! include common
@@ -56,13 +65,22 @@ if #KEYS >= 2 then
   -- the same writes, in the same order, as the batch form below makes for one job
   local id, token = ARGV[1], ARGV[2]
   local jk = KEYS[2]
-  local f, refusal = fenced(jk, token, 'group', 'dedup', 'keep', 'started_at',
-    'last_started_at', 'enqueued_at')
+  local f, refusal = fenced(jk, token, 'group', 'dedup', 'keep', 'parent', 'children',
+    'started_at', 'last_started_at', 'enqueued_at')
   if not f then return refusal end
+  -- a flow child: its parent's dependency resolves (here, or through the outbox). The
+  -- flow lib is spliced in this branch (at column 0, as the loader wants it): its
+  -- closures, and the read of its policy, are made for a flow's job only
+  local relay = false
+  if f[6] then
+--! include flow
+    local on_fail = redis.call('HGET', jk, 'on_fail')
+    relay = flow_ended(id, jk, f[6], on_fail, 'completed', ARGV[3] or '')
+  end
   redis.call('ZREM', B .. ACTIVE, id)
   if f[3] then give_back(f[3]) end
   local now, nows = now_text()
-  local wait, run = job_times(id, f[6], f[7], f[8], now)
+  local wait, run = job_times(id, f[8], f[9], f[10], now)
   local own, count, age = 0, nil, nil
   if f[5] then
     own = tonumber(f[5]) or 0
@@ -71,18 +89,21 @@ if #KEYS >= 2 then
   end
   if own > 0 or count or age then
     if f[4] then release_dedup(id, f[4]) end
+    -- a kept flow parent: the history trim will look for its children's results
+    if f[7] then redis.call('SET', B .. FLOWKEPT, '1') end
     keep_completed(id, jk, ARGV[3], own, count, age, now, nows)
   else
-    delete_row(id, jk, f[4])
+    delete_row(id, jk, f[4], f[7])
     tombstone(id, now, nows)
   end
   count_metric(B .. METRICS_COMPLETED, 1, now, wait, run)
   cap_freed(1)
   emit(ev('completed', id))
+  if relay then return 2 end
   return 1
 end
--- the batch form: each job to complete is {id, row, group, dedup, keep, result, started_at,
--- last_started_at, enqueued_at}
+-- the batch form: each job to complete is {id, row, group, dedup, keep, result,
+-- parent, children, started_at, last_started_at, enqueued_at}
 local jobs = {}
 local out = {}
 do
@@ -91,7 +112,7 @@ do
     local id, token = ARGV[i], ARGV[i + 1]
     local jk = B .. JOB .. id
     local f = redis.call('HMGET', jk, 'state', 'attempts', 'group', 'dedup', 'keep',
-      'started_at', 'last_started_at', 'enqueued_at')
+      'parent', 'children', 'started_at', 'last_started_at', 'enqueued_at')
     if not f[1] or f[1] == 'completed' or seen[id] then
       out[#out + 1] = id; out[#out + 1] = 'gone'
     elseif f[1] ~= 'active' or f[2] ~= token then
@@ -100,7 +121,7 @@ do
       seen[id] = true
       local res = ARGV[i + 2]
       if res == '' then res = nil end
-      jobs[#jobs + 1] = {id, jk, f[3], f[4], f[5], res, f[6], f[7], f[8]}
+      jobs[#jobs + 1] = {id, jk, f[3], f[4], f[5], res, f[6], f[7], f[8], f[9], f[10]}
     end
   end
   if #jobs == 0 then return out end
@@ -112,13 +133,21 @@ for _, j in ipairs(jobs) do
   if j[3] then give_back(j[3]) end
 end
 local now, nows = now_text()
+local relay = false  -- an outbox entry was written (a flow child, parent elsewhere)
+for _, j in ipairs(jobs) do
+  if j[7] then
+--! include flow
+    local on_fail = redis.call('HGET', j[2], 'on_fail')
+    if flow_ended(j[1], j[2], j[7], on_fail, 'completed', j[6] or '') then relay = true end
+  end
+end
 local retain = nil  -- the queue's completed retention, read on the first kept row
 local rows = {}  -- the deleted rows' keys: one DEL for the call
 local gone = {}  -- their ids, for the tombstones
 local waits, runs = 0, 0  -- the jobs' summed wait and run (the history series)
 for _, j in ipairs(jobs) do
   local id, jk = j[1], j[2]
-  local w, r = job_times(id, j[7], j[8], j[9], now)
+  local w, r = job_times(id, j[9], j[10], j[11], now)
   waits, runs = waits + w, runs + r
   local own, count, age = 0, nil, nil
   if j[5] then
@@ -132,12 +161,18 @@ for _, j in ipairs(jobs) do
   end
   if j[4] then release_dedup(id, j[4]) end
   if own > 0 or count or age then
-    -- kept: the row stays as history
+    -- kept: the row stays as history (a flow parent: the trim will look for its
+    -- children's results)
+    if j[8] then redis.call('SET', B .. FLOWKEPT, '1') end
     keep_completed(id, jk, j[6], own, count, age, now, nows)
   else
     rows[#rows + 1] = jk; rows[#rows + 1] = jk .. LOGS
     rows[#rows + 1] = jk .. LOCK; rows[#rows + 1] = jk .. ERRORS
     rows[#rows + 1] = jk .. LOGTIMES
+    if j[8] then
+      rows[#rows + 1] = jk .. DEPS; rows[#rows + 1] = jk .. KIDS
+      rows[#rows + 1] = jk .. KIDFAILS
+    end
     gone[#gone + 1] = id
   end
 end
@@ -146,4 +181,5 @@ if #gone > 0 then tombstones(gone, now, nows) end
 count_metric(B .. METRICS_COMPLETED, #jobs, now, waits, runs)
 cap_freed(#jobs)
 for _, id in ipairs(ids) do emit(ev('completed', id)) end
+if relay then out[#out + 1] = ''; out[#out + 1] = 'relay' end
 return out

@@ -98,6 +98,7 @@ class JobRow:
         dedup_behind: a ``keep_last`` job held until this running job ends.
         rerun_as: the newest copy ``rerun_job`` made of this finished job.
         rerun_of: the finished job this one is a copy of (``rerun_job``).
+        due: a waiting flow parent's due time in ms (enqueued with a delay).
     """
 
     id: str
@@ -131,6 +132,7 @@ class JobRow:
     dedup_behind: str | None = None
     rerun_as: str | None = None
     rerun_of: str | None = None
+    due: int | None = None
 
     @classmethod
     def from_fields(

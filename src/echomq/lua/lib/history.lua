@@ -41,6 +41,7 @@ local function trim_settled(setkey, count, age, own, now, step, extra, nows)
     end
   end
   local done = setkey == B .. COMPLETED
+  local flows = done and redis.call('EXISTS', B .. FLOWKEPT) == 1
   local keys = {extra}
   local gone = 0
   local fresh = {}  -- the dropped ids that settled less than SETTLED_MS ago
@@ -60,6 +61,13 @@ local function trim_settled(setkey, count, age, own, now, step, extra, nows)
         keys[#keys + 1] = jk .. LOCK
         keys[#keys + 1] = jk .. ERRORS
         keys[#keys + 1] = jk .. LOGTIMES
+        -- a kept flow parent's children's results go with it: looked for only in a
+        -- queue where one completed (flowkept), by the row's `children`
+        if flows and redis.call('HEXISTS', jk, 'children') == 1 then
+          keys[#keys + 1] = jk .. DEPS
+          keys[#keys + 1] = jk .. KIDS
+          keys[#keys + 1] = jk .. KIDFAILS
+        end
         if #keys >= 1000 then
           redis.call('DEL', unpack(keys))
           keys = {}

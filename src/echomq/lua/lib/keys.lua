@@ -69,6 +69,8 @@ local WAITING = 'waiting'
 local OUTBOX = 'outbox'
 -- an outbox entry's message (JSON): child id -> ending
 local OUTMSG = 'outmsg'
+-- '1' once a kept flow parent completed: the history trim looks for parents
+local FLOWKEPT = 'flowkept'
 -- a job's row: B .. JOB .. id (ROW_FIELDS)
 local JOB = 'job:'
 -- the row's log lines, oldest first: row .. LOGS
