@@ -107,7 +107,8 @@ local function flow_lib()
     end
     redis.call('ZADD', B .. DEAD, now, pid)
     if f[1] then release_dedup(pid, f[1]) end
-    count_metric(B .. METRICS_FAILED, 1, now)
+    -- a parent that never ran: no wait or run to add (as job_times answers)
+    count_metric(B .. METRICS_FAILED, 1, now, 0, 0)
     emit(cjson.encode({event = 'dead', job = pid, error = err}))
     return f[3], f[4]
   end
