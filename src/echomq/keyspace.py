@@ -148,7 +148,7 @@ class Keyspace:
 
     def state_set(self, state: str) -> str:
         """The sorted set holding jobs in ``state`` (pending, active, scheduled, dead,
-        completed: the kept ones)."""
+        completed: the kept ones, waiting_children: flow parents)."""
         try:
             return {
                 "pending": self.pending,
@@ -157,6 +157,7 @@ class Keyspace:
                 "schedule": self.schedule,
                 "dead": self.dead,
                 "completed": self.completed,
+                "waiting_children": self.waiting,
             }[state]
         except KeyError:
             raise InvalidName(f"unknown state: {show(state)}") from None

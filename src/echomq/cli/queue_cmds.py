@@ -17,6 +17,7 @@ from ..checks import MAX_BATCH
 from ..dedup import Dedup
 from ..discovery import DEFAULT_SCAN_LIMIT, discover_queues
 from ..queue import Queue
+from ..checks import STATES
 from ..registry import MAX_WORKERS
 from .app import Env, cli, confirm, pass_env
 
@@ -25,7 +26,9 @@ from .browse_cmds import FIND_SCAN_LIMIT as FIND_SCAN_LIMIT
 from .browse_cmds import jobs as jobs
 from .limit_cmds import limits_lines
 
-_COUNT_COLUMNS = ("pending", "active", "scheduled", "dead", "completed", "failed")
+#: The counts' columns: the states (from the one list; ``completed`` here is the
+#: metrics' total, the kept jobs are ``kept``) and the failed total.
+_COUNT_COLUMNS = (*STATES, "waiting_children", "completed", "failed")
 
 
 def parse_json(text: str, what: str = "JSON") -> Any:

@@ -18,8 +18,11 @@ from typing import Any, Literal, get_args
 from ..schema import ROW_FIELDS, TIME_ROW_FIELDS
 
 #: The state a job's row records; a job in a lane is ``pending``; ``completed`` only
-#: for a job kept as history (see ``Queue.set_retention`` and ``keep_ms``).
-JobState = Literal["pending", "active", "scheduled", "dead", "completed"]
+#: for a job kept as history (see ``Queue.set_retention`` and ``keep_ms``);
+#: ``waiting_children`` for a flow parent waiting for its children (docs/flows.md).
+#: The one list of states: :data:`echomq.checks.PAGE_STATES` and the views, the CLI,
+#: the console and the exporter read it (``tests/test_results.py`` holds them to it).
+JobState = Literal["pending", "active", "scheduled", "dead", "completed", "waiting_children"]
 #: Every :data:`JobState`, in the order the counts and the CLI list them.
 JOB_STATES: tuple[JobState, ...] = get_args(JobState)
 
@@ -44,6 +47,8 @@ class Counts:
         paused: whether the queue's claim gate is closed.
         kept: completed jobs kept as history now (the ``completed`` set; 0 unless the
             queue or its jobs keep history).
+        waiting_children: flow parents waiting for their children now (the
+            ``waiting`` set; docs/flows.md).
     """
 
     pending: int
@@ -54,6 +59,7 @@ class Counts:
     failed: int
     paused: bool
     kept: int = 0
+    waiting_children: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """The counts as a plain dict (for JSON output)."""
