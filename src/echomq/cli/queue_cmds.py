@@ -13,11 +13,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from ..admin import DEFAULT_DRAIN_BUDGET, DEFAULT_OBLITERATE_BUDGET
-from ..checks import MAX_BATCH
+from ..checks import MAX_BATCH, STATES
 from ..dedup import Dedup
 from ..discovery import DEFAULT_SCAN_LIMIT, discover_queues
 from ..queue import Queue
-from ..checks import STATES
 from ..registry import MAX_WORKERS
 from .app import Env, cli, confirm, pass_env
 
