@@ -85,6 +85,7 @@
 #define EMQ_F_PARENT "parent"
 #define EMQ_F_ON_FAIL "on_fail"
 #define EMQ_F_CHILDREN "children"
+#define EMQ_F_DUE "due"
 
 /* the fields of a queue's meta hash */
 #define EMQ_F_PAUSED "paused"

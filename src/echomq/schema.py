@@ -166,6 +166,7 @@ ROW_FIELDS: tuple[Field, ...] = (
         "a flow child's policy: ignore | remove_dependency | continue (absent: fail_parent)",
     ),
     Field("children", "count", "a flow parent's number of children when it was written"),
+    Field("due", "time", "a waiting flow parent's due time (enqueued with a delay)"),
 )
 #: Row fields by name.
 ROW_FIELD: dict[str, Field] = {f.name: f for f in ROW_FIELDS}

@@ -100,6 +100,15 @@ TRANSITIONS: dict[str, Transition] = {
         _t("promote", True, _ONE_MORE_SWEEP),
         _t("reap", True, _ONE_MORE_SWEEP),
         _t("check_stalled", False, "a repeat would count a stall twice"),
+        # ---- flows
+        _t(
+            "resolve_child",
+            True,
+            "keyed by child ref: a repeat finds the refs gone from the parent's deps and "
+            "writes nothing",
+        ),
+        _t("outbox_read", True, _READ),
+        _t("outbox_done", True, "removes by child id: a repeat finds them gone"),
         # ---- reads
         _t("counts", True, _READ),
         _t("browse", True, _READ),

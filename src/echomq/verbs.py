@@ -246,6 +246,12 @@ RUNTIME_VERBS: tuple[RuntimeVerb, ...] = (
         ("rate_limited",),
     ),
     RuntimeVerb("scrape", "the metrics scrape", ("obs_queue", "obs_groups")),
+    RuntimeVerb(
+        "relay",
+        "the flow relay: the worker after a settle that wrote an outbox entry, and its beat "
+        "(flows.relay.relay)",
+        ("outbox_read", "resolve_child", "outbox_done"),
+    ),
 )
 
 

@@ -39,9 +39,11 @@ from .settle import (
     delay,
     fenced_batch,
     fenced_outcomes,
+    relay_waits,
     release,
     release_many,
     retry,
+    retry_verdict,
     settle_outcomes,
 )
 
@@ -72,9 +74,11 @@ __all__ = [
     "gate_open",
     "promote",
     "reap",
+    "relay_waits",
     "release",
     "release_many",
     "request_id",
     "retry",
+    "retry_verdict",
     "settle_outcomes",
 ]

@@ -114,8 +114,22 @@ def settle_outcomes(replies: Sequence[Any]) -> tuple[list[str], list[str]]:
         if isinstance(r, Exception):
             raise r
         for k in range(0, len(r), 2):
+            if r[k + 1] == RELAY_MARK:
+                continue  # a flow child's ending waits in the outbox (relay_waits)
             (gone if r[k + 1] == "gone" else stale).append(r[k])
     return gone, stale
+
+
+#: The complete script's batch form ends its reply with ``('', RELAY_MARK)`` when a
+#: flow child's ending was written to the queue's outbox (its parent is elsewhere).
+RELAY_MARK = "relay"
+
+
+def relay_waits(replies: Sequence[Any]) -> bool:
+    """Whether any reply of :func:`complete_ops` says a flow ending waits in the outbox."""
+    return any(
+        not isinstance(r, Exception) and len(r) >= 2 and r[-1] == RELAY_MARK for r in replies
+    )
 
 
 def fenced_batch(pairs: Sequence[tuple[str, int]], ops: Sequence[Eval]) -> Plan[list[str]]:
@@ -178,6 +192,24 @@ def retry(
     Raises:
         JobGone, StaleToken: refused, nothing changed.
     """
+    verdict, _ = yield from retry_verdict(ctx, job_id, token, error, delay_ms, max_attempts)
+    return verdict
+
+
+#: The retry script's reply for a flow child gone dead whose ending waits in the outbox.
+DEAD_RELAY = "dead_relay"
+
+
+def retry_verdict(
+    ctx: Context,
+    job_id: str,
+    token: int,
+    error: str,
+    delay_ms: int = 0,
+    max_attempts: int | None = None,
+) -> Plan[tuple[RetryOutcome, bool]]:
+    """:func:`retry`, and whether a flow child's ending now waits in the outbox (the
+    worker relays it at once)."""
     tok = fenced_token(ctx, job_id, token)
     error = checks.error_text(error)
     delay_ms = checks.ms(delay_ms, "delay_ms", zero=True)
@@ -196,7 +228,9 @@ def retry(
         ),
         job=job_id,
     )
-    return RetryOutcome(reply)
+    if reply == DEAD_RELAY:
+        return RetryOutcome.DEAD, True
+    return RetryOutcome(reply), False
 
 
 def delay(ctx: Context, job_id: str, token: int, delay_ms: int) -> Plan[int]:

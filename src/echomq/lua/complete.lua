@@ -6,10 +6,13 @@
 --          on a kept row).
 --          Without KEYS[2] (the batch form): triples id, token, result ('' = none),
 --          at most 500 a call (the client's chunk); each row is B .. 'job:' .. id.
--- Reply:   the one-job form: 1. The batch form: a flat array of (id, reason) for each
+-- Reply:   the one-job form: 1, or 2 when the job was a flow child whose ending was
+--          written to this queue's outbox (its parent is in another queue: relay now).
+--          The batch form: a flat array of (id, reason) for each
 --          job NOT completed, reason 'gone' (no row, a kept completed row, or an id
 --          listed twice: gone the second time) or 'stale' (not active under that
---          token); empty when every job was completed.
+--          token); empty when every job was completed; then the pair ('', 'relay')
+--          when a flow child's ending was written to the outbox.
 -- Refusals: the one-job form: -1 no row (gone), or the row is a kept completed one;
 --          EMQSTALE the job is not active under this token. The batch form refuses
 --          nothing as an error: each job is fenced on its own, all before any write.
@@ -21,6 +24,10 @@
 --          once by the number completed; under a concurrency cap (meta `concurrency`)
 --          one wake token per job; event 'completed' per job, in order. A repeat
 --          answers -1 / 'gone'.
+--          A flow child (field `parent`): its ending, outcome completed with the
+--          result sent (lib/flow flow_ended): its parent resolved in this step when in
+--          this queue, else an outbox entry. A flow parent's row (field `children`)
+--          deleted with its :deps, :kids, :kidfails.
 --          A kept row (field `keep`) whose job or queue keeps completed history stays
 --          instead: state completed, finished_at, result (when sent); lock deleted,
 --          dedup key released; ZADD completed (score = now), keepuntil (now + its
@@ -34,6 +41,7 @@ local B = KEYS[1]
 --! include keys
 --! include common
 --! include history
+--! include flow
 -- a kept row stays as history: state completed, finished_at, result (when sent),
 -- indexed in `completed` (and `keepuntil` for its own keep_ms); then the completed
 -- set is trimmed a bounded amount, the lock going in the trim's one DEL
@@ -53,8 +61,11 @@ if #KEYS >= 2 then
   -- the same writes, in the same order, as the batch form below makes for one job
   local id, token = ARGV[1], ARGV[2]
   local jk = KEYS[2]
-  local f, refusal = fenced(jk, token, 'group', 'dedup', 'keep')
+  local f, refusal = fenced(jk, token, 'group', 'dedup', 'keep', 'parent', 'on_fail',
+    'children')
   if not f then return refusal end
+  -- a flow child: its parent's dependency resolves (here, or through the outbox)
+  local relay = f[6] and flow_ended(id, jk, f[6], f[7], 'completed', ARGV[3] or '')
   redis.call('ZREM', B .. ACTIVE, id)
   if f[3] then give_back(f[3]) end
   local now, nows = now_text()
@@ -68,15 +79,17 @@ if #KEYS >= 2 then
     if f[4] then release_dedup(id, f[4]) end
     keep_completed(id, jk, ARGV[3], own, count, age, now, nows)
   else
-    delete_row(id, jk, f[4])
+    delete_row(id, jk, f[4], f[8])
     tombstone(id, now, nows)
   end
   count_metric(B .. METRICS_COMPLETED, 1, now)
   cap_freed(1)
   emit(ev('completed', id))
+  if relay then return 2 end
   return 1
 end
--- the batch form: each job to complete is {id, row, group, dedup, keep, result}
+-- the batch form: each job to complete is {id, row, group, dedup, keep, result,
+-- parent, on_fail, children}
 local jobs = {}
 local out = {}
 do
@@ -84,7 +97,8 @@ do
   for i = 1, #ARGV - 2, 3 do
     local id, token = ARGV[i], ARGV[i + 1]
     local jk = B .. JOB .. id
-    local f = redis.call('HMGET', jk, 'state', 'attempts', 'group', 'dedup', 'keep')
+    local f = redis.call('HMGET', jk, 'state', 'attempts', 'group', 'dedup', 'keep',
+      'parent', 'on_fail', 'children')
     if not f[1] or f[1] == 'completed' or seen[id] then
       out[#out + 1] = id; out[#out + 1] = 'gone'
     elseif f[1] ~= 'active' or f[2] ~= token then
@@ -93,7 +107,7 @@ do
       seen[id] = true
       local res = ARGV[i + 2]
       if res == '' then res = nil end
-      jobs[#jobs + 1] = {id, jk, f[3], f[4], f[5], res}
+      jobs[#jobs + 1] = {id, jk, f[3], f[4], f[5], res, f[6], f[7], f[8]}
     end
   end
   if #jobs == 0 then return out end
@@ -105,6 +119,12 @@ for _, j in ipairs(jobs) do
   if j[3] then give_back(j[3]) end
 end
 local now, nows = now_text()
+local relay = false  -- an outbox entry was written (a flow child, parent elsewhere)
+for _, j in ipairs(jobs) do
+  if j[7] and flow_ended(j[1], j[2], j[7], j[8], 'completed', j[6] or '') then
+    relay = true
+  end
+end
 local retain = nil  -- the queue's completed retention, read on the first kept row
 local rows = {}  -- the deleted rows' keys: one DEL for the call
 local gone = {}  -- their ids, for the tombstones
@@ -128,6 +148,10 @@ for _, j in ipairs(jobs) do
     rows[#rows + 1] = jk; rows[#rows + 1] = jk .. LOGS
     rows[#rows + 1] = jk .. LOCK; rows[#rows + 1] = jk .. ERRORS
     rows[#rows + 1] = jk .. LOGTIMES
+    if j[9] then
+      rows[#rows + 1] = jk .. DEPS; rows[#rows + 1] = jk .. KIDS
+      rows[#rows + 1] = jk .. KIDFAILS
+    end
     gone[#gone + 1] = id
   end
 end
@@ -136,4 +160,5 @@ if #gone > 0 then tombstones(gone, now, nows) end
 count_metric(B .. METRICS_COMPLETED, #jobs, now)
 cap_freed(#jobs)
 for _, id in ipairs(ids) do emit(ev('completed', id)) end
+if relay then out[#out + 1] = ''; out[#out + 1] = 'relay' end
 return out

@@ -3,7 +3,9 @@
 -- KEYS[1]  the queue base emq:{q}:;  KEYS[2] the row emq:{q}:job:<id>
 -- ARGV[1]  job id;  ARGV[2] token;  ARGV[3] error text;  ARGV[4] delay_ms
 -- ARGV[5]  max_attempts override ('' = the row's, else ARGV[6]);  ARGV[6] default max
--- Reply:   'scheduled' (parked at now + delay_ms) or 'dead' (failures reached max)
+-- Reply:   'scheduled' (parked at now + delay_ms) or 'dead' (failures reached max);
+--          'dead_relay': dead, and as a flow child its ending was written to this
+--          queue's outbox (the parent is in another queue: relay now)
 -- Refusals: -1 no row (gone) or a kept completed row; EMQSTALE not active under this
 --          token.
 -- Writes:  failures+1, last_error, ZREM active, lane slot back (+ ring), lock deleted,
@@ -13,13 +15,16 @@
 --          error history job:<id>:errors (newest 20), and gets died_at when it dies.
 --          A job going dead trims `dead` by the queue's dead retention read from meta
 --          (at most 4 by count and 4 by age: rows, logs, error histories).
+--          A flow child (field `parent`) going dead ends as `failed` (lib/flow
+--          flow_ended): its parent resolved here by its policy, or an outbox entry.
 local B = KEYS[1]
 --! include keys
 --! include common
 --! include history
+--! include flow
 local id, token, err = ARGV[1], ARGV[2], ARGV[3]
 local jk = KEYS[2]
-local f, refusal = fenced(jk, token, 'group', 'max_attempts', 'keep')
+local f, refusal = fenced(jk, token, 'group', 'max_attempts', 'keep', 'parent', 'on_fail')
 if not f then return refusal end
 local maxa = tonumber(ARGV[5]) or tonumber(f[4]) or tonumber(ARGV[6])
 local now = now_ms()
@@ -45,6 +50,8 @@ if failures >= maxa then
   if count or age then trim_settled(B .. DEAD, count, age, false, now, TRIM_STEP) end
   count_metric(B .. METRICS_FAILED, 1, now)
   emit(cjson.encode({event = 'dead', job = id, error = err, failures = failures}))
+  -- a flow child's death is its ending: outcome failed, its error named
+  if f[6] and flow_ended(id, jk, f[6], f[7], 'failed', err) then return 'dead_relay' end
   return 'dead'
 end
 local due = now + (tonumber(ARGV[4]) or 0)

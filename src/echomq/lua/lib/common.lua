@@ -242,13 +242,22 @@ local function release_dedup(id, d)
 end
 
 -- delete a row with its logs (lines and their times), lock and error history; release its dedup key if it
--- still names it. A caller that already read the row's dedup field passes it (false
--- when absent).
-local function delete_row(id, jk, dedup)
+-- still names it; a flow parent's row (field `children`) also its :deps, :kids and
+-- :kidfails. A caller that already read the row's dedup and children fields passes
+-- them (false when absent); with dedup nil both are read here.
+local function delete_row(id, jk, dedup, kids)
   local d = dedup
-  if d == nil then d = redis.call('HGET', jk, 'dedup') end
+  if d == nil then
+    local f = redis.call('HMGET', jk, 'dedup', 'children')
+    d, kids = f[1], f[2]
+  end
   if d then release_dedup(id, d) end
-  redis.call('DEL', jk, jk .. LOGS, jk .. LOCK, jk .. ERRORS, jk .. LOGTIMES)
+  if kids then
+    redis.call('DEL', jk, jk .. LOGS, jk .. LOCK, jk .. ERRORS, jk .. LOGTIMES,
+      jk .. DEPS, jk .. KIDS, jk .. KIDFAILS)
+  else
+    redis.call('DEL', jk, jk .. LOGS, jk .. LOCK, jk .. ERRORS, jk .. LOGTIMES)
+  end
 end
 
 -- ZREM many members in chunks that stay under Lua's unpack limit

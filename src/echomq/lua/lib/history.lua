@@ -60,6 +60,10 @@ local function trim_settled(setkey, count, age, own, now, step, extra, nows)
         keys[#keys + 1] = jk .. LOCK
         keys[#keys + 1] = jk .. ERRORS
         keys[#keys + 1] = jk .. LOGTIMES
+        -- a kept flow parent's children's results go with it (no read for them)
+        keys[#keys + 1] = jk .. DEPS
+        keys[#keys + 1] = jk .. KIDS
+        keys[#keys + 1] = jk .. KIDFAILS
         if #keys >= 1000 then
           redis.call('DEL', unpack(keys))
           keys = {}
