@@ -1,0 +1,74 @@
+#!lua flags=allow-oom
+-- cancel_flow: one queue's step of cancelling a flow (the plan reads the tree, then
+-- calls this once per queue, the root's queue first, parents before their children).
+-- KEYS[1]  the queue base emq:{q}:
+-- ARGV[1]  the flow's root ref 'queue:id' (journaled);  ARGV[2] actor ('' = none);
+-- ARGV[3]  '1' when ARGV[4] is the root itself (it must be waiting_children), else '0'
+-- ARGV[4..] the ids of this queue's nodes to cancel, each parent before its children
+-- Reply:   {removed, cancelling, failed, relay}: jobs not yet started that were removed
+--          (pending or scheduled), running jobs asked to stop (cancel_job's request),
+--          waiting parents ended as dead ('cancelled by an operator'), and 1 when an
+--          ending wrote an outbox entry (the client relays it), else 0. A row that is
+--          gone, dead, completed, locked or already asked to stop is left as it is.
+-- Refusals: with ARGV[3] = '1': -1 the root has no row; EMQSTATE not waiting the root is
+--          not waiting_children. Both before any write.
+-- Writes:  a waiting parent: lib/flow flow_fail (ZREM waiting, ZADD dead, last_error,
+--          dedup released, metrics:failed, event 'dead') and its ending (flow_ended,
+--          outcome cancelled). A pending or scheduled job: its ending (flow_ended,
+--          outcome cancelled: a parent here records it, one elsewhere gets an outbox
+--          entry), ZREM pending/schedule and its lane + gindex, the row deleted (with a
+--          parent's deps/kids/kidfails; its dedup key released), its tombstone, the
+--          lane's ring place re-synced, event 'removed'. An active job: HSET cancel
+--          <attempts>, event 'cancelling' (the worker stops it cooperatively: it goes
+--          dead, its ending then recorded on its parent). One audit entry when anything
+--          changed.
+local B = KEYS[1]
+--! include keys
+--! include common
+--! include flow
+--! include audit
+if ARGV[3] == '1' then
+  local st = redis.call('HGET', B .. JOB .. ARGV[4], 'state')
+  if not st then return -1 end
+  if st ~= 'waiting_children' then return redis.error_reply('EMQSTATE not waiting') end
+end
+local ERR = 'cancelled by an operator'
+local removed, cancelling, failed, relay = 0, 0, 0, 0
+local now = now_ms()
+for i = 4, #ARGV do
+  local id = ARGV[i]
+  local jk = B .. JOB .. id
+  local f = redis.call('HMGET', jk, 'state', 'attempts', 'cancel', 'group', 'lock', 'parent',
+    'on_fail', 'dedup', 'children')
+  local st = f[1]
+  if st == 'waiting_children' then
+    local gp, gpol = flow_fail(id, jk, ERR)
+    if flow_ended(id, jk, gp, gpol, 'cancelled', ERR) then relay = 1 end
+    failed = failed + 1
+  elseif (st == 'pending' or st == 'scheduled') and not f[5]
+      and redis.call('EXISTS', jk .. LOCK) == 0 then
+    if flow_ended(id, jk, f[6], f[7], 'cancelled', '') then relay = 1 end
+    local g = f[4]
+    redis.call('ZREM', B .. PENDING, id)
+    redis.call('ZREM', B .. SCHEDULE, id)
+    if g then
+      redis.call('ZREM', lane_key(g), id)
+      redis.call('ZREM', B .. GINDEX, id)
+    end
+    delete_row(id, jk, f[8] or false, f[9] or false)
+    tombstone(id, now)
+    if g then ring_sync(g) end
+    emit(ev('removed', id))
+    removed = removed + 1
+  elseif st == 'active' and f[3] ~= f[2] then
+    redis.call('HSET', jk, 'cancel', f[2])
+    emit(cjson.encode({event = 'cancelling', job = id, attempt = tonumber(f[2])}))
+    cancelling = cancelling + 1
+  end
+end
+local n = removed + cancelling + failed
+if n > 0 then
+  audit('cancel_flow', cjson.encode({job = ARGV[1], removed = removed,
+    cancelling = cancelling, failed = failed}), 'ok', n, ARGV[2])
+end
+return {removed, cancelling, failed, relay}
