@@ -107,6 +107,12 @@ TRANSITIONS: dict[str, Transition] = {
             "keyed by child ref: a repeat finds the refs gone from the parent's deps and "
             "writes nothing",
         ),
+        _t(
+            "enqueue_flow",
+            False,
+            "a repeat would write the part's jobs again (their ids are in the call, but a "
+            "child may have run and gone since)",
+        ),
         _t("outbox_read", True, _READ),
         # ---- flows: the operator plane (docs/flows-operations.md)
         _t("flow_nodes", True, _READ),

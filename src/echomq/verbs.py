@@ -34,6 +34,7 @@ from . import (
     admin,
     bulk,
     dedup,
+    flows,
     history,
     hooks,
     jobs,
@@ -50,6 +51,7 @@ from .flows import ops as flow_ops
 from .flows import sweep as flow_sweep
 from .flows import tree as flow_tree
 from .context import Context
+from .flows import relay as flows_relay
 from .hooks import Kind
 from .scripts import Plan
 from .transitions import TRANSITIONS
@@ -132,6 +134,16 @@ class VerbTable:
     # the lifecycle: producers
     enqueue = _v(lifecycle.enqueue, "producer", "enqueue")
     enqueue_many = _v(lifecycle.enqueue_many, "producer", "enqueue")
+    # flows
+    enqueue_flow = _v(
+        flows.enqueue_flow,
+        "producer",
+        "enqueue_flow",
+        "outbox_read",
+        "resolve_child",
+        "outbox_done",
+    )
+    relay_flows = _v(flows_relay.relay_flows, "hot", "outbox_read", "resolve_child", "outbox_done")
     # the lifecycle: the worker's path
     claim = _v(lifecycle.claim, "hot", "claim")
     claim_many = _v(lifecycle.claim_many, "hot", "claim")
@@ -258,7 +270,7 @@ RUNTIME_VERBS: tuple[RuntimeVerb, ...] = (
     RuntimeVerb(
         "relay",
         "the flow relay: the worker after a settle that wrote an outbox entry, and its beat "
-        "(flows.relay.relay)",
+        "(flows.relay.relay_flows)",
         ("outbox_read", "resolve_child", "outbox_done"),
     ),
 )

@@ -68,8 +68,10 @@ def relay_queue(keys: Keyspace, budget: int = RELAY_BUDGET) -> Plan[tuple[int, l
     return len(ids), nxt
 
 
-def relay(ctx: Context, budget: int = RELAY_BUDGET, *, queues: Sequence[str] = ()) -> Plan[int]:
-    """Relay this queue's flow outbox (bounded by ``budget`` entries a queue), then the
+def relay_flows(
+    ctx: Context, budget: int = RELAY_BUDGET, *, queues: Sequence[str] = ()
+) -> Plan[int]:
+    """Relay this queue's flow outbox now (bounded by ``budget`` entries a queue), then the
     outboxes its relay wrote to, up to :data:`MAX_HOPS` queues.
 
     Args:
