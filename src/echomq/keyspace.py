@@ -73,12 +73,15 @@ class Keyspace:
     meta: str
     metrics_completed: str
     metrics_failed: str
+    outbox: str
+    outmsg: str
     pending: str
     rate: str
     repeat: str
     ring: str
     schedule: str
     settled: str
+    waiting: str
     wake: str
     workers: str
 

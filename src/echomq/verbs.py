@@ -47,11 +47,11 @@ from . import (
     views,
 )
 from . import repeat as repeating
+from .context import Context
 from .flows import ops as flow_ops
+from .flows import relay as flows_relay
 from .flows import sweep as flow_sweep
 from .flows import tree as flow_tree
-from .context import Context
-from .flows import relay as flows_relay
 from .hooks import Kind
 from .scripts import Plan
 from .transitions import TRANSITIONS

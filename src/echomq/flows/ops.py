@@ -4,7 +4,7 @@
 Each runs one script per queue (``release_parent``, ``fail_parent``, ``cancel_flow``),
 checked before any write, journaled (one audit entry per script call that changed
 something). An ending that wrote to a flow outbox (a parent whose own parent is in
-another queue) is relayed before the verb returns (:func:`echomq.flows.relay.relay`).
+another queue) is relayed before the verb returns (:func:`echomq.flows.relay.relay_flows`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from ..context import Context
 from ..keyspace import Keyspace
 from ..results.flows import FlowCancel
 from ..scripts import Eval, Plan, script
-from .relay import relay
+from .relay import relay_flows
 from .tree import MAX_CANCEL_NODES, read_levels
 
 #: The longest error text ``fail_parent`` takes.
@@ -68,7 +68,7 @@ def fail_parent(ctx: Context, job_id: str, error: str = "failed by an operator")
     error = checks.text(error, "error", max_len=MAX_ERROR_LEN)
     reply = yield Eval(script("fail_parent"), keys, (job_id, error, ctx.actor), job=job_id)
     if int(reply) == 2:
-        yield from relay(ctx)
+        yield from relay_flows(ctx)
 
 
 def cancel_flow(ctx: Context, job_id: str) -> Plan[FlowCancel]:
@@ -120,5 +120,5 @@ def cancel_flow(ctx: Context, job_id: str) -> Plan[FlowCancel]:
         if int(reply[3]) and q not in relay_from:
             relay_from.append(q)
     if relay_from:
-        yield from relay(ctx, queues=relay_from)
+        yield from relay_flows(ctx, queues=relay_from)
     return FlowCancel(removed, cancelling, failed, nodes, truncated)

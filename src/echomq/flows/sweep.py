@@ -30,7 +30,7 @@ from ..context import Context, as_str
 from ..keyspace import Keyspace
 from ..results.flows import FlowSweep
 from ..scripts import Batch, Cmd, Eval, Plan, script
-from .relay import relay
+from .relay import relay_flows
 from .tree import parse_ref
 
 #: Parents one call examines, and dependencies it checks, by default.
@@ -109,6 +109,6 @@ def sweep_flows(
         resolved += int(reply[0])
         relay_now = relay_now or bool(int(reply[1]))
     if relay_now:
-        yield from relay(ctx)
+        yield from relay_flows(ctx)
     refs = tuple(ref for _, ref in missing[:100])
     return FlowSweep(len(pids), len(pairs), len(missing), resolved, refs)

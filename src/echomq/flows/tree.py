@@ -24,7 +24,7 @@ from ..errors import InvalidName
 from ..keyspace import Keyspace
 from ..results.flows import FlowNode, FlowTree
 from ..scripts import Batch, Cmd, Eval, Plan, script
-from .relay import relay
+from .relay import relay_flows
 
 #: The depth bound of a flow: levels under a root (and parents above a job) read.
 MAX_DEPTH = 8
@@ -120,7 +120,9 @@ def _read(ctx: Context, root: tuple[str, str], limit: int) -> Plan[tuple[list[_R
                     rec.summary = as_str(last_error)
                 found: list[tuple[Any, str | None, str]] = [(r, None, "") for r in node[9]]
                 kids = node[10]
-                found += [(kids[j], "completed", as_str(kids[j + 1])) for j in range(0, len(kids), 2)]
+                found += [
+                    (kids[j], "completed", as_str(kids[j + 1])) for j in range(0, len(kids), 2)
+                ]
                 fails = node[11]
                 found += [(fails[j], *_recorded(fails[j + 1])) for j in range(0, len(fails), 2)]
                 taken = 0
@@ -182,7 +184,7 @@ def flow(ctx: Context, job_id: str, limit: int = FLOW_NODES) -> Plan[FlowTree | 
     """
     ctx.keys.job(job_id)
     limit = checks.integer(limit, "limit", 1, MAX_FLOW_NODES)
-    relayed = yield from relay(ctx)
+    relayed = yield from relay_flows(ctx)
     here = (ctx.keys.name, job_id)
     if (yield Cmd(("EXISTS", ctx.keys.job(job_id)))) == 0:
         return None
@@ -200,7 +202,7 @@ def flow(ctx: Context, job_id: str, limit: int = FLOW_NODES) -> Plan[FlowTree | 
     recs, truncated = yield from _read(ctx, chain[-1], limit)
     others = sorted({r.queue for r in recs} - {ctx.keys.name})[:MAX_RELAY_QUEUES]
     if others:
-        again = yield from relay(ctx, queues=others)
+        again = yield from relay_flows(ctx, queues=others)
         if again:
             relayed += again
             recs, truncated = yield from _read(ctx, chain[-1], limit)

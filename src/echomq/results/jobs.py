@@ -103,6 +103,10 @@ class JobRow:
         dedup_behind: a ``keep_last`` job held until this running job ends.
         rerun_as: the newest copy ``rerun_job`` made of this finished job.
         rerun_of: the finished job this one is a copy of (``rerun_job``).
+        parent: a flow child's parent, ``queue:id``.
+        on_fail: a flow child's policy (``None``: ``fail_parent``).
+        children: a flow parent's number of children when it was written.
+        due: a waiting flow parent's due time (server ms; enqueued with a delay).
     """
 
     id: str
@@ -136,6 +140,10 @@ class JobRow:
     dedup_behind: str | None = None
     rerun_as: str | None = None
     rerun_of: str | None = None
+    parent: str | None = None
+    on_fail: str | None = None
+    children: int | None = None
+    due: int | None = None
 
     @classmethod
     def from_fields(
@@ -173,6 +181,9 @@ class JobRow:
             dedup_behind=row.get("dedup_behind"),
             rerun_as=row.get("rerun_as"),
             rerun_of=row.get("rerun_of"),
+            parent=row.get("parent"),
+            on_fail=row.get("on_fail"),
+            children=_int(row.get("children"), None),
             result=row.get("result"),
             errors=errors,
             extra=extra,
