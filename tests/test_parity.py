@@ -31,7 +31,7 @@ import pytest
 import redis
 import redis.asyncio
 
-from echomq import AsyncQueue, Backoff, Dedup, EchoMQError, Queue, Refused, Worker
+from echomq import AsyncQueue, Backoff, Dedup, EchoMQError, Flow, Queue, Refused, Worker
 from echomq.embedded import EmbeddedServer
 from echomq.queue import verb_names
 
@@ -375,6 +375,24 @@ async def test_enqueue_claim_complete(facade: Facade, r: redis.Redis) -> None:
     assert await t("browse", "pending") == [J(1)]
     assert t.key_names() >= {"pending", f"job:{J(1)}", "metrics:completed"}
     assert f"job:{J(2)}" not in t.key_names()
+
+
+@scenario("enqueue_flow", "children_results", "relay_flows")
+async def test_flows(facade: Facade, r: redis.Redis) -> None:
+    t = facade
+    kids = [Flow(payload=i, id=J(10 + i)) for i in range(2)]
+    ids = await t("enqueue_flow", Flow(payload="p", id=J(1), children=kids))
+    assert (ids.id, [c.id for c in ids.children]) == (J(1), [J(10), J(11)])
+    assert await t("job_state", J(1)) == "waiting_children"
+    for _ in range(2):
+        c = await t("claim")
+        await t("complete", c.id, c.token, result={"n": c.payload})
+    assert await t("relay_flows") == 0  # one queue: resolved inline, nothing to relay
+    res = await t("children_results", J(1))
+    name = t.q.name
+    assert res.completed == {f"{name}:{J(10)}": {"n": 0}, f"{name}:{J(11)}": {"n": 1}}
+    assert await t("job_state", J(1)) == "pending"
+    assert {f"job:{J(1)}", f"job:{J(1)}:kids", "pending"} <= t.key_names()
 
 
 @scenario("retry", "delay", "extend_lock", "extend_locks", "promote", "lock_job", "unlock_job")

@@ -36,6 +36,7 @@ from .errors import (
     VersionMismatch,
 )
 from .events import AsyncEventStream, Event, EventStream
+from .flows import ChildEnding, ChildrenResults, Flow, FlowIds
 from .ids import new_id
 from .journal import AuditEntry
 from .lanes import GroupInfo, ReindexResult
@@ -64,6 +65,8 @@ __all__ = [
     "Backoff",
     "Batch",
     "BulkResult",
+    "ChildEnding",
+    "ChildrenResults",
     "Claimed",
     "Counts",
     "Dedup",
@@ -73,6 +76,8 @@ __all__ = [
     "ErrorRecord",
     "Event",
     "EventStream",
+    "Flow",
+    "FlowIds",
     "GroupInfo",
     "InvalidArgument",
     "InvalidJobId",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from . import checks
 from .context import Context
+from .flows.relay import relay_flows
 from .scripts import Eval, Plan, script
 
 DEFAULT_OBLITERATE_BUDGET = 1000
@@ -132,4 +133,8 @@ def obliterate(
         (ctx.keys.base,),
         ("force" if force else "", str(budget), _flags(keep_audit, sweep), ctx.actor),
     )
+    if reply:
+        # flow children deleted here report to parents in other queues through the
+        # outbox, which goes only once relayed (one read when it is empty)
+        yield from relay_flows(ctx)
     return int(reply) == 0

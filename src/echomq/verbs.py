@@ -135,14 +135,8 @@ class VerbTable:
     enqueue = _v(lifecycle.enqueue, "producer", "enqueue")
     enqueue_many = _v(lifecycle.enqueue_many, "producer", "enqueue")
     # flows
-    enqueue_flow = _v(
-        flows.enqueue_flow,
-        "producer",
-        "enqueue_flow",
-        "outbox_read",
-        "resolve_child",
-        "outbox_done",
-    )
+    enqueue_flow = _v(flows.enqueue_flow, "producer", "enqueue_flow")
+    children_results = _v(flows.children_results, "read")
     relay_flows = _v(flows_relay.relay_flows, "hot", "outbox_read", "resolve_child", "outbox_done")
     # the lifecycle: the worker's path
     claim = _v(lifecycle.claim, "hot", "claim")

@@ -40,6 +40,8 @@ class Flow:
         dedup_id: a leaf's dedup id (simple mode): when a live job holds it, no job
             is written and the parent records this child as ``deduplicated`` (the
             owner's id in ``FlowIds``), which resolves it like ``ignore``.
+        id: your own ``JOB`` id for this job (minted when omitted); a chosen id that
+            exists (or settled in the last minute) refuses that queue's part.
     """
 
     queue: str | None = None
@@ -54,6 +56,7 @@ class Flow:
     backoff: str | Backoff | None = None
     keep_ms: int | None = None
     dedup_id: str | None = None
+    id: str | None = None
 
 
 @dataclass(frozen=True)

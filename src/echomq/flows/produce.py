@@ -90,7 +90,7 @@ def _plan_tree(ctx: Context, flow: Flow) -> tuple[_Node, list[_Node]]:
     """Every job of the tree checked, with its id and step; parents before children."""
     nodes: list[_Node] = []
     root_q = ctx.keys.name if flow.queue is None else check_name(flow.queue)
-    root = _Node(root_q, ids.new_id(), 0, 0, _check(ctx, flow, root_q, 0, None))
+    root = _Node(root_q, _id(flow), 0, 0, _check(ctx, flow, root_q, 0, None))
     nodes.append(root)
     todo: list[tuple[_Node, Flow]] = [(root, flow)]
     while todo:
@@ -100,7 +100,7 @@ def _plan_tree(ctx: Context, flow: Flow) -> tuple[_Node, list[_Node]]:
                 raise InvalidArgument(f"a flow's node must be a Flow, got {type(child).__name__}")
             q = ctx.keys.name if child.queue is None else check_name(child.queue)
             step = node.step if q == node.queue else node.step + 1
-            kid = _Node(q, ids.new_id(), node.depth + 1, step, [])
+            kid = _Node(q, _id(child), node.depth + 1, step, [])
             kid.args = _check(ctx, child, q, node.depth + 1, node)
             node.kids.append(kid)
             nodes.append(kid)
@@ -110,6 +110,10 @@ def _plan_tree(ctx: Context, flow: Flow) -> tuple[_Node, list[_Node]]:
     return root, nodes
 
 
+def _id(flow: Flow) -> str:
+    return ids.new_id() if flow.id is None else ids.validate(flow.id)
+
+
 def _wire(node: _Node) -> list[str]:
     return [
         node.id,
@@ -117,6 +121,10 @@ def _wire(node: _Node) -> list[str]:
         str(len(node.kids)),
         *(f"{k.queue}:{k.id}" for k in node.kids),
     ]
+
+
+def _any_chosen(flow: Flow) -> bool:
+    return flow.id is not None or any(_any_chosen(c) for c in flow.children)
 
 
 def _ids(node: _Node) -> FlowIds:
@@ -147,6 +155,9 @@ def enqueue_flow(ctx: Context, flow: Flow) -> Plan[FlowIds]:
         InvalidArgument, InvalidName, InvalidPayload: before anything is sent.
     """
     root, nodes = _plan_tree(ctx, flow)
+    chosen = _any_chosen(flow)
+    if len({(n.queue, n.id) for n in nodes}) != len(nodes):
+        raise InvalidArgument("a flow names one job id twice")
     steps: dict[int, dict[str, list[_Node]]] = {}
     for n in sorted(nodes, key=lambda x: x.depth):  # stable: parents first in a part
         steps.setdefault(n.step, {}).setdefault(n.queue, []).append(n)
@@ -158,7 +169,7 @@ def enqueue_flow(ctx: Context, flow: Flow) -> Plan[FlowIds]:
             base = Keyspace(q).base
             for i in range(0, len(part), FLOW_CHUNK):
                 chunk = part[i : i + FLOW_CHUNK]
-                args = [str(len(chunk))]
+                args = [str(len(chunk)), "1" if chosen else "0"]
                 for n in chunk:
                     args += _wire(n)
                 ops.append(Eval(script("enqueue_flow"), (base,), args))

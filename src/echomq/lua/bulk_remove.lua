@@ -21,11 +21,14 @@
 --          (completed: and from the keep index), the row, logs and lock deleted, its
 --          dedup key released, its tombstone in `settled` (one ZADD for the step); a
 --          lane that lost jobs has its place on the ring re-synced; event 'removed' per
---          job; one audit entry (verb remove_jobs) when any job went.
+--          job; one audit entry (verb remove_jobs) when any job went. A flow child removed
+--          is its ending, outcome removed (lib/flow flow_drop); a parent goes with its
+--          :deps/:kids/:kidfails.
 local B = KEYS[1]
 --! include keys
 --! include common
 --! include audit
+--! include flow
 --! include bulk
 local rid = ARGV[12] or ''
 if ARGV[13] == '1' then
@@ -55,7 +58,7 @@ for i, id in ipairs(ids) do
       n = n + 1
       gone[#gone + 1] = id
       if not dry then
-        delete_row(id, jk)
+        flow_drop(id, 'removed')
         emit(ev('removed', id))
       end
     end

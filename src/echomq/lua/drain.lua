@@ -10,12 +10,16 @@
 -- Writes:  ZPOPMIN from pending, the lanes' index `gindex` (each job then leaves its
 --          lane) and schedule; each row deleted with its logs and lock, its dedup key
 --          released when it still names the job; a lane left empty leaves the ring; the settled tombstones (`settled`) deleted; event 'drained'
---          with the count (when any); one audit entry
+--          with the count (when any); flow parents waiting for their children
+--          (`waiting`) are drained too, with their :deps/:kids/:kidfails; a flow
+--          child drained is its ending, outcome drained (lib/flow: its parent
+--          resolved by its policy, or an outbox entry); one audit entry
 --          per call that drained any (count = this call's, outcome more | done).
 local B = KEYS[1]
 --! include keys
 --! include common
 --! include audit
+--! include flow
 --! include bulk
 local left = tonumber(ARGV[2])
 local total = 0
@@ -29,7 +33,7 @@ local function wipe(setkey, lane)
   while left > 0 and not cut do
     local popped = redis.call('ZPOPMIN', setkey, math.min(left, 64))
     for i = 1, #popped, 2 do
-      delete_row(popped[i], B .. JOB .. popped[i])
+      flow_drop(popped[i], 'drained')
       if lane then redis.call('ZREM', B .. GINDEX, popped[i]) end
     end
     local k = #popped / 2
@@ -44,12 +48,15 @@ local function wipe(setkey, lane)
 end
 
 wipe(B .. PENDING)
+-- flow parents waiting for their children are backlog too (their children keep
+-- running; their endings find no parent)
+wipe(B .. WAITING)
 -- the lanes' jobs, found through their index: no walk over the groups. A lane that
 -- still holds jobs keeps its place on the ring (what it serves did not change), so
 -- only a lane this left empty is synced, batch by batch (inside the slice).
 while left > 0 and not cut do
   local k, emptied = math.min(left, 64), {}
-  local popped, n = drop_indexed(k, emptied)
+  local popped, n = drop_indexed(k, emptied, 'drained')
   for g in pairs(emptied) do ring_sync(g) end
   -- a stale member (no job behind it) costs budget too, so the call stays bounded
   left, total = left - popped, total + n

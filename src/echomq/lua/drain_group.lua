@@ -6,11 +6,13 @@
 -- Reply:   {drained in this call, more (1 when the budget or the time was spent)}
 -- Refusals: none.
 -- Writes:  ZREM lane, rows + logs deleted, dedup released, ring; event 'drained';
+--          a flow child's deletion is its ending, outcome drained (lib/flow);
 --          one audit entry per call that drained any (outcome more | done).
 local B = KEYS[1]
 --! include keys
 --! include common
 --! include audit
+--! include flow
 --! include bulk
 local g = ARGV[1]
 local lane = lane_key(g)
@@ -19,7 +21,7 @@ local ids, over = {}, slicer()
 for i, id in ipairs(found) do
   if over(i) then break end
   ids[i] = id
-  delete_row(id, B .. JOB .. id)
+  flow_drop(id, 'drained')
 end
 zrem_all(lane, ids)
 zrem_all(B .. GINDEX, ids)

@@ -1,7 +1,9 @@
 #!lua flags=allow-oom
 -- enqueue_flow: write one queue's part of a flow (a tree of jobs) in one atomic step.
 -- KEYS[1]  the queue base emq:{q}:
--- ARGV[1]  n, the number of jobs of this part; then per job, parents before their
+-- ARGV[1]  n, the number of jobs of this part; ARGV[2] '1' when the caller chose ids
+--          (every id is then checked: a row or a recent tombstone refuses the part);
+--          then per job, parents before their
 --          children (the client orders them), 13 fields and the job's child refs:
 --          id, payload, parent ('queue:id', '' = none), on_fail ('' = fail_parent),
 --          dedup ('' = none; leaves only), name, group, priority, max_attempts,
@@ -12,7 +14,8 @@
 --          then per job its id, or for a job whose dedup id is held by a live job the
 --          owner's id (nothing written for it; its parent resolves it as
 --          `deduplicated`).
--- Refusals: EMQARG when the arguments do not parse (a count, a number that is not
+-- Refusals: EMQARG a chosen id that has a row or settled in the last 60 s (the part
+--          writes nothing); EMQARG when the arguments do not parse (a count, a number that is not
 --          finite, a priority past PRIORITY_MAX); checked before the first write (the
 --          client checks the same before sending).
 -- Writes:  per job: the row (attempts 0, payload, seq, its options, `parent`/`on_fail`
@@ -36,7 +39,7 @@ local n = tonumber(ARGV[1])
 if not (finite(n) and n >= 0) then return redis.error_reply('EMQARG n is not a count') end
 -- parse and check everything first
 local jobs = {}
-local a = 2
+local a = 3
 for i = 1, n do
   if #ARGV < a + 12 then return redis.error_reply('EMQARG too few arguments') end
   local j = {}
@@ -63,6 +66,13 @@ for i = 1, n do
 end
 
 local now, nows = now_text()
+if ARGV[2] == '1' then
+  for _, j in ipairs(jobs) do
+    if redis.call('EXISTS', B .. JOB .. j[1]) == 1 or settled_recently(j[1], now) then
+      return redis.error_reply('EMQARG job ' .. j[1] .. ' exists')
+    end
+  end
+end
 local kept = redis.call('EXISTS', B .. KEEPS) == 1
 local out = {0}
 local written = {}

@@ -17,7 +17,12 @@
 --             index `gindex` (no walk over the groups), then any lane the index does not
 --             know (a queue written before it), found by SSCAN of `groups` from the
 --             cursor kept in meta field `lanes`: each row with its logs, lock and error
---             history, its dedup key released;
+--             history, its dedup key released; then the flow parents waiting for
+--             their children (`waiting`), each with its :deps/:kids/:kidfails. Each
+--             deletion is the job's ending, outcome obliterated (lib/flow flow_drop: a
+--             flow child's parent in this queue resolved here, in another queue
+--             through the outbox; step 3 waits (answers 1) until the outbox is empty:
+--             the client relays it between calls);
 --          2. the repeat records (emq:{q}:repeat:<name>) named by the registry, then
 --             the throttle windows' dedup keys (de:<id>) named by their index
 --             `dedups`, then the claim records (claimreq:<rid>) named by their index
@@ -26,7 +31,7 @@
 --             metrics, lane structures (and gindex), wake, the registry, the settled
 --             tombstones, the workers registry, the keep index and the retention marker,
 --             the flow control keys (rate, grate, gwait; a lane's gs:<group> with its
---             lane in step 1);
+--             lane in step 1), the flow keys (waiting, outbox, outmsg);
 --          4. only with 'sweep': every other key under the base (an orphan dedup key or
 --             log list, keys other modules added), by SCAN MATCH from the cursor kept
 --             in meta field `sweep`, `budget` keys per call;
@@ -45,6 +50,7 @@ local B = KEYS[1]
 --! include keys
 --! include common
 --! include audit
+--! include flow
 --! include bulk
 local meta = B .. META
 if not redis.call('HGET', meta, 'paused') then
@@ -72,7 +78,7 @@ local function sweep(setkey, lane)
     local popped = redis.call('ZPOPMIN', setkey, math.min(budget, 64))
     if #popped == 0 then return false end
     for i = 1, #popped, 2 do
-      delete_row(popped[i], B .. JOB .. popped[i])
+      flow_drop(popped[i], 'obliterated')
       if lane then redis.call('ZREM', B .. GINDEX, popped[i]) end
     end
     budget = budget - #popped / 2
@@ -86,7 +92,7 @@ end
 local function sweep_indexed()
   while budget > 0 do
     local k = math.min(budget, 64)
-    local popped, n = drop_indexed(k)
+    local popped, n = drop_indexed(k, nil, 'obliterated')
     budget, jobs = budget - popped, jobs + n
     if popped < k then return false end
     if over(SLICE_EVERY) then return true end
@@ -124,7 +130,7 @@ end
 
 local function run()
   -- 1. the jobs
-  for _, t in ipairs({ACTIVE, PENDING, SCHEDULE, DEAD, COMPLETED}) do
+  for _, t in ipairs({ACTIVE, PENDING, SCHEDULE, DEAD, COMPLETED, WAITING}) do
     if sweep(B .. t) then return 1 end
   end
   if sweep_indexed() or sweep_lanes() then return 1 end
@@ -150,11 +156,16 @@ local function run()
     if budget <= 0 then return 1 end
   end
 
+  -- flow children's endings for parents in other queues wait for their relay (the
+  -- client relays between calls): the outbox goes only once empty
+  if redis.call('EXISTS', B .. OUTBOX) == 1 then return 1 end
+
   -- 3. the keys every queue may have, by name
   redis.call('UNLINK', B .. METRICS_COMPLETED, B .. METRICS_FAILED, B .. GROUPS,
     B .. RING, B .. GACTIVE, B .. GLIMIT, B .. GWEIGHT, B .. GPAUSED,
     B .. GTURN, B .. WAKE, B .. REPEAT, B .. GINDEX, B .. SETTLED, B .. WORKERS,
-    B .. KEEPUNTIL, B .. KEEPS, B .. SEQ, B .. RATE, B .. GRATE, B .. GWAIT, B .. DEDUPS)
+    B .. KEEPUNTIL, B .. KEEPS, B .. SEQ, B .. RATE, B .. GRATE, B .. GWAIT, B .. DEDUPS,
+    B .. WAITING, B .. OUTBOX, B .. OUTMSG)
 
   -- 4. with 'sweep' only: a scan for keys no registry names. A step that finds more
   -- than the budget deletes `budget` of them and keeps its starting cursor, so the

@@ -17,14 +17,19 @@
 --          they name this job and are no throttle window; a keep_last job held
 --          behind this one is let go); the id's tombstone in `settled` (expired ones trimmed
 --          from the oldest end, by time, lib/common). Event 'removed'; one audit entry.
+--          A flow parent (field `children`): ZREM waiting, its :deps/:kids/:kidfails
+--          deleted (its children keep running; their endings find no parent). A flow
+--          child (field `parent`): its ending, outcome removed (lib/flow flow_ended:
+--          its parent resolved here by its policy, or an outbox entry).
 local B = KEYS[1]
 --! include keys
 --! include common
 --! include audit
+--! include flow
 local id, jk, rid = ARGV[1], KEYS[2], ARGV[4] or ''
 if ARGV[5] == '1' and journaled(rid) then return 1 end
 if redis.call('EXISTS', jk) == 0 then return -1 end
-local f = redis.call('HMGET', jk, 'group', 'lock', 'keep')
+local f = redis.call('HMGET', jk, 'group', 'lock', 'keep', 'parent', 'on_fail', 'children')
 if f[2] or redis.call('EXISTS', jk .. LOCK) == 1 then
   return redis.error_reply('EMQLOCK job ' .. id .. ' is locked')
 end
@@ -44,6 +49,9 @@ if g then
   -- the slot the claim took is given back exactly once, here
   if was_active then slot_back(g) end
 end
+-- a flow parent leaves the waiting set; a flow child's removal is its ending
+if f[6] then redis.call('ZREM', B .. WAITING, id) end
+if f[4] then flow_ended(id, jk, f[4], f[5], 'removed', '') end
 if ARGV[2] ~= '' then release_dedup(id, ARGV[2]) end
 delete_row(id, jk)
 tombstone(id, now_ms())

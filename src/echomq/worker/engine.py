@@ -92,6 +92,8 @@ class Engine:
         self._completing: list[tuple[str, int]] = []  # completions the server has not answered
         # serialized handler results of finished jobs, sent with their completions
         self._results: dict[tuple[str, int], str] = {}
+        self._relay_task: asyncio.Task[None] | None = None
+        self._relay_again = False
         self._aq: AsyncQueue | None = None
         self._other: list[tuple[JobContext, str, str]] = []  # other outcomes, unanswered
         self._nudged: asyncio.Future[None] | None = None
@@ -202,6 +204,8 @@ class Engine:
                         if want:
                             self.observer.claimed(len(got.claimed), time.perf_counter() - t0)
                         self._count_completions(done, got.stale)
+                        if got.relay:
+                            outcomes.relay_soon(self, aq)
                         self._claimed(aq, got.claimed, want, pool)
                         self._outage.ok("serving")
                         failures = 0
@@ -476,6 +480,7 @@ class Engine:
             return  # a stopping worker only keeps its own leases alive
         await aq.check_stalled(cfg.max_stalled, cfg.maintenance_budget)
         await aq.promote(cfg.maintenance_budget)
+        await outcomes.relay_now(self, aq)  # the safety net: every beat, bounded
         if cfg.repeat_budget:
             await aq.runner.drive(repeat.fire_due(aq.ctx, cfg.repeat_budget))
 

@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..errors import EchoMQError
+from ..flows.results import ChildrenResults
 from ..lifecycle import Claimed
 
 if TYPE_CHECKING:
@@ -155,6 +156,16 @@ class JobContext:
             JobCancelled: the job was cancelled (nothing written).
         """
         return self._call(lambda: self._aq.add_log(self.id, line, keep))
+
+    def children_results(self) -> Awaitable[ChildrenResults]:
+        """This flow parent's children's endings, in one bounded read: completed
+        children's results (deserialized) and the other endings with their errors, by
+        child ref ``queue:id`` (see ``Queue.children_results``).
+
+        Returns:
+            (awaited) a :class:`~echomq.flows.ChildrenResults`.
+        """
+        return self._call(lambda: self._aq.children_results(self.id))
 
     def fail(self, error: BaseException | str) -> None:
         """Mark this job failed, whatever the handler then returns: it is retried by

@@ -18,6 +18,8 @@ import redis
 
 from .. import lifecycle
 from ..errors import EchoMQError, JobGone, RateLimited, StaleToken
+from ..flows.relay import relay_flows
+from ..lifecycle.settle import DEAD_RELAY
 from . import plans
 from .job import CANCELLED, TIMEOUT, JobCancelled, JobContext
 from .limits import hand_back
@@ -99,7 +101,9 @@ async def _fail(eng: Engine, aq: AsyncQueue, job: JobContext, error: str) -> Non
     except StaleToken:
         eng.stats.stale += 1
         return
-    if verdict == "dead":
+    if verdict == DEAD_RELAY:
+        relay_soon(eng, aq)
+    if verdict in ("dead", DEAD_RELAY):
         eng.stats.dead += 1
     else:
         eng.stats.retried += 1
@@ -107,13 +111,15 @@ async def _fail(eng: Engine, aq: AsyncQueue, job: JobContext, error: str) -> Non
 
 async def _settle_cancelled(eng: Engine, aq: AsyncQueue, job: JobContext) -> None:
     try:
-        await aq.runner.drive(plans.fail_cancelled(aq.ctx, job.id, job.attempt))
+        verdict = await aq.runner.drive(plans.fail_cancelled(aq.ctx, job.id, job.attempt))
     except JobGone:
         eng.stats.cancelled += 1  # settled: ours, sent again, or removed
         return
     except StaleToken:
         eng.stats.stale += 1
         return
+    if verdict == DEAD_RELAY:
+        relay_soon(eng, aq)
     eng.stats.cancelled += 1
 
 
@@ -128,6 +134,8 @@ async def send_at_shutdown(eng: Engine, aq: AsyncQueue, *, last: bool = False) -
             plan = plans.complete_and_claim(aq.ctx, done, 0, 1, 0, eng._results)
             got = await aq.runner.drive(plan)
             eng._count_completions(done, got.stale)
+            if got.relay:
+                await relay_now(eng, aq)
     except RECOVERABLE as exc:
         eng.stats.errors += 1
         eng._outage.failed(exc, "sending outcomes at shutdown")
@@ -144,3 +152,27 @@ async def send_at_shutdown(eng: Engine, aq: AsyncQueue, *, last: bool = False) -
                 eng.name,
                 left,
             )
+
+
+def relay_soon(eng: Engine, aq: AsyncQueue) -> None:
+    """A settle wrote a flow child's ending to the outbox (its parent is in another
+    queue): relay it now, in a task of its own (one at a time; one more round when
+    asked again meanwhile; a failure is left to the next trigger or the beat)."""
+    if eng._relay_task is None or eng._relay_task.done():
+        eng._relay_task = asyncio.get_running_loop().create_task(relay_now(eng, aq))
+    else:
+        eng._relay_again = True
+
+
+async def relay_now(eng: Engine, aq: AsyncQueue) -> None:
+    """Relay the queue's flow outbox (bounded); errors are counted and logged."""
+    while True:
+        eng._relay_again = False
+        try:
+            await aq.runner.drive(relay_flows(aq.ctx))
+        except RECOVERABLE as exc:
+            eng.stats.errors += 1
+            eng._outage.failed(exc, "the flow relay")
+            return
+        if not eng._relay_again:
+            return

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from .. import lifecycle, registry
 from ..backoff import Backoff
 from ..context import Context, as_str, opt_str
-from ..lifecycle import Claimed, retry
+from ..lifecycle import Claimed
+from ..lifecycle.settle import DEAD_RELAY
 from ..replies import outcome, script_outcome
 from ..scripts import Batch, Cmd, Eval, Plan, is_noscript
 from .waker import WaitResult
@@ -51,7 +52,8 @@ def fail(
         rng: random source for jitter.
 
     Returns:
-        ``"scheduled"`` or ``"dead"``.
+        ``"scheduled"`` or ``"dead"``; ``"dead_relay"``: dead, a flow child whose
+        ending waits in the queue's outbox (the worker relays it now).
 
     Raises:
         JobGone, StaleToken: refused (the lease was lost); nothing changed.
@@ -60,7 +62,8 @@ def fail(
     policy = Backoff.read(opt_str(row[0])) or default
     failures = int(as_str(row[1])) if row[1] is not None else 0
     wait = policy.delay_for(failures + 1, rng)
-    return (yield from retry(ctx, job_id, token, error, delay_ms=wait))
+    verdict, relay = yield from lifecycle.retry_verdict(ctx, job_id, token, error, wait)
+    return DEAD_RELAY if relay else verdict
 
 
 @dataclass
@@ -72,11 +75,14 @@ class ClaimRound:
             completion whose reply was lost, sent again). Read as completed.
         stale: completions refused: the job is no longer active under that token.
         claimed: the jobs leased.
+        relay: a completed flow child's ending waits in the queue's outbox (its
+            parent is in another queue): the worker relays it now.
     """
 
     gone: list[str]
     stale: list[str]
     claimed: list[Claimed]
+    relay: bool = False
 
 
 def complete_and_claim(
@@ -103,8 +109,9 @@ def complete_and_claim(
     if count == 0:
         if not completions:
             return ClaimRound([], [], [])
-        gone, stale = lifecycle.settle_outcomes((yield Batch(tuple(completions))))
-        return ClaimRound(gone, stale, [])
+        replies = yield Batch(tuple(completions))
+        gone, stale = lifecycle.settle_outcomes(replies)
+        return ClaimRound(gone, stale, [], lifecycle.relay_waits(replies))
     if not completions:
         gate = yield lifecycle.claim_gate(ctx)
         claimed = yield from lifecycle.claim_behind_gate(ctx, gate, count, lease_ms, lock_ms)
@@ -114,11 +121,13 @@ def complete_and_claim(
         gone, stale = lifecycle.settle_outcomes(replies[:-1])
         if isinstance(replies[-1], Exception):
             raise replies[-1]
-        return ClaimRound(gone, stale, lifecycle.decode_claimed(ctx, replies[-1]))
+        claimed = lifecycle.decode_claimed(ctx, replies[-1])
+        return ClaimRound(gone, stale, claimed, lifecycle.relay_waits(replies[:-1]))
     replies = yield Batch((*completions, lifecycle.claim_gate(ctx)))
     gone, stale = lifecycle.settle_outcomes(replies[:-1])
+    relay = lifecycle.relay_waits(replies[:-1])
     claimed = yield from lifecycle.claim_behind_gate(ctx, replies[-1], count, lease_ms, lock_ms)
-    return ClaimRound(gone, stale, claimed)
+    return ClaimRound(gone, stale, claimed, relay)
 
 
 def claim_after_wait(
@@ -216,4 +225,5 @@ def fail_cancelled(ctx: Context, job_id: str, token: int) -> Plan[str]:
     Raises:
         JobGone, StaleToken: refused (the lease was lost); nothing changed.
     """
-    return (yield from retry(ctx, job_id, token, CANCELLED_ERROR, delay_ms=0, max_attempts=1))
+    verdict, relay = yield from lifecycle.retry_verdict(ctx, job_id, token, CANCELLED_ERROR, 0, 1)
+    return DEAD_RELAY if relay else verdict

@@ -66,18 +66,20 @@ end
 -- with its row (logs, lock, dedup key). `emptied` (a table, or nil) collects the
 -- groups whose lane this left empty. A member whose row or lane no longer holds it
 -- (an index a pre-index client left stale) only leaves the index. Returns how many
--- members were popped and how many of them were jobs deleted.
-local function drop_indexed(k, emptied)
+-- members were popped and how many of them were jobs deleted. Each deletion is the
+-- job's ending with `outcome` (drained, obliterated: lib/flow flow_drop, which the
+-- including script includes before this lib).
+local function drop_indexed(k, emptied, outcome)
   local popped = redis.call('ZPOPMIN', B .. GINDEX, k)
   local n = 0
   for i = 1, #popped, 2 do
     local id = popped[i]
     local jk = B .. JOB .. id
-    local r = redis.call('HMGET', jk, 'group', 'dedup')
+    local r = redis.call('HMGET', jk, 'group')
     if r[1] then
       local lane = lane_key(r[1])
       if redis.call('ZREM', lane, id) == 1 then
-        delete_row(id, jk, r[2])
+        flow_drop(id, outcome)  -- lib/flow: the including script includes it first
         n = n + 1
         if emptied and redis.call('EXISTS', lane) == 0 then emptied[r[1]] = true end
       end

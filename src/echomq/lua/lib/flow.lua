@@ -144,3 +144,16 @@ local function flow_ended(id, jk, parent, on_fail, outcome, value)
   flow_outbox(id, pq, pid, outcome, on_fail, value)
   return true
 end
+
+-- delete job id's row as an ending with `outcome` (drain, drain of a lane, bulk
+-- removal, obliterate): a flow child resolves its parent first (flow_ended), a flow
+-- parent's :deps/:kids/:kidfails go with its row (lib/common delete_row). One HMGET
+-- in place of delete_row's own. Returns true when an outbox entry was written.
+local function flow_drop(id, outcome)
+  local jk = B .. JOB .. id
+  local r = redis.call('HMGET', jk, 'dedup', 'children', 'parent', 'on_fail')
+  local relay = false
+  if r[3] then relay = flow_ended(id, jk, r[3], r[4], outcome, '') end
+  delete_row(id, jk, r[1], r[2])
+  return relay
+end
