@@ -14,10 +14,12 @@ import pytest
 import redis
 
 from conftest import dump
-from echomq import JobGone, Queue
+from echomq import JobGone, Queue, Worker
 from echomq.errors import JobNotWaiting
 from echomq.flows import Flow, FlowIds
+from echomq.flows.sweep import SWEEP_GRACE_MS
 from operator_support import changed
+from worker_support import FAST, running, server_ms, wait_until
 
 
 @pytest.fixture()
@@ -285,3 +287,18 @@ def test_sweep_leaves_a_child_whose_ending_waits_in_an_outbox(
     assert (got.parents, got.checked, got.missing, got.resolved) == (1, 1, 0, 0)
     assert dump(r, q) == before
     assert q.job_state(ids.id) == "waiting_children"
+
+
+def test_the_worker_beat_sweeps_a_parent_past_the_grace(q: Queue, r: redis.Redis) -> None:
+    ids = fan(q, 1)
+    gone = ids.children[0]
+    r.delete(q.keys.job(gone.id))
+    r.zrem(q.keys.pending, gone.id)
+    r.zadd(q.keys.waiting, {ids.id: server_ms(r) - SWEEP_GRACE_MS - 1000})  # waited long
+    worker = Worker(q, lambda job: "done", config=FAST)
+    with running(worker):
+        # the parent, resolved as missing by the beat's sweep, goes dead (fail_parent)
+        wait_until(lambda: q.job_state(ids.id) == "dead")
+    row = q.get_job(ids.id)
+    assert row is not None and row.last_error == f"child {gone.ref} missing: "
+    assert r.zcard(q.keys.waiting) == 0
