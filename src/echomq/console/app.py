@@ -141,6 +141,7 @@ def _routes(console: Console, safety: Safety, per_client: int) -> list[Route | M
         Route(q + "/audit", reading(safety, reads.audit)),
         Route(q + "/events", events),
         Route(q + "/jobs/{job}", reading(safety, reads.job)),
+        Route(q + "/jobs/{job}/flow", reading(safety, reads.flow)),
         Route(q + "/{verb}", change(changes.queue_verb), methods=["POST"]),
         Route(q + "/groups/{group}/{verb}", change(changes.group_verb), methods=["POST"]),
         Route(q + "/jobs/{job}/{verb}", change(changes.job_verb), methods=["POST"]),

@@ -92,6 +92,10 @@ class ReadRoutes:
         """``GET /api/queues/{q}/jobs/{id}``: one job."""
         return await self.console.job_detail(param(request, "queue"), param(request, "job"))
 
+    async def flow(self, request: Request) -> dict[str, Any]:
+        """``GET /api/queues/{q}/jobs/{id}/flow``: the job's flow tree (bounded)."""
+        return await self.console.job_flow(param(request, "queue"), param(request, "job"))
+
     async def groups(self, request: Request) -> dict[str, Any]:
         """``GET /api/queues/{q}/groups``: the groups table (``sort``, ``desc``,
         ``filter``, ``offset``, ``n``), or with ``cursor`` one ``SSCAN`` page of them."""

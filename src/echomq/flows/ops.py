@@ -107,7 +107,12 @@ def cancel_flow(ctx: Context, job_id: str) -> Plan[FlowCancel]:
             by_queue.setdefault(q, []).append(i)
         for q, ids in by_queue.items():
             for s in range(0, len(ids), CANCEL_CHUNK):
-                calls.append((q, ids[s : s + CANCEL_CHUNK]))
+                part = ids[s : s + CANCEL_CHUNK]
+                last_q, last = calls[-1]
+                if last_q == q and len(last) + len(part) <= CANCEL_CHUNK:
+                    last.extend(part)  # the same queue next: one call (one audit entry)
+                else:
+                    calls.append((q, part))
     removed = cancelling = failed = 0
     relay_from: list[str] = []
     for n, (q, ids) in enumerate(calls):

@@ -163,7 +163,9 @@ def read_levels(
     return levels, len(recs), truncated
 
 
-def flow(ctx: Context, job_id: str, limit: int = FLOW_NODES) -> Plan[FlowTree | None]:
+def flow(
+    ctx: Context, job_id: str, limit: int = FLOW_NODES, relay: bool = True
+) -> Plan[FlowTree | None]:
     """A job's flow: its parent chain up to the root (at most 8 parents up), then the
     tree under the root, each node with its state and what its parent recorded of it.
 
@@ -174,6 +176,8 @@ def flow(ctx: Context, job_id: str, limit: int = FLOW_NODES) -> Plan[FlowTree | 
     Args:
         job_id: any job of the flow (a parent, a child, the root).
         limit: the most nodes read, 1..``MAX_FLOW_NODES``.
+        relay: relay the outboxes first (``False``: a pure read, as a read-only
+            console asks; the tree then shows what the parents have seen so far).
 
     Returns:
         A :class:`~echomq.results.flows.FlowTree`, or ``None`` when the job has no row.
@@ -184,7 +188,7 @@ def flow(ctx: Context, job_id: str, limit: int = FLOW_NODES) -> Plan[FlowTree | 
     """
     ctx.keys.job(job_id)
     limit = checks.integer(limit, "limit", 1, MAX_FLOW_NODES)
-    relayed = yield from relay_flows(ctx)
+    relayed = (yield from relay_flows(ctx)) if relay else 0
     here = (ctx.keys.name, job_id)
     if (yield Cmd(("EXISTS", ctx.keys.job(job_id)))) == 0:
         return None
@@ -201,7 +205,7 @@ def flow(ctx: Context, job_id: str, limit: int = FLOW_NODES) -> Plan[FlowTree | 
         chain.append(up)
     recs, truncated = yield from _read(ctx, chain[-1], limit)
     others = sorted({r.queue for r in recs} - {ctx.keys.name})[:MAX_RELAY_QUEUES]
-    if others:
+    if others and relay:
         again = yield from relay_flows(ctx, queues=others)
         if again:
             relayed += again
