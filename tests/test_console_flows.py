@@ -92,3 +92,11 @@ def test_flow_verbs_are_operator_verbs_and_csrf_guarded(
     assert dump(r, q) == before
     done = client.post(path, content="{}", headers={**CHANGE, "X-EMQ-Token": "act"})
     assert done.status_code == 200 and q.job_state(ids.id) == "pending"
+
+
+def test_flow_impact_for_the_drain_and_obliterate_confirmations(api: TestClient, q: Queue) -> None:
+    q.enqueue_flow(Flow(payload=0, children=[Flow(payload=1)]))
+    got = api.get(qp(q, "/flow_impact")).json()
+    assert got == {
+        "waiting": 1, "examined": 1, "backlog": 1, "children": 1, "elsewhere": 0, "exact": True
+    }  # fmt: skip

@@ -4,13 +4,18 @@ nothing, confirmations, and job text escaped."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
+import pytest
 import redis
+from click.testing import CliRunner
 
 from conftest import dump
 from echomq import Queue
+from echomq.cli import app as cli_app
 from echomq.cli import exits
+from echomq.embedded import EmbeddedServer
 from echomq.flows import Flow
 from test_cli import fast  # noqa: F401 (the fixture)
 
@@ -104,3 +109,25 @@ def test_stats_counts_waiting_parents(fast: Any, q: Queue) -> None:  # noqa: F81
     assert "waiting_children" in fast("stats", q.name).stdout
     page = as_json(fast("--json", "jobs", q.name, "waiting_children"))
     assert len(page["jobs"]) == 1
+
+
+def test_drain_and_obliterate_say_what_they_do_to_flows(
+    server: EmbeddedServer,
+    q: Queue,
+    make_queue: Callable[..., Queue],
+    r: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    other = make_queue(q.name + "-o")
+    q.enqueue_flow(Flow(payload=0, children=[Flow(payload=1)]))  # a parent and child here
+    other.enqueue_flow(Flow(payload=0, children=[Flow(queue=q.name, payload=2)]))
+    q.pause()
+    before = dump(r, q)
+    monkeypatch.setattr(cli_app, "stdin_is_terminal", lambda: True)
+    for verb, outcome in (("drain", "drained"), ("obliterate", "obliterated")):
+        no = CliRunner().invoke(cli_app.cli, ["--url", server.url, verb, q.name], input="n\n")
+        assert no.exit_code == exits.NOT_CONFIRMED
+        text = " ".join(no.output.split())
+        assert "1 waiting flow parent(s) will be removed" in text, text
+        assert f"2 flow child(ren) will resolve their parents as {outcome}, 1 of them in" in text
+    assert dump(r, q) == before

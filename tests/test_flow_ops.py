@@ -302,3 +302,18 @@ def test_the_worker_beat_sweeps_a_parent_past_the_grace(q: Queue, r: redis.Redis
     row = q.get_job(ids.id)
     assert row is not None and row.last_error == f"child {gone.ref} missing: "
     assert r.zcard(q.keys.waiting) == 0
+
+
+def test_flow_impact_counts_waiting_parents_and_children(q: Queue, other: Queue) -> None:
+    assert q.flow_impact().as_dict() == {
+        "waiting": 0, "examined": 0, "backlog": 0, "children": 0, "elsewhere": 0, "exact": True
+    }  # fmt: skip
+    q.enqueue_flow(Flow(payload=0, children=[Flow(payload=1), Flow(payload=2)]))
+    other.enqueue_flow(Flow(payload=0, children=[Flow(queue=q.name, payload=3)]))
+    q.enqueue({"plain": 1})
+    got = q.flow_impact()
+    assert (got.waiting, got.examined, got.backlog, got.children, got.elsewhere) == (1, 4, 4, 3, 1)
+    assert got.exact and "3 flow child(ren) will resolve" in got.phrase("drained")
+    small = q.flow_impact(budget=2)
+    assert (small.examined, small.backlog, small.exact) == (2, 4, False)
+    assert "(of 2 jobs examined)" in small.phrase("drained")

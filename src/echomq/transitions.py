@@ -116,6 +116,7 @@ TRANSITIONS: dict[str, Transition] = {
         _t("outbox_read", True, _READ),
         # ---- flows: the operator plane (docs/flows-operations.md)
         _t("flow_nodes", True, _READ),
+        _t("flow_impact", True, _READ),
         _t(
             "release_parent",
             False,

@@ -48,6 +48,7 @@ from . import (
 )
 from . import repeat as repeating
 from .context import Context
+from .flows import impact as flows_impact
 from .flows import ops as flow_ops
 from .flows import relay as flows_relay
 from .flows import sweep as flow_sweep
@@ -228,6 +229,7 @@ class VerbTable:
     fail_parent = _v(flow_ops.fail_parent, "operator", "fail_parent")
     cancel_flow = _v(flow_ops.cancel_flow, "operator", "cancel_flow")
     sweep_flows = _v(flow_sweep.sweep_flows, "operator", "resolve_child")
+    flow_impact = _v(flows_impact.flow_impact, "read", "flow_impact")
     # views for the operator's tools (bounded pages, search, one job)
     server_time = _v(views.server_time, "read")
     latency = _v(views.latency, "read")

@@ -51,6 +51,12 @@ def _counts_phrase(summary: dict[str, Any]) -> str:
     return ", ".join(f"{summary[k]} {k}" for k in ("pending", "active", "scheduled", "dead"))
 
 
+def _flows_phrase(q: Queue, outcome: str) -> str:
+    """The flows' part of a drain's or an obliterate's question, ``'...; '`` or ``''``."""
+    text = q.flow_impact().phrase(outcome)
+    return f"{text}; " if text else ""
+
+
 def _progress(env: Env, what: str) -> Progress:
     return Progress(
         TextColumn(what + " {task.description}"),
@@ -224,7 +230,12 @@ def drain(
 
     def question() -> str:
         summary.update(queue_summary(q))
-        return f"drain every {what} job of {queue} {env.on_server()} ({_counts_phrase(summary)})?"
+        flows = _flows_phrase(q, "drained")
+        return (
+            f"drain every {what} job of {queue} {env.on_server()} ({_counts_phrase(summary)})"
+            + (f"; {flows[:-2]}" if flows else "")
+            + "?"
+        )
 
     confirm(env, yes, question)
     if not summary:
@@ -273,7 +284,8 @@ def obliterate(
         yes,
         lambda: (
             f"obliterate {queue} {env.on_server()} ({_counts_phrase(queue_summary(q))}); "
-            "every key goes?"
+            + _flows_phrase(q, "obliterated")
+            + "every key goes?"
         ),
     )
 

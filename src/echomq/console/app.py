@@ -139,6 +139,7 @@ def _routes(console: Console, safety: Safety, per_client: int) -> list[Route | M
         Route(q + "/metrics", reading(safety, reads.metrics)),
         Route(q + "/workers", reading(safety, reads.workers)),
         Route(q + "/audit", reading(safety, reads.audit)),
+        Route(q + "/flow_impact", reading(safety, reads.flow_impact)),
         Route(q + "/events", events),
         Route(q + "/jobs/{job}", reading(safety, reads.job)),
         Route(q + "/jobs/{job}/flow", reading(safety, reads.flow)),

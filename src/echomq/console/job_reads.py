@@ -110,3 +110,10 @@ class JobReads(ConsoleCore):
         if tree is None:
             raise JobGone(f"job {job_id} is gone", job_id=job_id)
         return {"flow": tree.as_dict()}
+
+    async def flow_impact(self, queue: str) -> Reply:
+        """What a drain or an obliterate of ``queue`` does to flows
+        (:meth:`echomq.Queue.flow_impact`): ``{"waiting", "examined", "backlog",
+        "children", "elsewhere", "exact"}``."""
+        got = await self.queue(queue).flow_impact()
+        return got.as_dict()

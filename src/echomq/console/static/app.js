@@ -629,8 +629,25 @@
       if (ok) refresh();
     }
 
+    /* What a drain or an obliterate does to flows that cross this queue (a bounded read;
+     * null when there is none or the read failed: the confirmation goes on without it). */
+    async function flowNote(outcome) {
+      let f;
+      try { f = await get(`${base}/flow_impact`); } catch (_) { return null; }
+      const parts = [];
+      if (f.waiting) {
+        parts.push(`${fmt(f.waiting)} waiting flow parent(s) will be removed (their children keep running)`);
+      }
+      if (f.children) {
+        parts.push(`${fmt(f.children)} flow child(ren)${f.exact ? "" : ` (of ${fmt(f.examined)} jobs examined)`} `
+          + `will resolve their parents as ${outcome}, ${fmt(f.elsewhere)} of them in another queue`);
+      }
+      return parts.length ? h("p", { class: "note", id: "flow-impact" }, `Flows: ${parts.join("; ")}.`) : null;
+    }
+
     async function drain() {
       if (view.draining) return;
+      const flows = await flowNote("drained");
       const sched = h("input", { type: "checkbox", id: "drain-schedule" });
       const budget = h("input", { type: "number", id: "drain-budget", min: 1, max: 10000, value: DRAIN_BUDGET });
       const c = view.summary ? view.summary.counts : {};
@@ -642,6 +659,7 @@
         body: [
           h("p", {}, `Deletes every pending job (${fmt(c.pending)}, every lane included) with its logs. `,
             "Jobs in flight and the repeat registry survive."),
+          flows,
           h("label", { class: "check" }, sched, `Also delete the scheduled jobs (${fmt(c.scheduled)})`),
           h("label", { class: "field" }, h("span", {}, "Jobs deleted per server call"), budget),
         ],
@@ -702,6 +720,7 @@
       const force = h("input", { type: "checkbox", id: "oblit-force" });
       const budget = h("input", { type: "number", id: "oblit-budget", min: 1, max: 10000, value: 1000 });
       const typed = h("input", { type: "text", id: "oblit-confirm", autocomplete: "off", placeholder: name });
+      const flows = await flowNote("obliterated");
       const go = await modal({
         title: `Obliterate ${name}?`,
         ok: "Obliterate",
@@ -712,6 +731,7 @@
             "It cannot be undone."),
           s.paused ? null : h("p", { class: "note" }, "The queue is running: the server refuses to ",
             "obliterate a queue that is not paused. Pause it first."),
+          flows,
           h("label", { class: "check" }, force, `Force: also delete the ${fmt(s.counts.active)} job(s) in flight`),
           h("label", { class: "field" }, h("span", {}, "Jobs deleted per server call"), budget),
           h("label", { class: "field" }, h("span", {}, `Type the queue name (${name}) to confirm`), typed),
