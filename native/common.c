@@ -197,6 +197,27 @@ long long zcard(Queue *queue, Str key) {
 /* 1 and the row's fields (state, attempts, then the three extra FIELD_* indexes) when
  * fenced; 0 when a refusal has been sent. *row_string (when not NULL): the row's name
  * as a string */
+/* 1 when the row is a flow child (`parent`) or parent (`children`): one read of two
+ * fields through the key API (a job of no flow: two missing fields) */
+int flow_job(Queue *queue, Str row) {
+    RedisModuleString *name = mkstr(queue->ctx, row);
+    RedisModuleKey *open = RedisModule_OpenKey(queue->ctx, name, REDISMODULE_READ);
+    if (!open) return 0;
+    int found = 0;
+    if (RedisModule_KeyType(open) == REDISMODULE_KEYTYPE_HASH) {
+        RedisModuleString *parent = NULL, *children = NULL;
+        RedisModule_HashGet(open, REDISMODULE_HASH_CFIELDS, EMQ_F_PARENT, &parent,
+                            EMQ_F_CHILDREN, &children, NULL);
+        found = parent != NULL || children != NULL;
+    }
+    RedisModule_CloseKey(open);
+    return found;
+}
+
+int defer_flow(RedisModuleCtx *ctx) {
+    return RedisModule_ReplyWithError(ctx, "EMQFLOW defer: a flow's job is settled by the script");
+}
+
 int fenced(Queue *queue, Str row, Str token, int extra1, int extra2, int extra3, Str *fields,
            RedisModuleString **row_string) {
     const int wanted[] = {FIELD_STATE, FIELD_ATTEMPTS, extra1, extra2, extra3};

@@ -164,11 +164,16 @@ int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
         if (!fenced(&queue, row, token, FIELD_GROUP, FIELD_DEDUP, FIELD_KEEP, fields,
                     &row_string))
             return REDISMODULE_OK;
+        if (flow_job(&queue, row)) return defer_flow(ctx);
         Done job = {id,        row, fields[2],    fields[3], fields[4], arg_at(&line, 2),
                     line.args[0], row_string};
         settle(&queue, &job, 1);
         return RedisModule_ReplyWithLongLong(ctx, 1);
     }
+    /* a batch naming a flow's job is refused whole, before anything is written or
+     * answered: the client sends it as the script */
+    for (int i = 0; i + 2 < line.nargs; i += 3)
+        if (flow_job(&queue, job_key(&queue, arg_at(&line, i)))) return defer_flow(ctx);
     Done *jobs = RedisModule_PoolAlloc(ctx, sizeof(*jobs) * (size_t)(line.nargs / 3 + 1));
     long out = 0;
     size_t ndone = fence_batch(&queue, &line, jobs, &out);

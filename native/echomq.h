@@ -315,6 +315,11 @@ void record_error(Queue *queue, Str row, Str attempt, long long now, Str error);
 
 int fenced(Queue *queue, Str row, Str token, int extra1, int extra2, int extra3, Str *fields,
            RedisModuleString **row_string);
+/* a flow's job (field `parent`, or with `children` a parent): the scripts settle it
+ * (lib/flow.lua), so EMQ.COMPLETE and EMQ.RETRY refuse it with EMQFLOW before any
+ * write and the client runs the script instead (docs/native.md) */
+int flow_job(Queue *queue, Str row);
+int defer_flow(RedisModuleCtx *ctx);
 
 /* ---- the verbs: EMQ.<VERB> numkeys key... arg... ---- */
 

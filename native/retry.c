@@ -65,6 +65,7 @@ int cmd_retry(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     Str fields[5]; /* state attempts group max_attempts keep */
     if (!fenced(&queue, row, token, FIELD_GROUP, FIELD_MAX_ATTEMPTS, FIELD_KEEP, fields, NULL))
         return REDISMODULE_OK;
+    if (flow_job(&queue, row)) return defer_flow(ctx);
     double max_attempts;
     if (!tonum(arg_at(&line, 4), &max_attempts) && !tonum(fields[3], &max_attempts) &&
         !tonum(arg_at(&line, 5), &max_attempts))

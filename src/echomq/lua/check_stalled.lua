@@ -10,10 +10,13 @@
 --          A kept row (field `keep`) going dead also gets died_at and the stall in its
 --          error history; when any job went dead, `dead` is trimmed by the queue's dead
 --          retention read from meta (at most 4 by count and 4 by age).
+--          A flow child (field `parent`) going dead ends as `failed` (lib/flow
+--          flow_ended): its parent resolved here by its policy, or an outbox entry.
 local B = KEYS[1]
 --! include keys
 --! include common
 --! include history
+--! include flow
 local maxs = tonumber(ARGV[1])
 local now = now_ms()
 local ids = redis.call('ZRANGEBYSCORE', B .. ACTIVE, '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
@@ -22,7 +25,8 @@ if #ids == 0 then return {back, dead} end
 zrem_all(B .. ACTIVE, ids)
 for _, id in ipairs(ids) do
   local jk = B .. JOB .. id
-  local f = redis.call('HMGET', jk, 'group', 'priority', 'keep', 'attempts', 'seq')
+  local f = redis.call('HMGET', jk, 'group', 'priority', 'keep', 'attempts', 'seq', 'parent',
+    'on_fail')
   redis.call('DEL', jk .. LOCK)
   local s = redis.call('HINCRBY', jk, 'stalled', 1)
   -- a job going dead wakes a worker if its slot re-rings the group; one going back
@@ -42,6 +46,8 @@ for _, id in ipairs(ids) do
     if d then release_dedup(id, d) end
     count_metric(B .. METRICS_FAILED, 1, now)
     emit(cjson.encode({event = 'dead', job = id, error = err}))
+    -- a flow child's death is its ending (the worker's beat relays after this call)
+    if f[6] then flow_ended(id, jk, f[6], f[7], 'failed', err) end
     dead[#dead + 1] = id
   else
     make_ready(id, jk, f[1], run_score(f[2], f[5]))

@@ -99,10 +99,13 @@ def exchange(op: Op, executor: Executor | None = None) -> Exchange:
     results: list[Any] = [None] * len(ops)
     todo = list(range(len(ops)))
     loaded = resent = False
+    # ops a native command deferred to their script (EMQFLOW: a flow's job)
+    scripted: set[int] = set()
     while todo:
         fast = all(resendable(ops[i]) for i in todo)
         try:
-            replies = yield Request([native_command(ops[i], executor) for i in todo], fast)
+            cmds = [native_command(ops[i], None if i in scripted else executor) for i in todo]
+            replies = yield Request(cmds, fast)
             failure: NoReply | None = None
         except NotSent as exc:
             if resent:
@@ -112,9 +115,14 @@ def exchange(op: Op, executor: Executor | None = None) -> Exchange:
         except NoReply as exc:
             replies, failure = exc.got, exc
         noscript: list[int] = []
+        deferred: list[int] = []
         for i, r in zip(todo, replies):
             if is_noscript(r) and not loaded:
                 noscript.append(i)
+            elif i not in scripted and _deferred(r):
+                # refused before any write: the same call again, as the script
+                scripted.add(i)
+                deferred.append(i)
             else:
                 results[i] = outcome(ops[i], r)  # the one translation of every reply
         unknown = todo[len(replies) :]
@@ -138,12 +146,18 @@ def exchange(op: Op, executor: Executor | None = None) -> Exchange:
             scripts = {o.script.name: o.script for i in noscript if isinstance(o := ops[i], Eval)}
             # loading is idempotent, so it may travel on the kept connection
             yield from _load([("SCRIPT", "LOAD", s.body) for s in scripts.values()])
-        todo = sorted(noscript + unknown)
+        todo = sorted(noscript + unknown + deferred)
     if isinstance(op, Batch):
         return results
     if isinstance(results[0], Exception):
         raise results[0]
     return results[0]
+
+
+def _deferred(reply: Any) -> bool:
+    """A native command's ``EMQFLOW defer``: the job is a flow's, which the script
+    settles (docs/native.md); nothing was written."""
+    return isinstance(reply, redis.ResponseError) and str(reply).startswith("EMQFLOW")
 
 
 def _load(cmds: list[tuple[Arg, ...]]) -> Exchange:
