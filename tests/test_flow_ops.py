@@ -21,6 +21,9 @@ from echomq.flows.sweep import SWEEP_GRACE_MS
 from operator_support import changed
 from worker_support import FAST, running, server_ms, wait_until
 
+# cross-queue flows span slots on the cluster: each read and verb works per queue
+pytestmark = pytest.mark.both_servers
+
 
 @pytest.fixture()
 def other(make_queue: Callable[..., Queue], qname: str) -> Queue:
