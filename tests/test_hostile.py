@@ -393,7 +393,7 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
         "grace_ms": h(waits),
         "budget": h(st.integers(1, 10_000)),
     },
-    "flow_impact": {"budget": h(st.integers(1, 10_000))},
+    "flow_impact": {"budget": h(st.integers(1, 2000))},
     "clean": {
         "older_than_ms": h(waits, optional=False),
         "state": h(st.sampled_from(["dead", "completed", "pending"])),

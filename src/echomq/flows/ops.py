@@ -19,8 +19,9 @@ from .tree import MAX_CANCEL_NODES, read_levels
 
 #: The longest error text ``fail_parent`` takes.
 MAX_ERROR_LEN = 10_000
-#: The most nodes one ``cancel_flow`` script call handles.
-CANCEL_CHUNK = 500
+#: The most nodes one ``cancel_flow`` script call handles (its server time stays near a
+#: few ms: bench/flow_ops.py).
+CANCEL_CHUNK = 50
 
 
 def release_parent(ctx: Context, job_id: str) -> Plan[int]:

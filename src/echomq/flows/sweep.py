@@ -41,7 +41,7 @@ SWEEP_GRACE_MS = 60_000
 #: How often a worker's beat sweeps its queue.
 BEAT_EVERY_MS = 60_000
 #: Endings one resolve_child call applies.
-_CHUNK = 200
+_CHUNK = 100
 
 
 def sweep_flows(

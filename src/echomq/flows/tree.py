@@ -5,9 +5,9 @@ parent, level by level, for ``cancel_flow``).
 Bounded: at most ``limit`` nodes a call (:data:`FLOW_NODES` by default, at most
 :data:`MAX_FLOW_NODES`) and :data:`MAX_DEPTH` levels under the root (the depth bound
 of a flow); each level is one pipelined round trip of one ``flow_nodes`` script call
-per queue (a queue's keys share a slot: one call per queue and level works on a
-cluster). A parent whose children are more than the budget left shows a sample of
-them (``SRANDMEMBER``/``HRANDFIELD``: no walk) and the count it did not show
+per queue and 100 nodes (a queue's keys share a slot: one call per queue works on a
+cluster), each returning at most 10,000 children refs. A parent whose children are
+more than the budget left shows a sample of them (``SRANDMEMBER``/``HRANDFIELD``: no walk) and the count it did not show
 (``FlowNode.more``); the tree says ``truncated``. There is no cursor: a larger
 ``limit``, or :func:`flow` on a child, shows the rest.
 """
@@ -33,6 +33,10 @@ FLOW_NODES = 500
 MAX_FLOW_NODES = 10_000
 #: Nodes ``cancel_flow`` reads (a parent has at most 10,000 children).
 MAX_CANCEL_NODES = 10_000
+#: Nodes one flow_nodes call reads, and children refs it returns at most (each call's
+#: server time stays near a few ms: bench/flow_ops.py).
+NODES_CHUNK = 100
+REFS_CHUNK = 10_000
 #: Queues whose outboxes :func:`flow` relays before it reads again.
 MAX_RELAY_QUEUES = 16
 
@@ -92,19 +96,25 @@ def _read(ctx: Context, root: tuple[str, str], limit: int) -> Plan[tuple[list[_R
         by_queue: dict[str, list[int]] = {}
         for ix in level:
             by_queue.setdefault(recs[ix].queue, []).append(ix)
+        # one call per queue and NODES_CHUNK nodes (each call's server time bounded)
+        parts = [
+            (q, ixs[s : s + NODES_CHUNK])
+            for q, ixs in by_queue.items()
+            for s in range(0, len(ixs), NODES_CHUNK)
+        ]
         left = max(1, limit - len(recs))
-        share = max(1, left // len(by_queue))
+        share = max(1, min(left // len(parts), REFS_CHUNK))
         ops = tuple(
             Eval(
                 script("flow_nodes"),
                 (Keyspace(q).base,),
-                (str(min(share, 10_000)), *(recs[ix].id for ix in ixs)),
+                (str(share), *(recs[ix].id for ix in ixs)),
             )
-            for q, ixs in by_queue.items()
+            for q, ixs in parts
         )
         replies = yield Batch(ops)
         nxt: list[int] = []
-        for (_, ixs), reply in zip(by_queue.items(), replies):
+        for (_, ixs), reply in zip(parts, replies):
             if isinstance(reply, Exception):
                 raise reply
             for ix, node in zip(ixs, reply):

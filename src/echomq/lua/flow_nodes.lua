@@ -1,6 +1,7 @@
 -- flow_nodes: a read of flow nodes in one queue, for flow() (the operator's tree view).
 -- KEYS[1]  the queue base emq:{q}:
--- ARGV[1]  the most children refs this call returns in all (1..10000);
+-- ARGV[1]  the most children refs this call returns in all (1..10000; flows/tree.py
+--          sends at most 100 ids a call);
 -- ARGV[2..] job ids of this queue
 -- Reply:   per id, in order, an array {state, parent, on_fail, children, name,
 --          last_error, ndeps, nkids, nfails, deps, kids, kidfails}: the row's fields
