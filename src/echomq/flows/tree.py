@@ -8,8 +8,8 @@ of a flow); each level is one pipelined round trip of one ``flow_nodes`` script 
 per queue and 100 nodes (a queue's keys share a slot: one call per queue works on a
 cluster), each returning at most 10,000 children refs. A parent whose children are
 more than the budget left shows a sample of them (``SRANDMEMBER``/``HRANDFIELD``: no
-walk) and the count it did not show (``FlowNode.more``); the tree says ``truncated``. There is no cursor: a larger
-``limit``, or :func:`flow` on a child, shows the rest.
+walk) and the count it did not show (``FlowNode.more``); the tree says ``truncated``.
+There is no cursor: a larger ``limit``, or :func:`flow` on a child, shows the rest.
 """
 
 from __future__ import annotations
