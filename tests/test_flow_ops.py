@@ -21,8 +21,9 @@ from echomq.flows.sweep import SWEEP_GRACE_MS
 from operator_support import changed
 from worker_support import FAST, running, server_ms, wait_until
 
-# cross-queue flows span slots on the cluster: each read and verb works per queue
-pytestmark = pytest.mark.both_servers
+# cross-queue flows span slots on the cluster (each read and verb works per queue); the
+# native executor defers a flow job's complete and retry to the scripts
+pytestmark = [pytest.mark.both_servers, pytest.mark.both_executors]
 
 
 @pytest.fixture()
