@@ -10,7 +10,7 @@ from typing import Any
 
 import redis
 
-from echomq import Queue
+from echomq import Flow, Queue
 
 STATES = ("pending", "active", "scheduled", "dead")
 #: Far enough ahead that no test sees a scheduled job come due.
@@ -31,10 +31,9 @@ def put_job(
         return q.enqueue(data, group=group, **kw), None
     if state == "scheduled":
         return q.enqueue(data, group=group, delay_ms=LATER_MS, **kw), None
-    if state == "waiting_children":  # a flow parent with no child left to wait for
-        jid = q.enqueue(data, group=group, **kw)
-        make_waiting(q, jid)
-        return jid, None
+    if state == "waiting_children":  # a flow parent waiting for one pending child
+        kids = [Flow(payload={"child": 1})]
+        return q.enqueue_flow(Flow(payload=data, group=group, children=kids, **kw)).id, None
     jid = q.enqueue(data, group=group, max_attempts=1, **kw)
     got = q.claim()
     assert got is not None and got.id == jid, "the builder expects no other ready work"
@@ -64,33 +63,3 @@ def row_keys(r: redis.Redis, q: Queue) -> set[str]:
 def ring(r: redis.Redis, q: Queue) -> list[str]:
     """The groups on the ring, in order."""
     return list(r.lrange(q.keys.ring, 0, -1))
-
-
-def make_waiting(q: Queue, jid: str, refs: list[str] | tuple[str, ...] = ()) -> None:
-    """Turn the pending job ``jid`` into a flow parent waiting for the children ``refs``
-    ('queue:id'), writing the rows as the schema names them (what enqueue_flow writes:
-    state waiting_children, the WAITING set at the server's now, :deps, ``children``)."""
-    r = q.client
-    k = q.keys
-    row = k.job(jid)
-    raw = r.hget(row, "group")
-    group = raw.decode() if isinstance(raw, bytes) else raw
-    now_s, now_us = r.time()
-    pipe = r.pipeline(transaction=False)
-    pipe.zrem(k.pending, jid)
-    if group:
-        pipe.zrem(k.lane(group), jid)
-        pipe.zrem(k.gindex, jid)
-    pipe.hset(row, mapping={"state": "waiting_children", "children": str(len(refs))})
-    pipe.zadd(k.waiting, {jid: now_s * 1000 + now_us // 1000})
-    if refs:
-        pipe.sadd(k.deps(jid), *refs)
-    pipe.execute()
-
-
-def make_child(q: Queue, jid: str, parent: str, on_fail: str | None = None) -> None:
-    """Mark job ``jid`` of ``q`` a flow child of ``parent`` ('queue:id')."""
-    fields = {"parent": parent}
-    if on_fail and on_fail != "fail_parent":
-        fields["on_fail"] = on_fail
-    q.client.hset(q.keys.job(jid), mapping=fields)
