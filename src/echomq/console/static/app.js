@@ -629,25 +629,31 @@
       if (ok) refresh();
     }
 
-    /* What a drain or an obliterate does to flows that cross this queue (a bounded read;
-     * null when there is none or the read failed: the confirmation goes on without it). */
-    async function flowNote(outcome) {
-      let f;
-      try { f = await get(`${base}/flow_impact`); } catch (_) { return null; }
-      const parts = [];
-      if (f.waiting) {
-        parts.push(`${fmt(f.waiting)} waiting flow parent(s) will be removed (their children keep running)`);
-      }
-      if (f.children) {
-        parts.push(`${fmt(f.children)} flow child(ren)${f.exact ? "" : ` (of ${fmt(f.examined)} jobs examined)`} `
-          + `will resolve their parents as ${outcome}, ${fmt(f.elsewhere)} of them in another queue`);
-      }
-      return parts.length ? h("p", { class: "note", id: "flow-impact" }, `Flows: ${parts.join("; ")}.`) : null;
+    /* What a drain or an obliterate does to flows that cross this queue: a note in the
+     * dialog, filled when the bounded read answers (the dialog does not wait for it;
+     * it stays hidden when no flow crosses the queue or the read failed). */
+    function flowNote(outcome) {
+      const note = h("p", { class: "note", id: "flow-impact", hidden: true });
+      get(`${base}/flow_impact`).then((f) => {
+        const parts = [];
+        if (f.waiting) {
+          parts.push(`${fmt(f.waiting)} waiting flow parent(s) will be removed (their children keep running)`);
+        }
+        if (f.children) {
+          parts.push(`${fmt(f.children)} flow child(ren)${f.exact ? "" : ` (of ${fmt(f.examined)} jobs examined)`} `
+            + `will resolve their parents as ${outcome}, ${fmt(f.elsewhere)} of them in another queue`);
+        }
+        if (parts.length) {
+          fill(note, `Flows: ${parts.join("; ")}.`);
+          note.hidden = false;
+        }
+      }, () => {});
+      return note;
     }
 
     async function drain() {
       if (view.draining) return;
-      const flows = await flowNote("drained");
+      const flows = flowNote("drained");
       const sched = h("input", { type: "checkbox", id: "drain-schedule" });
       const budget = h("input", { type: "number", id: "drain-budget", min: 1, max: 10000, value: DRAIN_BUDGET });
       const c = view.summary ? view.summary.counts : {};
@@ -720,7 +726,7 @@
       const force = h("input", { type: "checkbox", id: "oblit-force" });
       const budget = h("input", { type: "number", id: "oblit-budget", min: 1, max: 10000, value: 1000 });
       const typed = h("input", { type: "text", id: "oblit-confirm", autocomplete: "off", placeholder: name });
-      const flows = await flowNote("obliterated");
+      const flows = flowNote("obliterated");
       const go = await modal({
         title: `Obliterate ${name}?`,
         ok: "Obliterate",
