@@ -131,3 +131,12 @@ def test_drain_and_obliterate_say_what_they_do_to_flows(
         assert "1 waiting flow parent(s) will be removed" in text, text
         assert f"2 flow child(ren) will resolve their parents as {outcome}, 1 of them in" in text
     assert dump(r, q) == before
+
+
+def test_a_mistyped_queue_is_refused_before_anything_is_sent(fast: Any, q: Queue) -> None:  # noqa: F811
+    ids = q.enqueue_flow(Flow(payload=0, children=[Flow(payload=1)]))
+    for args in (("show",), ("release", "--yes"), ("cancel", "--yes")):
+        ran = fast("flow", args[0], q.name + "x", ids.id, *args[1:])
+        assert ran.returncode == exits.NO_QUEUE, args
+    assert fast("flow", "sweep", q.name + "x").returncode == exits.NO_QUEUE
+    assert q.job_state(ids.id) == "waiting_children"

@@ -12,12 +12,16 @@ from collections.abc import Callable
 
 import pytest
 import redis
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import dump
 from echomq import JobGone, Queue, Worker
 from echomq.errors import JobNotWaiting
 from echomq.flows import Flow, FlowIds
 from echomq.flows.sweep import SWEEP_GRACE_MS
+from echomq.observability.prometheus import QueueCollector
+from echomq.observability.scrape import snapshots
 from operator_support import changed
 from worker_support import FAST, running, server_ms, wait_until
 
@@ -321,3 +325,20 @@ def test_flow_impact_counts_waiting_parents_and_children(q: Queue, other: Queue)
     small = q.flow_impact(budget=2)
     assert (small.examined, small.backlog, small.exact) == (2, 4, False)
     assert "(of 2 jobs examined)" in small.phrase("drained")
+
+
+@pytest.mark.single_node("the exporter reads one server")
+def test_the_exporter_gauges_waiting_parents(q: Queue) -> None:
+    q.enqueue_flow(Flow(payload=0, children=[Flow(payload=1)]))
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(QueueCollector(q.client, [q.name]))
+    text = generate_latest(registry).decode()
+    got = {
+        s.labels["state"]: s.value
+        for fam in text_string_to_metric_families(text)
+        for s in fam.samples
+        if s.name == "echomq_queue_jobs" and s.labels["queue"] == q.name
+    }
+    assert got["waiting_children"] == 1 and got["pending"] == 1
+    (snap,) = q.runner.drive(snapshots([q.ctx]))
+    assert snap.waiting_children == 1
