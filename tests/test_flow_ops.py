@@ -129,6 +129,14 @@ def test_flow_of_a_plain_job_is_one_node_and_of_no_job_none(q: Queue) -> None:
     assert q.flow(jid) is None
 
 
+def test_flow_of_a_child_whose_parent_was_removed_starts_at_the_child(q: Queue) -> None:
+    ids = q.enqueue_flow(Flow(payload=0, children=[Flow(payload=1, children=[Flow(payload=2)])]))
+    q.remove_job(ids.id)  # its children keep running, their endings find no parent
+    tree = q.flow(ids.children[0].children[0].id)
+    assert tree is not None and tree.root.ref == ids.children[0].ref
+    assert [k.ref for k in tree.root.kids] == [ids.children[0].children[0].ref]
+
+
 def test_flow_relays_first_a_cross_queue_ending(q: Queue, other: Queue, r: redis.Redis) -> None:
     ids = fan(q, 1, queue=other.name)
     run_one(other, 7)  # the child's ending waits in the other queue's outbox...

@@ -9,7 +9,7 @@ another queue) is relayed before the verb returns (:func:`echomq.flows.relay.rel
 
 from __future__ import annotations
 
-from .. import checks, journal  # noqa: F401 (journal: request ids, if a verb needs one)
+from .. import checks
 from ..context import Context
 from ..keyspace import Keyspace
 from ..results.flows import FlowCancel

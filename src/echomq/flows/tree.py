@@ -176,8 +176,9 @@ def read_levels(
 def flow(
     ctx: Context, job_id: str, limit: int = FLOW_NODES, relay: bool = True
 ) -> Plan[FlowTree | None]:
-    """A job's flow: its parent chain up to the root (at most 8 parents up), then the
-    tree under the root, each node with its state and what its parent recorded of it.
+    """A job's flow: its parent chain up to the root (at most 8 parents up; a parent
+    whose row is gone ends the chain), then the tree under the root, each node with its
+    state and what its parent recorded of it.
 
     Flow endings waiting in an outbox are relayed first (this queue's, then those of the
     tree's other queues: when any was relayed, the tree is read again), so the tree
@@ -209,6 +210,8 @@ def flow(
         up = parse_ref((yield Cmd(("HGET", Keyspace(q).job(i), "parent"))) or "")
         if up is None or up in chain:
             break
+        if (yield Cmd(("EXISTS", Keyspace(up[0]).job(up[1])))) == 0:
+            break  # its parent is gone (removed, drained): the tree starts here
         if hop == MAX_DEPTH:
             top_cut = True
             break
