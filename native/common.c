@@ -103,7 +103,8 @@ static const char *const FIELD_TEXT[FIELD_COUNT] = {
     EMQ_F_GROUP,          EMQ_F_DEDUP,             EMQ_F_KEEP,      EMQ_F_MAX_ATTEMPTS,
     EMQ_F_STARTED_AT,     EMQ_F_LAST_STARTED_AT,   EMQ_F_FINISHED_AT, EMQ_F_RESULT,
     EMQ_F_ENQUEUED_AT,    EMQ_F_KEEP_COMPLETED,    EMQ_F_KEEP_COMPLETED_MS, EMQ_F_KEEP_DEAD,
-    EMQ_F_KEEP_DEAD_MS,   "active",                "completed"};
+    EMQ_F_KEEP_DEAD_MS,   "active",                "completed",     EMQ_F_PARENT,
+    EMQ_F_CHILDREN};
 
 RedisModuleString *field_name[FIELD_COUNT];
 
@@ -114,7 +115,7 @@ void field_names_init(void) {
 
 /* ---- key API reads and writes ---- */
 
-/* HMGET through the key API, as retention() reads: count <= 5 fields (FIELD_* indexes) of
+/* HMGET through the key API, as retention() reads: count <= 7 fields (FIELD_* indexes) of
  * the hash open at key into out, NONE for a missing field (or no hash: HMGET's nils,
  * its error counted alike); 1 when key holds a hash. A read: nothing to replicate. The
  * strings live until the command returns. */
@@ -123,11 +124,12 @@ int hmget_open(RedisModuleKey *key, int count, const int *fields, Str *out) {
     if (!key || RedisModule_KeyType(key) != REDISMODULE_KEYTYPE_HASH) return 0;
     /* one call for them all (each call checks the key again): HashGet stops at the
      * first NULL name, so the names past count are NULL */
-    RedisModuleString *name[5] = {NULL, NULL, NULL, NULL, NULL}, *value[5] = {NULL};
-    for (int i = 0; i < count && i < 5; i++) name[i] = field_name[fields[i]];
+    RedisModuleString *name[7] = {NULL}, *value[7] = {NULL};
+    for (int i = 0; i < count && i < 7; i++) name[i] = field_name[fields[i]];
     RedisModule_HashGet(key, REDISMODULE_HASH_NONE, name[0], &value[0], name[1], &value[1],
-                        name[2], &value[2], name[3], &value[3], name[4], &value[4], NULL);
-    for (int i = 0; i < count && i < 5; i++)
+                        name[2], &value[2], name[3], &value[3], name[4], &value[4], name[5],
+                        &value[5], name[6], &value[6], NULL);
+    for (int i = 0; i < count && i < 7; i++)
         if (value[i]) out[i] = str_of(value[i]);
     return 1;
 }
@@ -197,31 +199,15 @@ long long zcard(Queue *queue, Str key) {
 /* 1 and the row's fields (state, attempts, then the three extra FIELD_* indexes) when
  * fenced; 0 when a refusal has been sent. *row_string (when not NULL): the row's name
  * as a string */
-/* 1 when the row is a flow child (`parent`) or parent (`children`): one read of two
- * fields through the key API (a job of no flow: two missing fields) */
-int flow_job(Queue *queue, Str row) {
-    RedisModuleString *name = mkstr(queue->ctx, row);
-    RedisModuleKey *open = RedisModule_OpenKey(queue->ctx, name, REDISMODULE_READ);
-    if (!open) return 0;
-    int found = 0;
-    if (RedisModule_KeyType(open) == REDISMODULE_KEYTYPE_HASH) {
-        RedisModuleString *parent = NULL, *children = NULL;
-        RedisModule_HashGet(open, REDISMODULE_HASH_CFIELDS, EMQ_F_PARENT, &parent,
-                            EMQ_F_CHILDREN, &children, NULL);
-        found = parent != NULL || children != NULL;
-    }
-    RedisModule_CloseKey(open);
-    return found;
-}
-
 int defer_flow(RedisModuleCtx *ctx) {
     return RedisModule_ReplyWithError(ctx, "EMQFLOW defer: a flow's job is settled by the script");
 }
 
 int fenced(Queue *queue, Str row, Str token, int extra1, int extra2, int extra3, Str *fields,
            RedisModuleString **row_string) {
-    const int wanted[] = {FIELD_STATE, FIELD_ATTEMPTS, extra1, extra2, extra3};
-    RedisModuleString *made = hmget(queue, row, 5, wanted, fields);
+    const int wanted[] = {FIELD_STATE, FIELD_ATTEMPTS, extra1, extra2, extra3, FIELD_PARENT,
+                          FIELD_CHILDREN};
+    RedisModuleString *made = hmget(queue, row, 7, wanted, fields);
     if (row_string) *row_string = made;
     Str state = fields[0], attempts = fields[1];
     /* a kept completed row is no job to settle: gone, as a deleted row */

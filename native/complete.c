@@ -36,19 +36,21 @@ static Str *seen_slot(Seen *seen, Str id) {
         if (!seen->slot[i].ptr || str_eq(seen->slot[i], id)) return &seen->slot[i];
 }
 
-/* the triples of a batch, each fenced on its own; the reply array opened and the
- * refused ones answered in it (*out: its length so far); the jobs done into jobs */
-static size_t fence_batch(Queue *queue, Line *line, Done *jobs, long *out) {
+/* the triples of a batch, each fenced on its own; the refused ones (id, reason) into
+ * refused (*out: how many strings), the jobs done into jobs. Returns -1, having
+ * answered nothing, when a job is a flow's (a row with `parent` or `children`): the
+ * whole call is refused (EMQFLOW) before anything is written or answered */
+static long fence_batch(Queue *queue, Line *line, Done *jobs, Str *refused, long *out) {
     RedisModuleCtx *ctx = queue->ctx;
-    size_t ndone = 0;
+    long ndone = 0;
     Seen seen = seen_new(ctx, (size_t)(line->nargs / 3 + 1));
-    RedisModule_ReplyWithArray(ctx, REDISMODULE_POSTPONED_LEN);
     for (int i = 0; i + 2 < line->nargs; i += 3) {
         Str id = arg_at(line, i), token = arg_at(line, i + 1), row = job_key(queue, id);
         static const int FIELDS[] = {FIELD_STATE, FIELD_ATTEMPTS, FIELD_GROUP, FIELD_DEDUP,
-                                     FIELD_KEEP};
-        Str fields[5];
-        RedisModuleString *row_string = hmget(queue, row, 5, FIELDS, fields);
+                                     FIELD_KEEP,  FIELD_PARENT,   FIELD_CHILDREN};
+        Str fields[7];
+        RedisModuleString *row_string = hmget(queue, row, 7, FIELDS, fields);
+        if (fields[5].ptr || fields[6].ptr) return -1;
         Str state = fields[0], attempts = fields[1];
         const char *why = NULL;
         Str *taken = seen_slot(&seen, id);
@@ -57,9 +59,8 @@ static size_t fence_batch(Queue *queue, Line *line, Done *jobs, long *out) {
         else if (!str_eq_c(state, "active") || !str_eq(attempts, token))
             why = "stale";
         if (why) {
-            RedisModule_ReplyWithStringBuffer(ctx, id.ptr, id.len);
-            RedisModule_ReplyWithStringBuffer(ctx, why, strlen(why));
-            *out += 2;
+            refused[(*out)++] = id;
+            refused[(*out)++] = str_c(why);
             continue;
         }
         Str result = arg_at(line, i + 2);
@@ -159,25 +160,26 @@ int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     if (line.nkeys >= 2) { /* one job: 1, -1 or EMQSTALE */
         if (line.nargs < 2) return bad_args(ctx);
         Str id = arg_at(&line, 0), token = arg_at(&line, 1), row = str_of(line.keys[1]);
-        Str fields[5]; /* state attempts group dedup keep */
+        Str fields[7]; /* state attempts group dedup keep parent children */
         RedisModuleString *row_string = NULL;
         if (!fenced(&queue, row, token, FIELD_GROUP, FIELD_DEDUP, FIELD_KEEP, fields,
                     &row_string))
             return REDISMODULE_OK;
-        if (flow_job(&queue, row)) return defer_flow(ctx);
+        if (fields[5].ptr || fields[6].ptr) return defer_flow(ctx);
         Done job = {id,        row, fields[2],    fields[3], fields[4], arg_at(&line, 2),
                     line.args[0], row_string};
         settle(&queue, &job, 1);
         return RedisModule_ReplyWithLongLong(ctx, 1);
     }
-    /* a batch naming a flow's job is refused whole, before anything is written or
-     * answered: the client sends it as the script */
-    for (int i = 0; i + 2 < line.nargs; i += 3)
-        if (flow_job(&queue, job_key(&queue, arg_at(&line, i)))) return defer_flow(ctx);
     Done *jobs = RedisModule_PoolAlloc(ctx, sizeof(*jobs) * (size_t)(line.nargs / 3 + 1));
+    Str *refused = RedisModule_PoolAlloc(ctx, sizeof(*refused) * (size_t)(line.nargs + 2));
     long out = 0;
-    size_t ndone = fence_batch(&queue, &line, jobs, &out);
-    if (ndone > 0) settle(&queue, jobs, ndone);
-    RedisModule_ReplySetArrayLength(ctx, out);
+    long ndone = fence_batch(&queue, &line, jobs, refused, &out);
+    /* a batch naming a flow's job is refused whole: the client sends it as the script */
+    if (ndone < 0) return defer_flow(ctx);
+    if (ndone > 0) settle(&queue, jobs, (size_t)ndone);
+    RedisModule_ReplyWithArray(ctx, out);
+    for (long i = 0; i < out; i++)
+        RedisModule_ReplyWithStringBuffer(ctx, refused[i].ptr, refused[i].len);
     return REDISMODULE_OK;
 }

@@ -216,6 +216,8 @@ enum {
     FIELD_KEEP_DEAD_MS,
     VALUE_ACTIVE, /* values of state */
     VALUE_COMPLETED,
+    FIELD_PARENT, /* a flow's fields (the twins defer a flow's job: EMQFLOW) */
+    FIELD_CHILDREN,
     FIELD_COUNT
 };
 extern RedisModuleString *field_name[FIELD_COUNT];
@@ -313,12 +315,13 @@ void record_error(Queue *queue, Str row, Str attempt, long long now, Str error);
 
 /* ---- the token fence (common.c) ---- */
 
+/* fields: 7 (state, attempts, the three extras, then parent and children) */
 int fenced(Queue *queue, Str row, Str token, int extra1, int extra2, int extra3, Str *fields,
            RedisModuleString **row_string);
-/* a flow's job (field `parent`, or with `children` a parent): the scripts settle it
- * (lib/flow.lua), so EMQ.COMPLETE and EMQ.RETRY refuse it with EMQFLOW before any
- * write and the client runs the script instead (docs/native.md) */
-int flow_job(Queue *queue, Str row);
+/* a flow's job (field `parent`, or with `children` a parent; read by fenced() and the
+ * batch's fence): the scripts settle it (lib/flow.lua), so EMQ.COMPLETE and EMQ.RETRY
+ * refuse it with EMQFLOW before any write and the client runs the script instead
+ * (docs/native.md) */
 int defer_flow(RedisModuleCtx *ctx);
 
 /* ---- the verbs: EMQ.<VERB> numkeys key... arg... ---- */

@@ -62,10 +62,10 @@ int cmd_retry(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     Queue queue = {ctx, str_of(line.keys[0]), NULL};
     Str id = arg_at(&line, 0), token = arg_at(&line, 1), error = arg_at(&line, 2);
     Str row = row_of(&queue, &line, id);
-    Str fields[5]; /* state attempts group max_attempts keep */
+    Str fields[7]; /* state attempts group max_attempts keep parent children */
     if (!fenced(&queue, row, token, FIELD_GROUP, FIELD_MAX_ATTEMPTS, FIELD_KEEP, fields, NULL))
         return REDISMODULE_OK;
-    if (flow_job(&queue, row)) return defer_flow(ctx);
+    if (fields[5].ptr || fields[6].ptr) return defer_flow(ctx);
     double max_attempts;
     if (!tonum(arg_at(&line, 4), &max_attempts) && !tonum(fields[3], &max_attempts) &&
         !tonum(arg_at(&line, 5), &max_attempts))
