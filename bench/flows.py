@@ -31,7 +31,6 @@ import time
 from typing import Any
 
 from _common import Callgrind, bench_server, report
-
 from echomq import Flow, Queue, Worker, native
 from echomq.worker.config import WorkerConfig
 
@@ -82,28 +81,30 @@ def overhead(n: int) -> list[list[Any]]:
     rows: list[list[Any]] = [["executor", "plain Ir/job", "flow child Ir/job", "ratio"]]
     kinds = ["scripts", "native"] if native.build(quiet=True) else ["scripts"]
     for executor in kinds:
-        with Callgrind(module=executor == "native") as cg:
-            with Queue("bench-flow-cg", url=cg.url, executor=executor) as q:
-                q.counts()
-                for _ in range(200):  # warm: scripts loaded, sets made
-                    q.enqueue(1)
-                    c = q.claim()
-                    assert c is not None
-                    q.complete(c.id, c.token)
-                cg.take()
-                for _ in range(n):
-                    q.enqueue(1)
-                for _ in range(n):
-                    c = q.claim()
-                    assert c is not None
-                    q.complete(c.id, c.token)
-                plain = cg.take() / n
-                q.enqueue_flow(Flow(payload="p", children=[Flow(payload=1) for _ in range(n)]))
-                for _ in range(n + 1):
-                    c = q.claim()
-                    assert c is not None
-                    q.complete(c.id, c.token, result=1)
-                flow = cg.take() / n
+        with (
+            Callgrind(module=executor == "native") as cg,
+            Queue("bench-flow-cg", url=cg.url, executor=executor) as q,
+        ):
+            q.counts()
+            for _ in range(200):  # warm: scripts loaded, sets made
+                q.enqueue(1)
+                c = q.claim()
+                assert c is not None
+                q.complete(c.id, c.token)
+            cg.take()
+            for _ in range(n):
+                q.enqueue(1)
+            for _ in range(n):
+                c = q.claim()
+                assert c is not None
+                q.complete(c.id, c.token)
+            plain = cg.take() / n
+            q.enqueue_flow(Flow(payload="p", children=[Flow(payload=1) for _ in range(n)]))
+            for _ in range(n + 1):
+                c = q.claim()
+                assert c is not None
+                q.complete(c.id, c.token, result=1)
+            flow = cg.take() / n
         rows.append([executor, int(plain), int(flow), f"{flow / plain:.3f}"])
     return rows
 
@@ -147,8 +148,10 @@ def main() -> None:
             rows.append([name, f"{statistics.median(got):.1f}", f"{max(got):.1f}", target])
         report(rows)
         ran, left = leftovers(url, args.flows)
-        print(f"\nleftovers: {args.flows} flows x 10 children: {ran} jobs ran; keys left "
-              f"besides bookkeeping: {len(left)} {left[:10]}")
+        print(
+            f"\nleftovers: {args.flows} flows x 10 children: {ran} jobs ran; keys left "
+            f"besides bookkeeping: {len(left)} {left[:10]}"
+        )
     if args.callgrind:
         print()
         report(overhead(min(args.children, 1000)))

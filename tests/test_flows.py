@@ -5,14 +5,16 @@ reply and the keys left."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
 import pytest
 import redis
 
 from echomq import Flow, InvalidArgument, Queue, Worker
+from echomq.flows.relay import relay_queue
 from echomq.scripts import script
+from faults.proxy import FaultProxy
 from worker_support import FAST, running, wait_until
 
 Make = Callable[..., Queue]
@@ -307,3 +309,73 @@ def test_native_defers_a_flow_job_to_the_script(
     # a job of no flow still completes natively
     plain = qa.enqueue("plain")
     assert run_one(qa) in (ids.id, plain)
+
+
+def test_drain_group_and_bulk_remove_resolve_parents(q: Queue, r: redis.Redis) -> None:
+    kids = [
+        Flow(payload=1, group="g", on_fail="ignore"),
+        Flow(payload=2, name="kid", on_fail="ignore"),
+    ]
+    ids = q.enqueue_flow(Flow(payload="p", children=kids))
+    pid, grouped, flat = ids.id, ids.children[0], ids.children[1]
+    assert q.drain_group("g") == 1
+    assert smembers(r, q.keys.deps(pid)) == {flat.ref}
+    res = q.remove_jobs("pending", name="kid")
+    assert res.matched == 1
+    assert r.exists(q.keys.job(flat.id)) == 0
+    failed = q.children_results(pid).failed
+    assert {k: v.outcome for k, v in failed.items()} == {
+        grouped.ref: "drained",
+        flat.ref: "removed",
+    }
+    # the parent became ready when its last child went
+    assert q.job_state(pid) == "pending"
+    assert r.zcard(q.keys.base + "waiting") == 0
+
+
+def _once(op: Any) -> Generator[Any, Any, Any]:
+    return (yield op)
+
+
+@pytest.mark.usefixtures("executor")
+def test_a_lost_reply_of_the_relay_is_sent_again_and_resolves_once(
+    pq: Queue, proxy: FaultProxy, make_queue: Make, qname: str, r: redis.Redis
+) -> None:
+    qa = make_queue(qname + "parent")
+    kids = [Flow(pq.name, 1), Flow(pq.name, 2)]
+    ids = qa.enqueue_flow(Flow(payload="p", children=kids))
+    c = pq.claim(lease_ms=60_000)
+    assert c is not None
+    pq.complete(c.id, c.token, result="r")
+    done = next(k for k in ids.children if k.id == c.id)
+    r.script_load(script("resolve_child").body)  # a NOSCRIPT is not the reply to lose
+    plan = relay_queue(pq.keys)
+    read = next(plan)
+    step = plan.send(pq.runner.drive(_once(read)))  # the resolve_child batch
+    proxy.drop_replies(1)
+    replies = pq.runner.drive(_once(step))  # its reply lost: sent again (resend=True)
+    assert proxy.replies_dropped == 1
+    assert replies == [[0, 0]]  # the repeat found the ref resolved: wrote nothing
+    drop = plan.send(replies)
+    pq.runner.drive(_once(drop))
+    with pytest.raises(StopIteration) as stop:
+        plan.send(1)
+    assert stop.value.value == (1, [])
+    # resolved exactly once: one dependency left, one result recorded
+    assert smembers(r, qa.keys.deps(ids.id)) == {k.ref for k in ids.children} - {done.ref}
+    assert qa.children_results(ids.id).completed == {done.ref: "r"}
+    assert qa.job_state(ids.id) == "waiting_children"
+    assert r.exists(pq.keys.base + "outbox", pq.keys.base + "outmsg") == 0
+
+
+def test_the_beat_relays_what_a_settle_left(make_queue: Make, qname: str, r: redis.Redis) -> None:
+    # a child completed by a client that never relayed (as a worker killed right after
+    # its settle): any worker of the child's queue relays it on its beat
+    qa, qb = make_queue(qname + "a"), make_queue(qname + "b")
+    ids = qa.enqueue_flow(Flow(payload="p", children=[Flow(qb.name, 1)]))
+    run_one(qb, "r")
+    assert r.zcard(qb.keys.base + "outbox") == 1
+    with running(Worker(qb, lambda job: None, config=FAST)):
+        wait_until(lambda: qa.job_state(ids.id) == "pending", timeout=5)
+    assert r.exists(qb.keys.base + "outbox", qb.keys.base + "outmsg") == 0
+    assert qa.children_results(ids.id).completed == {ids.children[0].ref: "r"}

@@ -29,7 +29,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from echomq import Backoff, Dedup, InvalidArgument, Queue, Refused, checks
+from echomq import Backoff, Dedup, Flow, InvalidArgument, Queue, Refused, checks
 from echomq.cli import app as cli_app
 from echomq.cli import exits
 from echomq.embedded import EmbeddedServer
@@ -151,6 +151,35 @@ dedups = st.builds(
     delay_ms=st.one_of(st.none(), waits),
 )
 
+
+def hv(valid: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """A field of a value object: mostly valid, often hostile."""
+    return st.one_of(valid, valid, hostile)
+
+
+policies = st.sampled_from(["fail_parent", "ignore", "remove_dependency", "continue"])
+_flow_leaf = st.builds(
+    Flow,
+    queue=hv(st.none()),
+    payload=payloads,
+    on_fail=hv(policies),
+    name=hv(names),
+    group=hv(groups),
+    priority=hv(priorities),
+    max_attempts=hv(counters),
+    delay_ms=hv(waits),
+    dedup_id=hv(names),
+)
+flows = st.builds(
+    Flow,
+    queue=hv(st.none()),
+    payload=payloads,
+    children=hv(st.lists(st.one_of(_flow_leaf, hostile), max_size=3)),
+    priority=hv(priorities),
+    keep_ms=hv(waits),
+    backoff=hv(backoffs),
+)
+
 #: Every verb of the facade: each of its parameters and what to drive it with.
 SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
     "enqueue": {
@@ -177,6 +206,9 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
         "keep_ms": h(waits),
         "dedup": h(st.one_of(dedups, st.lists(st.one_of(st.none(), dedups), max_size=4))),
     },
+    "enqueue_flow": {"flow": h(flows, optional=False)},
+    "children_results": {"job_id": h(job_ids, optional=False)},
+    "relay_flows": {"budget": h(budgets), "queues": h(st.lists(groups, max_size=2))},
     "claim": {"lease_ms": h(lease)},
     "claim_many": {"count": h(budgets, optional=False), "lease_ms": h(lease), "lock_ms": h(waits)},
     "complete": {

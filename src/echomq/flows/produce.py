@@ -14,6 +14,7 @@ waiting on children that were never written: the flow sweep resolves them as
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .. import checks, ids
@@ -54,7 +55,7 @@ def _check(ctx: Context, flow: Flow, queue: str, depth: int, parent: _Node | Non
     if depth > MAX_DEPTH:
         raise InvalidArgument(f"a flow is at most {MAX_DEPTH} levels of children deep")
     kids = flow.children
-    if isinstance(kids, (str, bytes, dict)):
+    if isinstance(kids, (str, bytes, dict)) or not isinstance(kids, Sequence):
         raise InvalidArgument("children must be a sequence of Flow")
     if len(kids) > MAX_CHILDREN:
         raise InvalidArgument(f"a parent has at most {MAX_CHILDREN} children")
@@ -89,6 +90,8 @@ def _check(ctx: Context, flow: Flow, queue: str, depth: int, parent: _Node | Non
 def _plan_tree(ctx: Context, flow: Flow) -> tuple[_Node, list[_Node]]:
     """Every job of the tree checked, with its id and step; parents before children."""
     nodes: list[_Node] = []
+    if not isinstance(flow, Flow):
+        raise InvalidArgument(f"enqueue_flow takes a Flow, got {type(flow).__name__}")
     root_q = ctx.keys.name if flow.queue is None else check_name(flow.queue)
     root = _Node(root_q, _id(flow), 0, 0, _check(ctx, flow, root_q, 0, None))
     nodes.append(root)

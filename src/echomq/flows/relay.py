@@ -17,7 +17,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from .. import checks
 from ..context import Context
+from ..errors import InvalidArgument
 from ..keyspace import Keyspace
 from ..scripts import Batch, Eval, Plan, script
 
@@ -75,12 +77,15 @@ def relay_flows(
     outboxes its relay wrote to, up to :data:`MAX_HOPS` queues.
 
     Args:
-        budget: the most entries read from one queue's outbox.
+        budget: the most entries read from one queue's outbox (1..1000).
         queues: more queues to relay (their outboxes) after this one.
 
     Returns:
         How many endings were relayed (applied to their parents and dropped).
     """
+    budget = checks.integer(budget, "budget", 1, 1000)
+    if isinstance(queues, (str, bytes)) or not isinstance(queues, Sequence):
+        raise InvalidArgument("queues must be a sequence of queue names")
     todo: list[Keyspace] = [ctx.keys, *(Keyspace(q) for q in queues)]
     seen: set[str] = set()
     total = 0

@@ -92,7 +92,7 @@ class Engine:
         self._completing: list[tuple[str, int]] = []  # completions the server has not answered
         # serialized handler results of finished jobs, sent with their completions
         self._results: dict[tuple[str, int], str] = {}
-        self._relay_task: asyncio.Task[None] | None = None
+        self._relay_task: asyncio.Task[None] | None = None  # the flow relay's (outcomes)
         self._relay_again = False
         self.flow_swept: dict[str, float] = {}  # queue -> its last flow sweep (monotonic s)
         self._aq: AsyncQueue | None = None
@@ -142,7 +142,7 @@ class Engine:
             # the flag ends the loop even when the client turns a cancel into an error
             self._beating = False
             beat.cancel()
-            await asyncio.gather(beat, return_exceptions=True)
+            await asyncio.gather(beat, *outcomes.relaying(self), return_exceptions=True)
             # out of the registry at once (a crashed worker drops out with its ttl)
             with contextlib.suppress(*_RECOVERABLE):
                 await aq.runner.drive(registry.leave(aq.ctx, self.wid))
@@ -205,8 +205,7 @@ class Engine:
                         if want:
                             self.observer.claimed(len(got.claimed), time.perf_counter() - t0)
                         self._count_completions(done, got.stale)
-                        if got.relay:
-                            outcomes.relay_soon(self, aq)
+                        outcomes.relay_soon(self, aq, got.relay)
                         self._claimed(aq, got.claimed, want, pool)
                         self._outage.ok("serving")
                         failures = 0

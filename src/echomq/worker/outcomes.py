@@ -154,10 +154,12 @@ async def send_at_shutdown(eng: Engine, aq: AsyncQueue, *, last: bool = False) -
             )
 
 
-def relay_soon(eng: Engine, aq: AsyncQueue) -> None:
+def relay_soon(eng: Engine, aq: AsyncQueue, due: bool = True) -> None:
     """A settle wrote a flow child's ending to the outbox (its parent is in another
-    queue): relay it now, in a task of its own (one at a time; one more round when
-    asked again meanwhile; a failure is left to the next trigger or the beat)."""
+    queue; ``due``): relay it now, in a task of its own (one at a time; one more round
+    when asked again meanwhile; a failure is left to the next trigger or the beat)."""
+    if not due:
+        return
     if eng._relay_task is None or eng._relay_task.done():
         eng._relay_task = asyncio.get_running_loop().create_task(relay_now(eng, aq))
     else:
@@ -176,3 +178,9 @@ async def relay_now(eng: Engine, aq: AsyncQueue) -> None:
             return
         if not eng._relay_again:
             return
+
+
+def relaying(eng: Engine) -> list[asyncio.Task[None]]:
+    """The flow relay in flight, for the engine to let finish when it stops (bounded;
+    what it leaves, another worker's beat relays)."""
+    return [eng._relay_task] if eng._relay_task is not None else []

@@ -27,7 +27,7 @@
 --     (idempotent). Else record (KIDS for completed, KIDFAILS otherwise unless
 --     remove_dependency) and apply the policy: fail_parent on a non-completed outcome
 --     (except deduplicated) ends a waiting parent as dead, naming the child and its error
---     (and that is the parent's own ending: flow_ended for it, recursively); continue
+--     (and that is the parent's own ending: resolved up the tree in a loop); continue
 --     makes a waiting parent ready at once; when the last dependency resolves, a waiting
 --     parent becomes ready (pending or its lane, or the schedule if it asked for a delay)
 --     in the same step, with a wake token.
@@ -44,6 +44,12 @@
 -- wake; event waiting_done) and flow_fail(pid, pk, err) makes it dead (ZREM waiting,
 -- dead, last_error, dedup released, metrics failed, event dead) and returns its own
 -- `parent` and `on_fail` fields for the caller to call flow_ended with (outcome failed).
+-- flow_drop(id, outcome) deletes a row as an ending (drain, drain_group, bulk remove,
+-- obliterate): flow_ended for a child, then lib/common delete_row (a parent's :deps,
+-- :kids, :kidfails with it), one HMGET of dedup/children/parent/on_fail for both.
+-- A script that includes lib/bulk and uses drop_indexed includes this lib before it.
+-- The relay (Python, echomq.flows.relay): outbox_read (oldest first, bounded), then
+-- resolve_child in each parent queue, then outbox_done (ZREM/HDEL by child id).
 
 -- The helpers live inside flow_lib(), made when a flow's job ends: every definition
 -- a script carries costs a closure on every call, and the scripts that include this
