@@ -70,6 +70,7 @@ def test_a_waiting_parent_is_counted_browsed_and_paged(q: Queue) -> None:
     assert page.jobs[0].state == "waiting_children"
     view = q.job_view(ids.id)
     assert view is not None and view.score is not None  # since when it waits
+    assert [j.id for j in q.find_jobs("waiting_children", "assemble").jobs] == [ids.id]
 
 
 # -- flow(): the tree -----------------------------------------------------------------
