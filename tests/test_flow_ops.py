@@ -351,3 +351,12 @@ def test_the_exporter_gauges_waiting_parents(q: Queue) -> None:
     assert got["waiting_children"] == 1 and got["pending"] == 1
     (snap,) = q.runner.drive(snapshots([q.ctx]))
     assert snap.waiting_children == 1
+
+
+def test_cancel_flow_journals_once_a_queue_however_many_calls(q: Queue, r: redis.Redis) -> None:
+    ids = fan(q, 120)  # 121 nodes: three script calls of at most 50
+    got = q.cancel_flow(ids.id)
+    assert (got.removed, got.failed, got.nodes) == (120, 1, 121)
+    entries = [e for e in q.audit() if e.verb == "cancel_flow"]
+    assert len(entries) == 1 and entries[0].args == {"job": ids.ref, "nodes": 121}
+    assert r.zcard(q.keys.pending) == 0 and r.zcard(q.keys.waiting) == 0

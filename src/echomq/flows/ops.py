@@ -2,8 +2,8 @@
 :func:`cancel_flow` (docs/flows-operations.md).
 
 Each runs one script per queue (``release_parent``, ``fail_parent``, ``cancel_flow``),
-checked before any write, journaled (one audit entry per script call that changed
-something). An ending that wrote to a flow outbox (a parent whose own parent is in
+checked before any write, journaled (one audit entry in each queue a verb acts in). An
+ending that wrote to a flow outbox (a parent whose own parent is in
 another queue) is relayed before the verb returns (:func:`echomq.flows.relay.relay_flows`).
 """
 
@@ -114,11 +114,17 @@ def cancel_flow(ctx: Context, job_id: str) -> Plan[FlowCancel]:
                     last.extend(part)  # the same queue next: one call (one audit entry)
                 else:
                     calls.append((q, part))
+    per_queue: dict[str, int] = {}
+    for q, ids in calls:
+        per_queue[q] = per_queue.get(q, 0) + len(ids)
     removed = cancelling = failed = 0
     relay_from: list[str] = []
+    journaled: set[str] = set()
     for n, (q, ids) in enumerate(calls):
-        first = "1" if n == 0 else "0"
-        argv = (root_ref, ctx.actor, first, *ids)
+        # the root's call checks it; a queue's first call journals the cancel there
+        mode = "root" if n == 0 else ("more" if q in journaled else "first")
+        journaled.add(q)
+        argv = (root_ref, ctx.actor, mode, str(per_queue[q]), *ids)
         reply = yield Eval(script("cancel_flow"), (Keyspace(q).base,), argv, job=job_id)
         removed += int(reply[0])
         cancelling += int(reply[1])

@@ -3,15 +3,19 @@
 -- calls this once per queue, the root's queue first, parents before their children).
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  the flow's root ref 'queue:id' (journaled);  ARGV[2] actor ('' = none);
--- ARGV[3]  '1' when ARGV[4] is the root itself (it must be waiting_children), else '0'
--- ARGV[4..] the ids of this queue's nodes to cancel, each parent before its children
+-- ARGV[3]  'root' when ARGV[5] is the root itself (it must be waiting_children; this is
+--          the first call of its queue too), 'first' for the first call in another
+--          queue, 'more' for a later call in a queue: the first call of a queue
+--          journals the cancel there, once, the later ones journal nothing
+-- ARGV[4]  how many nodes the whole cancel visits in this queue (journaled)
+-- ARGV[5..] the ids of this queue's nodes to cancel, each parent before its children
 -- Reply:   {removed, cancelling, failed, relay}: jobs not yet started that were removed
 --          (pending or scheduled), running jobs asked to stop (cancel_job's request),
 --          waiting parents ended as dead ('cancelled by an operator'), and 1 when an
 --          ending wrote an outbox entry (the client relays it), else 0. A row that is
 --          gone, dead, completed, locked or already asked to stop is left as it is.
--- Refusals: with ARGV[3] = '1': -1 the root has no row; EMQSTATE not waiting the root is
---          not waiting_children. Both before any write.
+-- Refusals: with ARGV[3] = 'root': -1 the root has no row; EMQSTATE not waiting the root
+--          is not waiting_children. Both before any write.
 -- Writes:  a waiting parent: lib/flow flow_fail (ZREM waiting, ZADD dead, last_error,
 --          dedup released, metrics:failed, event 'dead') and its ending (flow_ended,
 --          outcome cancelled). A pending or scheduled job: its ending (flow_ended,
@@ -20,22 +24,23 @@
 --          parent's deps/kids/kidfails; its dedup key released), its tombstone, the
 --          lane's ring place re-synced, event 'removed'. An active job: HSET cancel
 --          <attempts>, event 'cancelling' (the worker stops it cooperatively: it goes
---          dead, its ending then recorded on its parent). One audit entry when anything
---          changed.
+--          dead, its ending then recorded on its parent). The first call of a queue:
+--          one audit entry (`cancel_flow`, args {job = the root, nodes = ARGV[4]},
+--          count the changes of this call).
 local B = KEYS[1]
 --! include keys
 --! include common
 --! include flow
 --! include audit
-if ARGV[3] == '1' then
-  local st = redis.call('HGET', B .. JOB .. ARGV[4], 'state')
+if ARGV[3] == 'root' then
+  local st = redis.call('HGET', B .. JOB .. ARGV[5], 'state')
   if not st then return -1 end
   if st ~= 'waiting_children' then return redis.error_reply('EMQSTATE not waiting') end
 end
 local ERR = 'cancelled by an operator'
 local removed, cancelling, failed, relay = 0, 0, 0, 0
 local now = now_ms()
-for i = 4, #ARGV do
+for i = 5, #ARGV do
   local id = ARGV[i]
   local jk = B .. JOB .. id
   local f = redis.call('HMGET', jk, 'state', 'attempts', 'cancel', 'group', 'lock', 'parent',
@@ -66,9 +71,8 @@ for i = 4, #ARGV do
     cancelling = cancelling + 1
   end
 end
-local n = removed + cancelling + failed
-if n > 0 then
-  audit('cancel_flow', cjson.encode({job = ARGV[1], removed = removed,
-    cancelling = cancelling, failed = failed}), 'ok', n, ARGV[2])
+if ARGV[3] ~= 'more' then
+  audit('cancel_flow', cjson.encode({job = ARGV[1], nodes = tonumber(ARGV[4])}), 'ok',
+    removed + cancelling + failed, ARGV[2])
 end
 return {removed, cancelling, failed, relay}
