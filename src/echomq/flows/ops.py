@@ -121,14 +121,16 @@ def cancel_flow(ctx: Context, job_id: str) -> Plan[FlowCancel]:
     relay_from: list[str] = []
     journaled: set[str] = set()
     for n, (q, ids) in enumerate(calls):
-        # the root's call checks it; a queue's first call journals the cancel there
+        # the root's call checks it; a queue's first call that changes something
+        # journals the cancel there (once a queue)
         mode = "root" if n == 0 else ("more" if q in journaled else "first")
-        journaled.add(q)
         argv = (root_ref, ctx.actor, mode, str(per_queue[q]), *ids)
         reply = yield Eval(script("cancel_flow"), (Keyspace(q).base,), argv, job=job_id)
         removed += int(reply[0])
         cancelling += int(reply[1])
         failed += int(reply[2])
+        if int(reply[4]):
+            journaled.add(q)
         if int(reply[3]) and q not in relay_from:
             relay_from.append(q)
     if relay_from:

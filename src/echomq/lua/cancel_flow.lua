@@ -3,17 +3,18 @@
 -- calls this once per queue, the root's queue first, parents before their children).
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  the flow's root ref 'queue:id' (journaled);  ARGV[2] actor ('' = none);
--- ARGV[3]  'root' when ARGV[5] is the root itself (it must be waiting_children; this is
---          the first call of its queue too), 'first' for the first call in another
---          queue, 'more' for a later call in a queue: the first call of a queue
---          journals the cancel there, once, the later ones journal nothing
+-- ARGV[3]  'root' when ARGV[5] is the root itself (it must be waiting_children; it
+--          journals), 'first' for a call in a queue where no call journaled yet (it
+--          journals when it changed something), 'more' for a later call in a queue
+--          that has its entry (it journals nothing)
 -- ARGV[4]  how many nodes the whole cancel visits in this queue (journaled)
 -- ARGV[5..] the ids of this queue's nodes to cancel, each parent before its children
--- Reply:   {removed, cancelling, failed, relay}: jobs not yet started that were removed
---          (pending or scheduled), running jobs asked to stop (cancel_job's request),
---          waiting parents ended as dead ('cancelled by an operator'), and 1 when an
---          ending wrote an outbox entry (the client relays it), else 0. A row that is
---          gone, dead, completed, locked or already asked to stop is left as it is.
+-- Reply:   {removed, cancelling, failed, relay, journaled}: jobs not yet started that
+--          were removed (pending or scheduled), running jobs asked to stop (cancel_job's
+--          request), waiting parents ended as dead ('cancelled by an operator'); relay 1
+--          when an ending wrote an outbox entry (the client relays it), else 0;
+--          journaled 1 when this call wrote the queue's audit entry. A row that is gone,
+--          dead, completed, locked or already asked to stop is left as it is.
 -- Refusals: with ARGV[3] = 'root': -1 the root has no row; EMQSTATE not waiting the root
 --          is not waiting_children. Both before any write.
 -- Writes:  a waiting parent: lib/flow flow_fail (ZREM waiting, ZADD dead, last_error,
@@ -24,9 +25,10 @@
 --          parent's deps/kids/kidfails; its dedup key released), its tombstone, the
 --          lane's ring place re-synced, event 'removed'. An active job: HSET cancel
 --          <attempts>, event 'cancelling' (the worker stops it cooperatively: it goes
---          dead, its ending then recorded on its parent). The first call of a queue:
---          one audit entry (`cancel_flow`, args {job = the root, nodes = ARGV[4]},
---          count the changes of this call).
+--          dead, its ending then recorded on its parent). The root's call, or the
+--          first call of another queue that changed something: one audit entry
+--          (`cancel_flow`, args {job = the root, nodes = ARGV[4]}, count the changes of
+--          this call).
 local B = KEYS[1]
 --! include keys
 --! include common
@@ -71,8 +73,10 @@ for i = 5, #ARGV do
     cancelling = cancelling + 1
   end
 end
-if ARGV[3] ~= 'more' then
-  audit('cancel_flow', cjson.encode({job = ARGV[1], nodes = tonumber(ARGV[4])}), 'ok',
-    removed + cancelling + failed, ARGV[2])
+local n, journaled = removed + cancelling + failed, 0
+if ARGV[3] == 'root' or (ARGV[3] == 'first' and n > 0) then
+  audit('cancel_flow', cjson.encode({job = ARGV[1], nodes = tonumber(ARGV[4])}), 'ok', n,
+    ARGV[2])
+  journaled = 1
 end
-return {removed, cancelling, failed, relay}
+return {removed, cancelling, failed, relay, journaled}
