@@ -379,3 +379,27 @@ def test_the_beat_relays_what_a_settle_left(make_queue: Make, qname: str, r: red
         wait_until(lambda: qa.job_state(ids.id) == "pending", timeout=5)
     assert r.exists(qb.keys.base + "outbox", qb.keys.base + "outmsg") == 0
     assert qa.children_results(ids.id).completed == {ids.children[0].ref: "r"}
+
+
+def test_a_delayed_parent_waits_for_its_due_time(q: Queue, r: redis.Redis) -> None:
+    ids = q.enqueue_flow(Flow(payload="p", delay_ms=60_000, children=[Flow(payload=1)]))
+    assert "due" in row(r, q, ids.id)
+    run_one(q, "r")
+    assert q.job_state(ids.id) == "scheduled"
+    assert r.zscore(q.keys.schedule, ids.id) == float(row(r, q, ids.id)["due"])
+    assert r.zcard(q.keys.base + "waiting") == 0
+
+
+def test_a_kept_parent_keeps_its_results_until_trimmed(q: Queue, r: redis.Redis) -> None:
+    q.set_retention(completed=1)
+    first = q.enqueue_flow(Flow(payload="p1", children=[Flow(payload=1)]))
+    run_one(q, "a")
+    assert run_one(q) == first.id
+    assert q.job_state(first.id) == "completed"
+    assert q.children_results(first.id).completed == {first.children[0].ref: "a"}
+    second = q.enqueue_flow(Flow(payload="p2", children=[Flow(payload=2)]))
+    run_one(q, "b")
+    assert run_one(q) == second.id
+    # the retention of one trimmed the first parent: its children's results went with it
+    assert r.exists(q.keys.job(first.id), q.keys.kids(first.id)) == 0
+    assert r.exists(q.keys.kids(second.id)) == 1
