@@ -10,7 +10,7 @@ from typing import Any
 
 import redis
 
-from echomq import Queue
+from echomq import Flow, Queue
 
 STATES = ("pending", "active", "scheduled", "dead")
 #: Far enough ahead that no test sees a scheduled job come due.
@@ -31,6 +31,9 @@ def put_job(
         return q.enqueue(data, group=group, **kw), None
     if state == "scheduled":
         return q.enqueue(data, group=group, delay_ms=LATER_MS, **kw), None
+    if state == "waiting_children":  # a flow parent waiting for one pending child
+        kids = [Flow(payload={"child": 1})]
+        return q.enqueue_flow(Flow(payload=data, group=group, children=kids, **kw)).id, None
     jid = q.enqueue(data, group=group, max_attempts=1, **kw)
     got = q.claim()
     assert got is not None and got.id == jid, "the builder expects no other ready work"

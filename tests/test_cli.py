@@ -129,7 +129,7 @@ def test_enqueue_stats_jobs_and_show(emq: Any, fast: Any, q: Queue, r: redis.Red
     assert stats == {
         "queue": q.name,
         "pending": 2, "active": 0, "scheduled": 1, "dead": 0, "completed": 0, "failed": 0,
-        "paused": False, "kept": 0,
+        "paused": False, "kept": 0, "waiting_children": 0,
         "groups": [
             {"name": "g1", "depth": 1, "in_flight": 0, "limit": None, "weight": 1, "paused": False,
              "rate_limit": None, "held_until_ms": None}
@@ -198,7 +198,7 @@ def test_queues_finds_every_queue(
     found = {row["queue"]: row for row in doc["queues"]}
     assert found[flat.name] == {
         "queue": flat.name, "pending": 2, "active": 0, "scheduled": 0, "dead": 0,
-        "completed": 0, "failed": 0, "paused": False, "kept": 0,
+        "completed": 0, "failed": 0, "paused": False, "kept": 0, "waiting_children": 0,
     }  # fmt: skip
     assert found[only_scheduled.name]["scheduled"] == 1
     assert found[paused.name]["paused"] is True and found[paused.name]["pending"] == 1

@@ -102,7 +102,14 @@ def refused(resp: httpx.Response, status: int, error: str, reason: str) -> None:
 def test_config_and_page(api: TestClient) -> None:
     cfg = api.get("/api/config").json()
     assert cfg["read_only"] is False and cfg["token_required"] is False
-    assert cfg["states"] == ["pending", "active", "scheduled", "dead", "completed"]
+    assert cfg["states"] == [
+        "pending",
+        "active",
+        "scheduled",
+        "dead",
+        "completed",
+        "waiting_children",
+    ]
     page = api.get("/")
     assert page.status_code == 200 and '<script src="/static/app.js"' in page.text
     assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
@@ -147,6 +154,7 @@ def test_list_queues_counts_and_pause(
         "completed": 0,
         "failed": 0,
         "kept": 0,
+        "waiting_children": 0,
     }
     assert rows[b.name]["counts"]["pending"] == 1
     # health at a glance: no live worker; a's job waits with the gate open, b is paused
@@ -466,6 +474,7 @@ def test_obliterate_forced_takes_jobs_in_flight(api: TestClient, q: Queue, r: re
             "completed": 0,
             "failed": 0,
             "kept": 0,
+            "waiting_children": 0,
         },
     }
     assert queue_keys(r, q) == set()

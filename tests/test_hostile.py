@@ -411,6 +411,22 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
         for verb in ("reprocess_jobs", "remove_jobs", "promote_jobs")
     },
     "promote_job": {"job_id": h(job_ids, optional=False)},
+    # flows: the operator plane (no seeded job waits for children: the three verbs on a
+    # parent are refused not_waiting, which must change nothing)
+    "flow": {
+        "job_id": h(job_ids, optional=False),
+        "limit": h(st.integers(1, 600)),
+        "relay": h(flags),
+    },
+    "release_parent": {"job_id": h(job_ids, optional=False)},
+    "fail_parent": {"job_id": h(job_ids, optional=False), "error": h(texts)},
+    "cancel_flow": {"job_id": h(job_ids, optional=False)},
+    "sweep_flows": {
+        "limit": h(st.integers(1, 1000)),
+        "grace_ms": h(waits),
+        "budget": h(st.integers(1, 10_000)),
+    },
+    "flow_impact": {"budget": h(st.integers(1, 2000))},
     "clean": {
         "older_than_ms": h(waits, optional=False),
         "state": h(st.sampled_from(["dead", "completed", "pending"])),

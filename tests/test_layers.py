@@ -47,6 +47,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "registry",
             "limits",
             "dedup",
+            "flows",
         },
     ),
     ("verbs", {"verbs"}),

@@ -772,6 +772,27 @@ async def test_rerun_job(facade: Facade, r: redis.Redis) -> None:
     assert {"pending", "dead", "audit"} <= t.key_names()
 
 
+@scenario("flow", "release_parent", "fail_parent", "cancel_flow", "sweep_flows", "flow_impact")
+async def test_flow_operator_plane(facade: Facade, r: redis.Redis) -> None:
+    t = facade
+    for n in (1, 2, 3):  # three parents of two children each, chosen ids
+        kids = [Flow(payload=i, id=J(10 * n + i)) for i in range(2)]
+        await t("enqueue_flow", Flow(payload=n, id=J(n), children=kids))
+    tree = await t("flow", J(11))
+    assert tree.root.id == J(1) and tree.nodes == 3 and not tree.truncated
+    impact = await t("flow_impact")
+    assert (impact.waiting, impact.children) == (3, 6)
+    assert await t("release_parent", J(1)) == 2
+    await t("fail_parent", J(2), "by hand")
+    got = await t("cancel_flow", J(3))
+    assert (got.removed, got.cancelling, got.failed) == (2, 0, 1)
+    await t.outcome("release_parent", J(2))  # dead now: not waiting, nothing changed
+    swept = await t("sweep_flows", grace_ms=0)
+    assert (swept.parents, swept.resolved) == (0, 0)
+    assert await t("job_state", J(1)) == "pending" and await t("job_state", J(3)) == "dead"
+    assert {"audit", "dead", "pending"} <= t.key_names()
+
+
 @scenario(
     "server_time",
     "queue_exists",

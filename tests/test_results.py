@@ -37,6 +37,7 @@ def test_counts_carry_the_pause_in_one_call(q: Queue, r: redis.Redis) -> None:
     assert counts.as_dict() == {
         "pending": 1, "active": 0, "scheduled": 1, "dead": 0,
         "completed": 0, "failed": 0, "paused": True, "kept": 0,
+        "waiting_children": 0,
     }  # fmt: skip
     assert Counts(**counts.as_dict()) == counts  # round trip
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -84,7 +85,7 @@ def test_a_field_the_row_type_does_not_know_is_kept(q: Queue, r: redis.Redis) ->
 
 def test_job_state_is_the_literal(q: Queue, r: redis.Redis) -> None:
     assert get_args(JobState) == JOB_STATES
-    assert JOB_STATES == ("pending", "active", "scheduled", "dead", "completed")
+    assert JOB_STATES == ("pending", "active", "scheduled", "dead", "completed", "waiting_children")
     jid = q.enqueue("x")
     state: JobState | None = q.job_state(jid)
     assert state == "pending" and r.hget(q.keys.job(jid), "state") == "pending"

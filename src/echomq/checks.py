@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from redis import connection as _connection
 
 from .errors import InvalidArgument, InvalidName, InvalidPayload
+from .results.jobs import JOB_STATES
 from .schema import PRIORITY_MAX
 
 #: The longest delay, lease, lock or interval, in ms (ten years); a computed backoff
@@ -46,10 +47,12 @@ MAX_HANDLER_BATCH = 1000
 MAX_COUNT = 2**31 - 1
 #: The longest job name, in characters.
 MAX_NAME_LEN = 256
-#: The states a job can be in (``browse`` takes one).
+#: The four sets of ready, running, delayed and dead jobs (the bulk verbs' filter).
 STATES = ("pending", "active", "scheduled", "dead")
-#: The states a read can page: the four sets, and the completed jobs kept as history.
-PAGE_STATES = (*STATES, "completed")
+#: The states a read can page: every state a job can be in (the four sets, the
+#: completed jobs kept as history, the flow parents waiting for their children),
+#: from the one list :data:`echomq.results.JOB_STATES`.
+PAGE_STATES: tuple[str, ...] = JOB_STATES
 
 
 # ---- names and ids of the keyspace: checked before any key is built
@@ -248,7 +251,8 @@ def _safe_str(value: Any) -> str:
 
 def state(value: Any, *, kept: bool = False) -> str:
     """A job state: ``pending``, ``active``, ``scheduled`` or ``dead``; with ``kept``
-    also ``completed`` (the kept history, for the reads that page it)."""
+    also ``completed`` (the kept history) and ``waiting_children`` (flow parents), for
+    the reads that page them."""
     allowed = PAGE_STATES if kept else STATES
     if not isinstance(value, str) or value not in allowed:
         raise InvalidArgument(f"unknown state {show(value, 80)}; want one of {', '.join(allowed)}")

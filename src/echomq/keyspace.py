@@ -74,12 +74,15 @@ class Keyspace:
     meta: str
     metrics_completed: str
     metrics_failed: str
+    outbox: str
+    outmsg: str
     pending: str
     rate: str
     repeat: str
     ring: str
     schedule: str
     settled: str
+    waiting: str
     wake: str
     workers: str
 
@@ -153,7 +156,7 @@ class Keyspace:
 
     def state_set(self, state: str) -> str:
         """The sorted set holding jobs in ``state`` (pending, active, scheduled, dead,
-        completed: the kept ones)."""
+        completed: the kept ones, waiting_children: flow parents)."""
         try:
             return {
                 "pending": self.pending,
@@ -162,6 +165,7 @@ class Keyspace:
                 "schedule": self.schedule,
                 "dead": self.dead,
                 "completed": self.completed,
+                "waiting_children": self.waiting,
             }[state]
         except KeyError:
             raise InvalidName(f"unknown state: {show(state)}") from None

@@ -114,6 +114,27 @@ TRANSITIONS: dict[str, Transition] = {
             "child may have run and gone since)",
         ),
         _t("outbox_read", True, _READ),
+        # ---- flows: the operator plane (docs/flows-operations.md)
+        _t("flow_nodes", True, _READ),
+        _t("flow_impact", True, _READ),
+        _t(
+            "release_parent",
+            False,
+            "a repeat answers not_waiting for a change that happened",
+            journals=True,
+        ),
+        _t(
+            "fail_parent",
+            False,
+            "a repeat answers not_waiting for a change that happened",
+            journals=True,
+        ),
+        _t(
+            "cancel_flow",
+            False,
+            "the root's call: a repeat answers not_waiting for a change that happened",
+            journals=True,
+        ),
         _t("outbox_done", True, "removes by child id: a repeat finds them gone"),
         # ---- reads
         _t("counts", True, _READ),

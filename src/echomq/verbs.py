@@ -48,7 +48,11 @@ from . import (
 )
 from . import repeat as repeating
 from .context import Context
+from .flows import impact as flows_impact
+from .flows import ops as flow_ops
 from .flows import relay as flows_relay
+from .flows import sweep as flow_sweep
+from .flows import tree as flow_tree
 from .hooks import Kind
 from .scripts import Plan
 from .transitions import TRANSITIONS
@@ -219,6 +223,13 @@ class VerbTable:
     resume_repeat = _v(repeating.resume_repeat, "operator", "resume_repeat")
     run_repeat = _v(repeating.run_repeat, "operator", "run_repeat", "fire_due")
     repeats = _v(repeating.repeats, "read")
+    # flows: the operator plane (docs/flows-operations.md)
+    flow = _v(flow_tree.flow, "read", "flow_nodes")
+    release_parent = _v(flow_ops.release_parent, "operator", "release_parent")
+    fail_parent = _v(flow_ops.fail_parent, "operator", "fail_parent")
+    cancel_flow = _v(flow_ops.cancel_flow, "operator", "cancel_flow")
+    sweep_flows = _v(flow_sweep.sweep_flows, "operator", "resolve_child")
+    flow_impact = _v(flows_impact.flow_impact, "read", "flow_impact")
     # views for the operator's tools (bounded pages, search, one job)
     server_time = _v(views.server_time, "read")
     latency = _v(views.latency, "read")

@@ -16,6 +16,7 @@ from . import (
     browse_cmds,  # emq jobs
     bulk_cmds,  # emq bulk reprocess|remove|promote|clean
     dedup_cmds,  # emq dedup owner|release
+    flow_cmds,  # emq flow show|release|fail|cancel|sweep
     group_cmds,  # emq group ..., emq reindex
     history_cmds,  # emq retention
     job_cmds,  # emq job ...
@@ -36,6 +37,7 @@ __all__ = [
     "bulk_cmds",
     "cli",
     "dedup_cmds",
+    "flow_cmds",
     "group_cmds",
     "history_cmds",
     "job_cmds",

@@ -37,6 +37,7 @@ REFUSED: dict[str, int] = {
     "not_scheduled": 17,
     "not_active": 18,
     "not_finished": 20,
+    "not_waiting": 21,
 }
 _REASON_MEANING = {
     "gone": "no such job",
@@ -49,6 +50,7 @@ _REASON_MEANING = {
     "not_scheduled": "the job is not scheduled (job promote)",
     "not_active": "the job is not running (job cancel)",
     "not_finished": "the job is neither completed nor dead (job rerun)",
+    "not_waiting": "the job is not waiting for its children (flow release, fail, cancel)",
 }
 #: A refusal whose reason this table does not know (a newer server script).
 REFUSED_OTHER = 19

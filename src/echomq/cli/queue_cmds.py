@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from ..admin import DEFAULT_DRAIN_BUDGET, DEFAULT_OBLITERATE_BUDGET
-from ..checks import MAX_BATCH
+from ..checks import MAX_BATCH, STATES
 from ..dedup import Dedup
 from ..discovery import DEFAULT_SCAN_LIMIT, discover_queues
 from ..queue import Queue
@@ -27,7 +27,9 @@ from .browse_cmds import jobs as jobs
 from .limit_cmds import limits_lines
 from .series_text import history_json, print_history
 
-_COUNT_COLUMNS = ("pending", "active", "scheduled", "dead", "completed", "failed")
+#: The counts' columns: the states (from the one list; ``completed`` here is the
+#: metrics' total, the kept jobs are ``kept``) and the failed total.
+_COUNT_COLUMNS = (*STATES, "waiting_children", "completed", "failed")
 
 
 def parse_json(text: str, what: str = "JSON") -> Any:
@@ -49,6 +51,12 @@ def queue_summary(q: Queue) -> dict[str, Any]:
 
 def _counts_phrase(summary: dict[str, Any]) -> str:
     return ", ".join(f"{summary[k]} {k}" for k in ("pending", "active", "scheduled", "dead"))
+
+
+def _flows_phrase(q: Queue, outcome: str) -> str:
+    """The flows' part of a drain's or an obliterate's question, ``'...; '`` or ``''``."""
+    text = q.flow_impact().phrase(outcome)
+    return f"{text}; " if text else ""
 
 
 def _progress(env: Env, what: str) -> Progress:
@@ -240,7 +248,12 @@ def drain(
 
     def question() -> str:
         summary.update(queue_summary(q))
-        return f"drain every {what} job of {queue} {env.on_server()} ({_counts_phrase(summary)})?"
+        flows = _flows_phrase(q, "drained")
+        return (
+            f"drain every {what} job of {queue} {env.on_server()} ({_counts_phrase(summary)})"
+            + (f"; {flows[:-2]}" if flows else "")
+            + "?"
+        )
 
     confirm(env, yes, question)
     if not summary:
@@ -289,7 +302,8 @@ def obliterate(
         yes,
         lambda: (
             f"obliterate {queue} {env.on_server()} ({_counts_phrase(queue_summary(q))}); "
-            "every key goes?"
+            + _flows_phrase(q, "obliterated")
+            + "every key goes?"
         ),
     )
 

@@ -151,4 +151,7 @@ JOB_VERBS: dict[str, GroupVerb] = {
     "rerun": Console.rerun_job,
     "promote": Console.promote_job,
     "cancel": Console.cancel_job,
+    "release_parent": Console.release_parent,
+    "fail_parent": Console.fail_parent,
+    "cancel_flow": Console.cancel_flow,
 }

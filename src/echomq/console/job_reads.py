@@ -10,6 +10,9 @@ from ..views import SEARCH_BUDGET, SEARCH_FIELDS
 from .body import Reply
 from .core import ConsoleCore
 
+#: Nodes a job page's flow tree shows.
+CONSOLE_FLOW_NODES = 200
+
 
 class JobReads(ConsoleCore):
     """Reads of jobs (bounded: see :mod:`echomq.views`)."""
@@ -89,3 +92,28 @@ class JobReads(ConsoleCore):
             "result": view.result,
             "dedup_owner": view.dedup_owner,
         }
+
+    async def job_flow(self, queue: str, job_id: str, limit: int = CONSOLE_FLOW_NODES) -> Reply:
+        """The job's flow (:meth:`echomq.Queue.flow`): its parents up to the root and the
+        tree under it, each node with its state and what its parent recorded, bounded
+        (``limit`` nodes). A read-only console reads without relaying first.
+
+        Returns:
+            ``{"flow": {...}}`` (``FlowTree.as_dict``; a job of no flow is a tree of
+            one node).
+
+        Raises:
+            InvalidJobId: a malformed id (before any I/O).
+            JobGone: no such job.
+        """
+        tree = await self.queue(queue).flow(job_id, limit=limit, relay=not self.read_only)
+        if tree is None:
+            raise JobGone(f"job {job_id} is gone", job_id=job_id)
+        return {"flow": tree.as_dict()}
+
+    async def flow_impact(self, queue: str) -> Reply:
+        """What a drain or an obliterate of ``queue`` does to flows
+        (:meth:`echomq.Queue.flow_impact`): ``{"waiting", "examined", "backlog",
+        "children", "elsewhere", "exact"}``."""
+        got = await self.queue(queue).flow_impact()
+        return got.as_dict()

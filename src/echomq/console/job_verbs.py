@@ -1,5 +1,6 @@
 """The console's changes to one job: its data, progress and logs, remove, promote,
-cancel, reprocess, rerun. Each checks its body, then the read-only switch, then acts."""
+cancel, reprocess, rerun; a flow parent's release, failure and cancellation. Each
+checks its body, then the read-only switch, then acts."""
 
 from __future__ import annotations
 
@@ -87,3 +88,43 @@ class JobVerbs(ConsoleCore):
         self._writable()
         copy = await self.queue(queue).rerun_job(job_id)
         return {"ok": True, "copy": copy}
+
+    async def release_parent(self, queue: str, job_id: str, body: Body) -> Reply:
+        """Let a flow parent that waits for its children run now.
+
+        Returns:
+            ``{"ok": true, "unresolved": n}``: its children not done yet.
+
+        Raises:
+            JobNotWaiting: the job is not waiting_children; nothing changed.
+        """
+        check_keys(body, ())
+        self._writable()
+        left = await self.queue(queue).release_parent(job_id)
+        return {"ok": True, "unresolved": left}
+
+    async def fail_parent(self, queue: str, job_id: str, body: Body) -> Reply:
+        """End a flow parent that waits for its children as dead with ``error``.
+
+        Raises:
+            JobNotWaiting: the job is not waiting_children; nothing changed.
+        """
+        check_keys(body, ("error",))
+        error = text_field(body, "error") if "error" in body else "failed by an operator"
+        self._writable()
+        await self.queue(queue).fail_parent(job_id, error)
+        return {"ok": True}
+
+    async def cancel_flow(self, queue: str, job_id: str, body: Body) -> Reply:
+        """Cancel the flow under a waiting parent (see ``Queue.cancel_flow``).
+
+        Returns:
+            ``{"ok": true, "removed", "cancelling", "failed", "nodes", "truncated"}``.
+
+        Raises:
+            JobNotWaiting: the job is not waiting_children; nothing changed anywhere.
+        """
+        check_keys(body, ())
+        self._writable()
+        got = await self.queue(queue).cancel_flow(job_id)
+        return {"ok": True, **got.as_dict()}

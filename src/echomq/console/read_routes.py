@@ -92,6 +92,15 @@ class ReadRoutes:
         """``GET /api/queues/{q}/jobs/{id}``: one job."""
         return await self.console.job_detail(param(request, "queue"), param(request, "job"))
 
+    async def flow(self, request: Request) -> dict[str, Any]:
+        """``GET /api/queues/{q}/jobs/{id}/flow``: the job's flow tree (bounded)."""
+        return await self.console.job_flow(param(request, "queue"), param(request, "job"))
+
+    async def flow_impact(self, request: Request) -> dict[str, Any]:
+        """``GET /api/queues/{q}/flow_impact``: what a drain or an obliterate does to the
+        flows that cross the queue (bounded; drain's and obliterate's confirmations)."""
+        return await self.console.flow_impact(param(request, "queue"))
+
     async def groups(self, request: Request) -> dict[str, Any]:
         """``GET /api/queues/{q}/groups``: the groups table (``sort``, ``desc``,
         ``filter``, ``offset``, ``n``), or with ``cursor`` one ``SSCAN`` page of them."""

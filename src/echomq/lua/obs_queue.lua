@@ -7,7 +7,8 @@
 --           handler's hold or the concurrency cap), ms until a start is allowed (the
 --           window's or the hold's; 0 for the cap or none), lanes held (gwait), starts in
 --           the rate window ending now (0 without a rate limit), completed jobs kept as
---           history (the completed set's size)}
+--           history (the completed set's size), flow parents waiting for their
+--           children (the waiting set's size)}
 -- Refusals: none.
 -- Writes:  none.
 local B = KEYS[1]
@@ -48,4 +49,5 @@ return {
   redis.call('ZCARD', B .. GWAIT),
   starts,
   redis.call('ZCARD', B .. COMPLETED),
+  redis.call('ZCARD', B .. WAITING),
 }

@@ -56,6 +56,7 @@ from prometheus_client.core import (
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
 
+from .. import checks
 from ..context import Context
 from ..keyspace import Keyspace, check_name
 from ..transport import AsyncRunner, SyncRunner
@@ -64,7 +65,9 @@ from .series_tally import SeriesTally
 
 #: The exposition's content type (text format 0.0.4).
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
-STATES = ("pending", "active", "scheduled", "dead")
+#: The states the jobs gauge reports from a snapshot's fields (``completed``: the kept
+#: jobs, exported apart); the four sets and the flow parents waiting for children.
+STATES = (*checks.STATES, "waiting_children")
 
 Queues = Iterable[str] | Callable[[], Iterable[str]]
 

@@ -83,6 +83,7 @@ class QueueSnapshot:
         workers: the live workers of the queue's registry (records whose ttl has
             not passed: what ``Queue.workers`` answers, counted).
         kept: completed jobs kept as history (the ``completed`` set).
+        waiting_children: flow parents waiting for their children (the ``waiting`` set).
     """
 
     queue: str
@@ -102,6 +103,7 @@ class QueueSnapshot:
     server_calls: int = 1
     workers: int = 0
     kept: int = 0
+    waiting_children: int = 0
 
 
 def _age_s(oldest: str, now_ms: int) -> float:
@@ -191,6 +193,7 @@ def snapshots(
                 server_calls=calls + 1,
                 workers=(len(reg) - 1) // 2,
                 kept=int(r[14]) if len(r) > 14 else 0,
+                waiting_children=int(r[15]) if len(r) > 15 else 0,
             )
         )
     return out

@@ -36,6 +36,7 @@ _SETS = {
     "scheduled": "schedule",
     "dead": "dead",
     "completed": "completed",
+    "waiting_children": "waiting",
 }
 
 
@@ -49,8 +50,9 @@ def browse(
     and the number of lanes.
 
     Args:
-        state: ``pending``, ``active``, ``scheduled``, ``dead`` or ``completed``
-            (the completed jobs kept as history; newest first = latest finished).
+        state: ``pending``, ``active``, ``scheduled``, ``dead``, ``completed``
+            (the completed jobs kept as history; newest first = latest finished) or
+            ``waiting_children`` (flow parents; newest first = latest to start waiting).
         n: page size.
         offset: how many to skip.
         order: ``newest`` (score then id, descending: the default) or ``run`` (the
@@ -108,8 +110,9 @@ def job_page(
     """A page of jobs in ``state`` in the operator's order, with their list fields.
 
     Args:
-        state: ``pending``, ``active``, ``scheduled``, ``dead`` or ``completed`` (the
-            completed jobs kept as history, newest finished first).
+        state: ``pending``, ``active``, ``scheduled``, ``dead``, ``completed`` (the
+            completed jobs kept as history, newest finished first) or
+            ``waiting_children`` (flow parents, longest waiting first).
         n: page size, 1..``MAX_PAGE``.
         offset: jobs to skip.
         group: page this group's lane instead (``pending`` only); without it,

@@ -10,9 +10,10 @@ from ..results.views import Order as Order
 #: Every state a job may be in (what :func:`~echomq.reads.job_state` answers).
 JOB_STATE_NAMES = JOB_STATES
 #: The four sets of the operator's views (``echomq.views.STATES``).
-VIEW_STATES = ("pending", "active", "scheduled", "dead")
-#: Every state a page or a search can read: the four sets and the completed jobs a
-#: queue keeps as history (``set_retention``, ``keep_ms``), newest finished first.
+VIEW_STATES = checks.STATES
+#: Every state a page or a search can read: the four sets, the completed jobs a
+#: queue keeps as history (``set_retention``, ``keep_ms``), newest finished first, and
+#: the flow parents waiting for their children, longest waiting first.
 PAGE_STATES = checks.PAGE_STATES
 
 #: Each state's order in a page: (the order's name, whether the set is read reversed)
@@ -23,6 +24,8 @@ STATE_ORDERS: dict[str, tuple[Order, bool]] = {
     "active": ("newest", True),
     "dead": ("newest", True),
     "completed": ("newest", True),
+    # score = since it waits: the longest waiting first (the one an operator looks at)
+    "waiting_children": ("run", False),
 }
 #: The orders a caller may ask for instead of the state's own (as ``browse`` takes):
 #: ``run`` (the set ascending: the order claims take; the schedule soonest first) or

@@ -35,7 +35,8 @@ def get_job(ctx: Context, job_id: str) -> Plan[JobRow | None]:
 
 def job_state(ctx: Context, job_id: str) -> Plan[JobState | None]:
     """``pending``, ``active``, ``scheduled``, ``dead``, ``completed`` (a job kept as
-    history), or ``None`` when gone."""
+    history), ``waiting_children`` (a flow parent waiting for its children), or
+    ``None`` when gone."""
     return cast("JobState | None", (yield Cmd(("HGET", ctx.keys.job(job_id), "state"))))
 
 

@@ -22,8 +22,9 @@ def counts(ctx: Context) -> Plan[Counts]:
         A :class:`~echomq.results.Counts`.
     """
     r = yield Eval(script("counts"), (ctx.keys.base,))
-    pending, active, scheduled, dead, completed, failed, paused, kept = (int(v) for v in r)
-    return Counts(pending, active, scheduled, dead, completed, failed, bool(paused), kept)
+    pending, active, scheduled, dead, completed, failed, paused, kept, *more = (int(v) for v in r)
+    waiting = more[0] if more else 0  # a script cached before the field: none
+    return Counts(pending, active, scheduled, dead, completed, failed, bool(paused), kept, waiting)
 
 
 def is_paused(ctx: Context) -> Plan[bool]:

@@ -18,8 +18,11 @@ from typing import Any, Literal, get_args
 from ..schema import ROW_FIELDS, TIME_ROW_FIELDS
 
 #: The state a job's row records; a job in a lane is ``pending``; ``completed`` only
-#: for a job kept as history (see ``Queue.set_retention`` and ``keep_ms``).
-JobState = Literal["pending", "active", "scheduled", "dead", "completed"]
+#: for a job kept as history (see ``Queue.set_retention`` and ``keep_ms``);
+#: ``waiting_children`` for a flow parent waiting for its children (docs/flows.md).
+#: The one list of states: :data:`echomq.checks.PAGE_STATES` and the views, the CLI,
+#: the console and the exporter read it (``tests/test_results.py`` holds them to it).
+JobState = Literal["pending", "active", "scheduled", "dead", "completed", "waiting_children"]
 #: Every :data:`JobState`, in the order the counts and the CLI list them.
 JOB_STATES: tuple[JobState, ...] = get_args(JobState)
 
@@ -44,6 +47,8 @@ class Counts:
         paused: whether the queue's claim gate is closed.
         kept: completed jobs kept as history now (the ``completed`` set; 0 unless the
             queue or its jobs keep history).
+        waiting_children: flow parents waiting for their children now (the
+            ``waiting`` set; docs/flows.md).
     """
 
     pending: int
@@ -54,6 +59,7 @@ class Counts:
     failed: int
     paused: bool
     kept: int = 0
+    waiting_children: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """The counts as a plain dict (for JSON output)."""
@@ -98,7 +104,10 @@ class JobRow:
         dedup_behind: a ``keep_last`` job held until this running job ends.
         rerun_as: the newest copy ``rerun_job`` made of this finished job.
         rerun_of: the finished job this one is a copy of (``rerun_job``).
-        due: a waiting flow parent's due time in ms (enqueued with a delay).
+        parent: a flow child's parent, ``queue:id``.
+        on_fail: a flow child's policy (``None``: ``fail_parent``).
+        children: a flow parent's number of children when it was written.
+        due: a waiting flow parent's due time (server ms; enqueued with a delay).
     """
 
     id: str
@@ -132,6 +141,9 @@ class JobRow:
     dedup_behind: str | None = None
     rerun_as: str | None = None
     rerun_of: str | None = None
+    parent: str | None = None
+    on_fail: str | None = None
+    children: int | None = None
     due: int | None = None
 
     @classmethod
@@ -170,6 +182,9 @@ class JobRow:
             dedup_behind=row.get("dedup_behind"),
             rerun_as=row.get("rerun_as"),
             rerun_of=row.get("rerun_of"),
+            parent=row.get("parent"),
+            on_fail=row.get("on_fail"),
+            children=_int(row.get("children"), None),
             result=row.get("result"),
             errors=errors,
             extra=extra,

@@ -42,7 +42,7 @@ from ..errors import (
 from ..lifecycle import Claimed
 from ..observability.worker import WorkerObserver
 from ..queue import AsyncQueue
-from . import outcomes, plans
+from . import outcomes, plans, sweeping
 from . import stats as stats_module
 from .config import WorkerConfig
 from .job import CANCELLED, LEASE_LOST, SHUTDOWN, TIMEOUT, JobContext
@@ -94,6 +94,7 @@ class Engine:
         self._results: dict[tuple[str, int], str] = {}
         self._relay_task: asyncio.Task[None] | None = None  # the flow relay's (outcomes)
         self._relay_again = False
+        self.flow_swept: dict[str, float] = {}  # queue -> its last flow sweep (monotonic s)
         self._aq: AsyncQueue | None = None
         self._other: list[tuple[JobContext, str, str]] = []  # other outcomes, unanswered
         self._nudged: asyncio.Future[None] | None = None
@@ -480,6 +481,7 @@ class Engine:
         await aq.check_stalled(cfg.max_stalled, cfg.maintenance_budget)
         await aq.promote(cfg.maintenance_budget)
         await outcomes.relay_now(self, aq)  # the safety net: every beat, bounded
+        await sweeping.sweep_sometimes(self, aq)  # the flow sweep, once a minute
         if cfg.repeat_budget:
             await aq.runner.drive(repeat.fire_due(aq.ctx, cfg.repeat_budget))
 

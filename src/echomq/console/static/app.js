@@ -14,8 +14,12 @@
   "use strict";
 
   const STATES = ["pending", "active", "scheduled", "dead"];
-  /* The job tabs: the four sets, and the completed jobs a queue keeps as history. */
-  const TABS = [...STATES, "completed"];
+  /* The job tabs: every state a page can read, as the server lists them (/api/config
+   * `states`: the four sets, the completed jobs a queue keeps as history, the flow
+   * parents waiting for their children); this list stands until the config is read. */
+  let TABS = [...STATES, "completed", "waiting_children"];
+  /* The states counted on the cards besides the four sets (a flow's waiting parents). */
+  const EXTRA_CARDS = ["waiting_children"];
   const PAGE_SIZES = [20, 50, 100, 200];
   /* The history series' ranges (GET /api/queues/{q}/history?range=). */
   const HISTORY_RANGES = ["1h", "24h", "7d"];
@@ -28,7 +32,7 @@
   /* One word each: "dead" is a job's state (it failed for good); the queue's all-time
    * total of jobs dead-lettered is "dead-lettered", never "failed", which the worker
    * table uses for failed attempts. */
-  const COL_LABELS = { failed: "dead-lettered" };
+  const COL_LABELS = { failed: "dead-lettered", waiting_children: "waiting children" };
   const COL_TITLES = { completed: "completed in all (the throughput record)",
     failed: "jobs dead-lettered in all (the throughput record)" };
   const DRAIN_BUDGET = 1000; // jobs per drain request (the server's bounded call)
@@ -39,6 +43,7 @@
     not_finished: "only a completed or dead job can be run again as a copy",
     not_scheduled: "only a scheduled job can be run now",
     not_active: "only a running (active) job can be cancelled",
+    not_waiting: "only a parent waiting for its children can be released, failed or cancelled",
     not_pending: "the job is not pending",
     not_paused: "pause the queue first",
     active: "jobs are in flight: tick force to delete them too",
@@ -246,6 +251,7 @@
     await api("POST", "/api/login", user ? { token, user } : { token });
     config.authenticated = true;
     Object.assign(config, await get("/api/config"));
+    if (Array.isArray(config.states) && config.states.length) TABS = config.states;
     paintChrome();
   }
 
@@ -459,7 +465,7 @@
           "No queues yet. A queue shows up here once it holds a key."));
         return;
       }
-      const cols = ["pending", "active", "scheduled", "dead", "completed", "failed"];
+      const cols = [...STATES, ...EXTRA_CARDS, "completed", "failed"];
       const head = h("tr", {}, h("th", {}, "Queue"), h("th", {}, "State"),
         h("th", { class: "num" }, "workers"),
         cols.map((c) => h("th", { class: "num", title: COL_TITLES[c] || null }, COL_LABELS[c] || c)));
@@ -636,8 +642,31 @@
       if (ok) refresh();
     }
 
+    /* What a drain or an obliterate does to flows that cross this queue: a note in the
+     * dialog, filled when the bounded read answers (the dialog does not wait for it;
+     * it stays hidden when no flow crosses the queue or the read failed). */
+    function flowNote(outcome) {
+      const note = h("p", { class: "note", id: "flow-impact", hidden: true });
+      get(`${base}/flow_impact`).then((f) => {
+        const parts = [];
+        if (f.waiting) {
+          parts.push(`${fmt(f.waiting)} waiting flow parent(s) will be removed (their children keep running)`);
+        }
+        if (f.children) {
+          parts.push(`${fmt(f.children)} flow child(ren)${f.exact ? "" : ` (of ${fmt(f.examined)} jobs examined)`} `
+            + `will resolve their parents as ${outcome}, ${fmt(f.elsewhere)} of them in another queue`);
+        }
+        if (parts.length) {
+          fill(note, `Flows: ${parts.join("; ")}.`);
+          note.hidden = false;
+        }
+      }, () => {});
+      return note;
+    }
+
     async function drain() {
       if (view.draining) return;
+      const flows = flowNote("drained");
       const sched = h("input", { type: "checkbox", id: "drain-schedule" });
       const budget = h("input", { type: "number", id: "drain-budget", min: 1, max: 10000, value: DRAIN_BUDGET });
       const c = view.summary ? view.summary.counts : {};
@@ -649,6 +678,7 @@
         body: [
           h("p", {}, `Deletes every pending job (${fmt(c.pending)}, every lane included) with its logs. `,
             "Jobs in flight and the repeat registry survive."),
+          flows,
           h("label", { class: "check" }, sched, `Also delete the scheduled jobs (${fmt(c.scheduled)})`),
           h("label", { class: "field" }, h("span", {}, "Jobs deleted per server call"), budget),
         ],
@@ -709,6 +739,7 @@
       const force = h("input", { type: "checkbox", id: "oblit-force" });
       const budget = h("input", { type: "number", id: "oblit-budget", min: 1, max: 10000, value: 1000 });
       const typed = h("input", { type: "text", id: "oblit-confirm", autocomplete: "off", placeholder: name });
+      const flows = flowNote("obliterated");
       const go = await modal({
         title: `Obliterate ${name}?`,
         ok: "Obliterate",
@@ -719,6 +750,7 @@
             "It cannot be undone."),
           s.paused ? null : h("p", { class: "note" }, "The queue is running: the server refuses to ",
             "obliterate a queue that is not paused. Pause it first."),
+          flows,
           h("label", { class: "check" }, force, `Force: also delete the ${fmt(s.counts.active)} job(s) in flight`),
           h("label", { class: "field" }, h("span", {}, "Jobs deleted per server call"), budget),
           h("label", { class: "field" }, h("span", {}, `Type the queue name (${name}) to confirm`), typed),
@@ -993,9 +1025,9 @@
         verb("Drain…", drain, "danger", { id: "btn-drain", disabled: !!view.draining }),
         verb("Obliterate…", obliterate, "danger", { id: "btn-obliterate", admin: true }),
       );
-      const labels = [...STATES, "completed", "failed"];
+      const labels = [...STATES, ...EXTRA_CARDS, "completed", "failed"];
       fill(cards, ...labels.map((st) => {
-        const selectable = STATES.includes(st);
+        const selectable = STATES.includes(st) || EXTRA_CARDS.includes(st);
         return h(selectable ? "button" : "div", {
           type: selectable ? "button" : null,
           class: `card${selectable ? "" : " static"}${view.state === st ? " selected" : ""}`,
@@ -1008,7 +1040,8 @@
       h("div", { class: "label" }, "latency"), h("div", { class: "value" }, span(s.latency_ms))));
       fill(tabs, ...TABS.map((st) => h("button", {
         type: "button", class: `tab${view.state === st ? " selected" : ""}`, dataset: { state: st },
-        title: st === "completed" ? "completed jobs kept as history (a retention or keep_ms)" : null,
+        title: st === "completed" ? "completed jobs kept as history (a retention or keep_ms)"
+          : st === "waiting_children" ? "flow parents waiting for their children" : null,
         onclick: () => selectState(st),
       }, st, h("span", { class: "n" }, fmt(st === "completed" ? s.counts.kept : s.counts[st])))));
     }
@@ -1498,6 +1531,8 @@
     const progressInput = h("input", { type: "text", id: "progress-value", placeholder: "e.g. 50", disabled: !mayAct() });
     const body = h("div");
     const history = h("section", { class: "panel", id: "job-history", hidden: true });
+    /* A flow job's parent chain and children, as a tree with states (read with the job). */
+    const flowPanel = h("section", { class: "panel", id: "job-flow", hidden: true });
     const problem = problemBanner();
 
     root.append(
@@ -1517,6 +1552,7 @@
         h("div", { class: "inline" }, progressInput, verb("Set progress", setProgress, "ghost", { id: "btn-progress" })))),
     h("div", { class: "gap" }),
     errorBox,
+    flowPanel,
     history,
     h("section", { class: "panel" }, h("h2", {}, "Logs"), logs,
       h("form", { class: "inline", onsubmit: (ev) => { ev.preventDefault(); appendLog(); } },
@@ -1599,6 +1635,82 @@
       refresh();
     }
 
+    // --- a flow parent waiting for its children (journaled verbs, like the others)
+    async function releaseParent() {
+      const go = await modal({
+        title: `Release parent ${id} now?`, ok: "Release",
+        body: [h("p", {}, "The parent runs now, before its children are done. Its children keep ",
+          "running; their results are recorded on it as they come.")],
+      });
+      if (!go) return;
+      const reply = await act("Release", () => post(`${base}/release_parent`), false);
+      if (reply) toast("ok", `Parent ${id} released`, `${fmt(reply.unresolved)} children not done yet`);
+      refresh();
+    }
+
+    async function failParent() {
+      const error = h("input", { type: "text", id: "fail-error", value: "failed by an operator" });
+      const go = await modal({
+        title: `Fail parent ${id}?`, ok: "Fail the parent", danger: true,
+        body: [h("p", {}, "The parent goes dead with this error; its own parent (if any) resolves it ",
+          "by its policy. Its children keep running (Cancel flow stops them)."),
+        h("label", { class: "field" }, h("span", {}, "Error"), error)],
+      });
+      if (!go) return;
+      const ok = await act("Fail parent", () => post(`${base}/fail_parent`, { error: error.value }),
+        `Parent ${id} failed`);
+      if (ok) refresh();
+    }
+
+    async function cancelFlow() {
+      const go = await modal({
+        title: `Cancel the flow under ${id}?`, ok: "Cancel the flow", danger: true,
+        body: [h("p", {}, "Children not yet started are removed, running ones are asked to stop ",
+          "(as Cancel does), and this parent and every waiting parent under it go dead ",
+          "(\"cancelled by an operator\").")],
+      });
+      if (!go) return;
+      const reply = await act("Cancel flow", () => post(`${base}/cancel_flow`), false);
+      if (reply) {
+        toast("ok", `Flow under ${id} cancelled`, `${fmt(reply.removed)} removed · ` +
+          `${fmt(reply.cancelling)} asked to stop · ${fmt(reply.failed)} parents dead`);
+      }
+      refresh();
+    }
+
+    /* One node of the flow tree: a link to its job, its state, what its parent recorded. */
+    function flowNode(n, here) {
+      const st = n.state || "gone";
+      return h("li", { dataset: { ref: n.ref, state: st } },
+        h("span", { class: `flow-node${n.ref === here ? " here" : ""}` },
+          h("a", { href: jlink(n.queue, n.id), class: "mono" }, n.queue === name ? n.id : n.ref), " ",
+          h("span", { class: `badge ${st}` }, st),
+          n.outcome ? h("span", { class: "sub" }, ` → ${n.outcome}`) : null,
+          n.policy && n.policy !== "fail_parent" ? h("span", { class: "sub" }, ` · on_fail ${n.policy}`) : null,
+          n.unresolved ? h("span", { class: "sub" }, ` · waiting for ${fmt(n.unresolved)}`) : null,
+          n.more ? h("span", { class: "sub" }, ` · ${fmt(n.more)} more not shown`) : null,
+          n.summary ? h("span", { class: "flow-summary" }, " ", n.summary) : null),
+        n.kids && n.kids.length ? h("ul", {}, n.kids.map((k) => flowNode(k, here))) : null);
+    }
+
+    async function paintFlow(row) {
+      if (row.parent === undefined && row.children === undefined) {
+        flowPanel.hidden = true;
+        return;
+      }
+      let d;
+      try {
+        d = await get(`${base}/flow`);
+      } catch (_) {
+        return; // the job's own read reports the problem
+      }
+      if (view.stopped || !d.flow) return;
+      const tree = d.flow;
+      fill(flowPanel, h("h2", {}, `Flow (${fmt(tree.nodes)} jobs${tree.truncated ? ", truncated" : ""})`),
+        h("ul", { class: "flow-tree", id: "flow-tree" }, flowNode(tree.root, tree.job)));
+      flowPanel.hidden = false;
+    }
+
     async function runNow() {
       const ok = await act("Run now", () => post(`${base}/promote`), `Job ${id} moved to pending`);
       if (ok) refresh();
@@ -1633,6 +1745,13 @@
           title: "move it to pending now, at its priority" }) : null,
         state === "active" ? verb("Cancel…", cancelJob, "danger", { id: "btn-cancel",
           title: "ask the worker running it to stop it" }) : null,
+        // a flow parent waiting for its children
+        state === "waiting_children" ? verb("Release…", releaseParent, "", { id: "btn-release-parent",
+          title: "run it now, before its children are done" }) : null,
+        state === "waiting_children" ? verb("Fail…", failParent, "danger", { id: "btn-fail-parent",
+          title: "end it as dead now" }) : null,
+        state === "waiting_children" ? verb("Cancel flow…", cancelFlow, "danger", { id: "btn-cancel-flow",
+          title: "remove its children not yet started, stop the running ones, end it" }) : null,
         // a running job is its worker's: the server refuses to remove it (locked)
         state === "active" ? null : verb("Remove…", remove, "danger", { id: "btn-remove" }));
       const timeLabel = { active: "lease ends", scheduled: "due", dead: "died" }[state];
@@ -1659,6 +1778,11 @@
           row.rerun_as), { id: "job-rerun-as" }) : []),
         ...(row.rerun_of ? item("rerun of", h("a", { href: jlink(name, row.rerun_of), class: "mono" },
           row.rerun_of), { id: "job-rerun-of" }) : []),
+        // a flow child's parent ('queue:id') and policy; a parent's children
+        ...(row.parent ? item("parent", h("a", { href: jlink(row.parent.split(":")[0],
+          row.parent.split(":").slice(1).join(":")), class: "mono" }, row.parent), { id: "job-parent" }) : []),
+        ...(row.parent ? item("on fail", row.on_fail || "fail_parent") : []),
+        ...(row.children ? item("children", row.children, { id: "job-children" }) : []),
         // the timeline of a job kept as history (server clock)
         ...(row.enqueued_at ? item("enqueued", when(row.enqueued_at), { id: "job-enqueued" }) : []),
         ...(row.started_at ? item("first start", when(row.started_at)) : []),
@@ -1703,7 +1827,10 @@
       try {
         const d = await get(base);
         problem.clear();
-        if (!view.stopped) paint(d);
+        if (!view.stopped) {
+          paint(d);
+          await paintFlow(d.job);
+        }
       } catch (err) {
         if (err.status === 404 && err.reason === "gone") {
           view.gone = true;
@@ -1788,6 +1915,8 @@
     });
     try {
       Object.assign(config, await get("/api/config"));
+      if (Array.isArray(config.states) && config.states.length) TABS = config.states;
+    if (Array.isArray(config.states) && config.states.length) TABS = config.states;
     } catch (err) {
       toast("error", "Cannot reach the console API", err.message);
     }
