@@ -393,17 +393,21 @@ local function count_metric(mk, n, now, wait, run)
   local hour = math.floor(now / 3600000)
   local at = math.floor(now / 60000) % 60 * HIST_SLOT_BITS
   local hk = B .. HIST .. hour
+  -- the offsets and sums as %d text: a number argument would be formatted as %.17g
+  local fmt = string.format
+  local wsum = fmt('%d', math.floor((wait + HIST_WAIT_UNIT_MS / 2) / HIST_WAIT_UNIT_MS))
+  local rsum = fmt('%d', run)
   local r
   if mk == B .. METRICS_COMPLETED then
     r = redis.call('BITFIELD', hk, 'OVERFLOW', 'SAT', 'INCRBY', HIST_COMPLETED_T,
-      at + HIST_COMPLETED_AT, by, 'INCRBY', HIST_WAIT_T, at + HIST_WAIT_AT,
-      math.floor((wait + HIST_WAIT_UNIT_MS / 2) / HIST_WAIT_UNIT_MS),
-      'INCRBY', HIST_RUN_MS_T, at + HIST_RUN_MS_AT, run, 'SET', 'u1', HIST_MARK_ARG, '1')
+      fmt('%d', at + HIST_COMPLETED_AT), by, 'INCRBY', HIST_WAIT_T,
+      fmt('%d', at + HIST_WAIT_AT), wsum, 'INCRBY', HIST_RUN_MS_T,
+      fmt('%d', at + HIST_RUN_MS_AT), rsum, 'SET', 'u1', HIST_MARK_ARG, '1')
   else
     r = redis.call('BITFIELD', hk, 'OVERFLOW', 'SAT', 'INCRBY', HIST_DEAD_T,
-      at + HIST_DEAD_AT, by, 'INCRBY', HIST_WAIT_T, at + HIST_WAIT_AT,
-      math.floor((wait + HIST_WAIT_UNIT_MS / 2) / HIST_WAIT_UNIT_MS),
-      'INCRBY', HIST_RUN_MS_T, at + HIST_RUN_MS_AT, run, 'SET', 'u1', HIST_MARK_ARG, '1')
+      fmt('%d', at + HIST_DEAD_AT), by, 'INCRBY', HIST_WAIT_T,
+      fmt('%d', at + HIST_WAIT_AT), wsum, 'INCRBY', HIST_RUN_MS_T,
+      fmt('%d', at + HIST_RUN_MS_AT), rsum, 'SET', 'u1', HIST_MARK_ARG, '1')
   end
   if r[4] == 0 then
     redis.call('PEXPIREAT', hk, (hour + 1) * 3600000 + HIST_KEEP_MS)
