@@ -44,16 +44,19 @@ from ..observability.worker import WorkerObserver
 from ..queue import AsyncQueue
 from . import outcomes, plans
 from . import stats as stats_module
+from .beat import Beats
 from .config import WorkerConfig
 from .job import CANCELLED, LEASE_LOST, SHUTDOWN, TIMEOUT, JobContext
 from .limits import Throttle
 from .outage import Outage
+from .pipeline import Pipeline, Raised
 from .routes import Routes
 from .stats import WorkerStats
 from .threads import HandlerThreads
 from .waker import Waker
 
 if TYPE_CHECKING:
+    from ..scripts import Plan
     from .batch import Batcher
     from .multi import Coordinator
 
@@ -92,10 +95,17 @@ class Engine:
         self._completing: list[tuple[str, int]] = []  # completions the server has not answered
         # serialized handler results of finished jobs, sent with their completions
         self._results: dict[tuple[str, int], str] = {}
-        self._aq: AsyncQueue | None = None
+        #: The queue served (set by :meth:`run`).
+        self.aq: AsyncQueue | None = None
         self._other: list[tuple[JobContext, str, str]] = []  # other outcomes, unanswered
         self._nudged: asyncio.Future[None] | None = None
-        self._beating = False
+        #: Whether the beat keeps this engine's leases and record (:mod:`.beat`).
+        self.beating = False
+        #: The beat loop: the worker's shared one over several queues, else the
+        #: engine's own (made by :meth:`run`).
+        self.beats: Beats | None = None
+        #: Set by a worker over several queues: the round trips its engines share.
+        self.pipeline: Pipeline | None = None
         self._waker: Waker | None = None
         self._rng = random.Random()
         self._outage = Outage(log, name)
@@ -122,24 +132,27 @@ class Engine:
     ) -> None:
         """Check the keyspace version, serve until a stop is requested, then wind down."""
         loop = asyncio.get_running_loop()
-        self._aq = aq
+        self.aq = aq
         self._thread = threading.get_ident()
         self._nudged = loop.create_future()
         if not await self._fence(aq):
             return  # stopped before the server ever answered
         self.wake_key = aq.keys.wake
         self._waker = Waker(blocker, aq.keys.wake, lifecycle.claim_gate(aq.ctx).args)
-        self._beating = True
-        beat = loop.create_task(self._beat_loop(aq))
+        own = self.beats is None
+        beats = self.beats = self.beats or Beats([self], self.config.beat / 1000)
+        self.beating = True
+        beats.start()
         try:
             ready.set()
             await self._serve(aq, blocker, pool)
             await self._wind_down(aq)
         finally:
-            # the flag ends the loop even when the client turns a cancel into an error
-            self._beating = False
-            beat.cancel()
-            await asyncio.gather(beat, return_exceptions=True)
+            if own:
+                self.beating = False
+                await beats.close()
+            else:
+                await beats.leave(self)
             # out of the registry at once (a crashed worker drops out with its ttl)
             with contextlib.suppress(*_RECOVERABLE):
                 await aq.runner.drive(registry.leave(aq.ctx, self.wid))
@@ -196,7 +209,10 @@ class Engine:
                         t0 = time.perf_counter()
                         self.claiming = want
                         try:
-                            got = await aq.runner.drive(plan)
+                            if self.pipeline is not None:  # with the other queues'
+                                got = await self.pipeline.drive(aq, plan)
+                            else:
+                                got = await aq.runner.drive(plan)
                         finally:
                             self.claiming = 0
                         if want:
@@ -414,9 +430,9 @@ class Engine:
         """Serialize a handler's return value for its completion (a kept job stores
         it; see ``Queue.result``). A value the serializer refuses is logged and left
         out: the job did its work, so it still completes."""
-        assert self._aq is not None
+        assert self.aq is not None
         try:
-            text = checks.payload(self._aq.ctx.serializer, run.value)
+            text = checks.payload(self.aq.ctx.serializer, run.value)
         except InvalidArgument as exc:
             log.warning("job %s: its result is not kept: %s", run.job.id, exc)
             return
@@ -442,42 +458,56 @@ class Engine:
 
     # ---- the beat and shutdown ------------------------------------------------------
 
-    async def _beat_loop(self, aq: AsyncQueue) -> None:
-        while self._beating:
-            await asyncio.sleep(self.config.beat / 1000)
-            try:
-                await self._beat(aq)
-            except Exception as exc:  # the next beat tries again
-                self.stats.errors += 1
-                self._outage.failed(exc, "the beat")
-            else:
-                self._outage.ok("the beat")
-
-    async def _beat(self, aq: AsyncQueue) -> None:
-        cfg = self.config
+    def beat_plans(self) -> tuple[dict[tuple[str, int], _Running], list[Plan[Any]]]:
+        """This queue's part of a beat (:mod:`echomq.worker.beat`): the jobs in hand,
+        and the plans: the lease extensions with the registry record and the cancel
+        read; then, unless stopping, the stalled check, promote and due repeatables
+        (in that order: the stalled check sees the rows as the extensions left them)."""
+        cfg, aq = self.config, self.aq
+        assert aq is not None
         held = {key: run for key, run in self._running.items() if not run.recorded}
         pairs = list(held)
         # the record lives three beats (and two seconds more): a worker that misses
         # one beat under load is not dropped, a crashed one is gone within seconds
         ttl = 3 * cfg.beat + 2000
         fields = stats_module.record_fields(self.queues, cfg, self.stats, pairs, self.shape)
-        got = await aq.runner.drive(
+        todo: list[Plan[Any]] = [
             plans.beat(aq.ctx, pairs, cfg.lease_ms, cfg.lock, self.wid, ttl, fields)
-        )
+        ]
+        if not self.stop_requested:  # a stopping worker only keeps its own leases alive
+            budget = cfg.maintenance_budget
+            todo += [
+                lifecycle.check_stalled(aq.ctx, cfg.max_stalled, budget),
+                lifecycle.promote(aq.ctx, budget),
+            ]
+            if cfg.repeat_budget:
+                todo.append(repeat.fire_due(aq.ctx, cfg.repeat_budget))
+        return held, todo
+
+    def beat_done(self, held: dict[tuple[str, int], _Running], answer: list[Any]) -> None:
+        """Read this queue's part of a beat (in :meth:`beat_plans`' order)."""
+        got = answer[0]
+        if isinstance(got, Raised):
+            self.beat_failed(got.error)
+            return
         lost, cancelled = set(got.lost), set(got.cancelled)
         for (job_id, _), run in held.items():
             if job_id in lost:
                 self._cancel(run, LEASE_LOST)
             elif job_id in cancelled:
                 self._cancel(run, CANCELLED)
-        if got.error is not None:
-            raise got.error  # counted and logged by the beat loop, like any failure
-        if self.stop_requested:
-            return  # a stopping worker only keeps its own leases alive
-        await aq.check_stalled(cfg.max_stalled, cfg.maintenance_budget)
-        await aq.promote(cfg.maintenance_budget)
-        if cfg.repeat_budget:
-            await aq.runner.drive(repeat.fire_due(aq.ctx, cfg.repeat_budget))
+        failed = [a.error for a in answer[1:] if isinstance(a, Raised)]
+        # the registry write's error, else an upkeep's: counted and logged once
+        error = got.error if got.error is not None else failed[0] if failed else None
+        if error is not None:
+            self.beat_failed(error)
+        else:
+            self._outage.ok("the beat")
+
+    def beat_failed(self, exc: Exception) -> None:
+        """A beat failed (the next tries again): counted and logged."""
+        self.stats.errors += 1
+        self._outage.failed(exc, "the beat")
 
     async def _wind_down(self, aq: AsyncQueue) -> None:
         """Stop claiming, let running jobs finish within the grace, release the rest."""
