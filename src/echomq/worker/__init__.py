@@ -216,15 +216,16 @@ class Worker:
                 await self._engine.run(aq, blocker, pool, self.ready)
             else:
                 wait = SharedWait(blocker, aq.client, self.config.beat / 1000)
-                Coordinator(self._engines, self.order, wait)
-                beats = Beats(self._engines, self.config.beat / 1000)
                 pipeline = Pipeline()
+                coord = Coordinator(self._engines, self.order, wait, pipeline)
+                beats = Beats(self._engines, self.config.beat / 1000)
                 for engine in self._engines:
-                    engine.beats, engine.pipeline = beats, pipeline
+                    engine.beats = beats
                 try:
                     await self._run_all(aqs, blocker, pool)
                 finally:
                     await beats.close()
+                    await coord.close()
                     await pipeline.close()
         finally:
             if wait is not None:

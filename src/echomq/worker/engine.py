@@ -222,6 +222,8 @@ class Engine:
                         self._outage.ok("serving")
                         failures = 0
                         if self.coord is not None:
+                            if want and self._more:  # work: out of the idle wait
+                                self.coord.busy(self)
                             self.coord.changed(self)
                         continue
                     assert self._nudged is not None
