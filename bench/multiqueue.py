@@ -7,11 +7,11 @@ Measures, each worker in a process of its own, a no-op handler:
   the ten, or all in the last of the ten (the nine before it empty: priority order
   claims past them); the backlog enqueued on paused queues, the clock started at the
   resume, stopped when the queues' ``metrics:completed`` counts reach the total;
-- the CPU (user + system, from ``/proc/<pid>/stat``) an idle worker over ten empty
+- the CPU (from ``/proc/<pid>/task/*/schedstat``, in ns) an idle worker over ten empty
   queues uses over ``--idle-s`` seconds, against an idle worker over one;
 - jobs per second of a batch handler (``Batch(size=100)``) against one-by-one.
 
-The worker process's CPU per job (``/proc``) is shown beside each rate: on a shared
+The worker process's CPU per job (``schedstat``) is shown beside each rate: on a shared
 machine it is steadier than the rate, which a neighbour's load moves.
 
 Runs are interleaved (one of each kind per round) so a noisy neighbour hits all
@@ -37,7 +37,6 @@ from _common import bench_server, median, report
 from echomq import Batch, JobContext, Queue, Worker
 
 HERE = Path(__file__).resolve()
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def worker_role(args: argparse.Namespace) -> None:
@@ -68,10 +67,6 @@ class Consumer:
         assert self.proc.stdout is not None
         if self.proc.stdout.readline().strip() != "ready":
             raise RuntimeError("the worker did not start")
-
-    def cpu_s(self) -> float:
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
 
     def cpu_ns(self) -> int:
         """The CPU time of the worker's live threads in ns (``schedstat``: exact, where
@@ -105,7 +100,7 @@ def throughput(
     pipe = r.pipeline(transaction=False)
     for q in qs:
         pipe.hdel(q.keys.meta, "paused")  # every queue resumed in one round trip
-    c0 = consumer.cpu_s()
+    c0 = consumer.cpu_ns()
     t0 = time.perf_counter()
     pipe.execute()
     for q in qs:
@@ -121,7 +116,7 @@ def throughput(
             raise RuntimeError("stuck")
         time.sleep(0.002)
     elapsed = time.perf_counter() - t0
-    cpu_us = (consumer.cpu_s() - c0) / n * 1e6
+    cpu_us = (consumer.cpu_ns() - c0) / n / 1e3
     consumer.finish()
     for q in qs:
         q.pause()

@@ -67,7 +67,7 @@ _RECOVERABLE = outcomes.RECOVERABLE
 _ERROR_PAUSE_S, _ERROR_PAUSE_CAP_S = 0.05, 2.0
 
 
-@dataclass
+@dataclass(slots=True)
 class _Running:
     job: JobContext
     task: asyncio.Task[None] | None = None
@@ -356,20 +356,21 @@ class Engine:
             # held back by the queue's limits: no claim until the wait it answered
             held = self.throttle.note(got, loop.time())
             self._more = len(got) == want and not held
+        self.stats.claimed += len(got)
+        running, thread = self._running, self._thread
+        if self.batcher is not None:  # the batcher starts them, in lists
+            runs = [_Running(JobContext(claimed, aq, loop, thread)) for claimed in got]
+            for run in runs:
+                running[(run.job.id, run.job.attempt)] = run
+            self.batcher.add(runs, pool)
+            return
         timeout = self.config.job_timeout_ms
-        runs: list[_Running] = []
         for claimed in got:
-            run = _Running(JobContext(claimed, aq, loop, self._thread))
-            self._running[(claimed.id, claimed.token)] = run
-            if self.batcher is not None:
-                runs.append(run)
-                continue
+            run = _Running(JobContext(claimed, aq, loop, thread))
+            running[(claimed.id, claimed.token)] = run
             run.task = loop.create_task(self._execute(run, pool))
             if timeout is not None:
                 run.timer = loop.call_later(timeout / 1000, self._cancel, run, TIMEOUT)
-        self.stats.claimed += len(got)
-        if self.batcher is not None:
-            self.batcher.add(runs, pool)
 
     def _cancel(self, run: _Running, reason: str) -> None:
         run.job._cancel(reason)
@@ -416,6 +417,17 @@ class Engine:
         """Queue a job's outcome for the serve loop to send."""
         self._record(run, outcome, error)
 
+    def record_done(self, runs: list[_Running]) -> None:
+        """Queue the completions of jobs done with no result to keep (a batch's
+        members), with one nudge of the serve loop."""
+        done = self._done
+        for run in runs:
+            if not run.recorded:
+                run.recorded = True
+                done.append(run.job)
+        if runs:
+            self.nudge()
+
     def _record(self, run: _Running, outcome: str, error: str) -> None:
         if run.recorded:
             return
@@ -446,9 +458,11 @@ class Engine:
         """Queue the finished jobs' completions; they stay queued (and are sent again
         after an error) until the server answers them."""
         done, self._done = self._done, []
-        for job in done:
-            self._running.pop((job.id, job.attempt), None)
-            self._completing.append((job.id, job.attempt))
+        pairs = [(job.id, job.attempt) for job in done]
+        running = self._running
+        for pair in pairs:
+            running.pop(pair, None)
+        self._completing += pairs
 
     def _count_completions(self, sent: list[tuple[str, int]], stale: list[str]) -> None:
         # a "gone" answer is a completion: ours, landed before its reply was lost

@@ -99,7 +99,8 @@ def complete_and_claim(
         results: the serialized results of finished jobs by ``(job_id, token)``,
             sent with their completions (a kept job stores its result).
     """
-    completions = lifecycle.complete_ops(ctx, done, results)
+    # the pairs are the claims' own: not checked again (the hot path's per-job cost)
+    completions = lifecycle.complete_ops(ctx, done, results, from_claim=True)
     if count == 0:
         if not completions:
             return ClaimRound([], [], [])
