@@ -114,16 +114,16 @@ class Coordinator:
     def free_for(self, engine: Engine) -> int:
         """The slots ``engine`` may fill now (0 while it must leave them to others)."""
         engines = self.engines
-        held = [e.holding for e in engines]
-        free = engine.capacity - sum(held)
-        if free <= 0:
-            return 0
         if self.order == "priority":
             for other in engines:
                 if other is engine:
-                    return free
+                    return max(0, self.free_slots())
                 if other.more:
                     return 0  # a queue before it may have work: it goes first
+            return 0
+        held = [e.holding for e in engines]
+        free = engine.capacity - sum(held)
+        if free <= 0:
             return 0
         wanting = [e for e in engines if e.more or e is engine]
         # the slots held by queues with no known work are not shared out

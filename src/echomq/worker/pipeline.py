@@ -120,6 +120,7 @@ class Pipeline:
     def __init__(self) -> None:
         self._queued: dict[tuple[int, bool | None], list[_Entry]] = {}
         self._flushing: dict[tuple[int, bool | None], asyncio.Task[None]] = {}
+        self._busy: set[tuple[int, bool | None]] = set()  # a round trip in flight
 
     async def drive(self, aq: AsyncQueue, plan: Plan[Any]) -> Any:
         """Run ``plan`` on ``aq``'s connection, with the other plans queued for it.
@@ -132,11 +133,19 @@ class Pipeline:
         """
         loop = asyncio.get_running_loop()
         key = connection_of(aq)
-        entry = _Entry(aq, plan, loop.create_future())
-        self._queued.setdefault(key, []).append(entry)
-        if key not in self._flushing:
-            self._flushing[key] = loop.create_task(self._flush(key))
-        return await entry.done
+        if key in self._busy:  # a round trip in flight: go with the next one
+            entry = _Entry(aq, plan, loop.create_future())
+            self._queued.setdefault(key, []).append(entry)
+            return await entry.done
+        # none in flight: this plan goes alone, at once (the one queue with work)
+        self._busy.add(key)
+        try:
+            return await aq.runner.drive(plan)
+        finally:
+            if self._queued.get(key):  # those that came meanwhile go together next
+                self._flushing[key] = loop.create_task(self._flush(key))
+            else:
+                self._busy.discard(key)
 
     async def _flush(self, key: tuple[int, bool | None]) -> None:
         try:
@@ -150,12 +159,12 @@ class Pipeline:
                         if not entry.done.done():
                             entry.done.set_exception(exc)
                     continue
-                except BaseException as exc:  # cancelled: so is every plan in it
+                except BaseException:  # cancelled: so is every plan in it
                     for entry in entries:
                         entry.done.cancel()
                     for entry in self._queued.pop(key, []):
                         entry.done.cancel()
-                    raise exc
+                    raise
                 for entry, got in zip(entries, answer):
                     if entry.done.done():
                         continue
@@ -165,6 +174,7 @@ class Pipeline:
                         entry.done.set_result(got)
         finally:
             del self._flushing[key]
+            self._busy.discard(key)
 
     async def close(self) -> None:
         """Cancel what is in flight (the worker is done)."""
