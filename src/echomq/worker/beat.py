@@ -19,10 +19,14 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from .pipeline import connection_of, in_step
+from .. import lifecycle, repeat
+from . import plans, stats
+from .job import CANCELLED, LEASE_LOST
+from .pipeline import Raised, connection_of, in_step
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from ..scripts import Plan
+    from .engine import Engine, _Running
 
 
 class Beats:
@@ -85,7 +89,7 @@ async def beat(engines: list[Engine]) -> None:
 
 
 async def _beat_group(engines: list[Engine]) -> None:
-    parts = [engine.beat_plans() for engine in engines]
+    parts = [_plans_of(engine) for engine in engines]
     plans = [plan for _, plan_list in parts for plan in plan_list]
     aq = engines[0].aq
     assert aq is not None
@@ -97,5 +101,57 @@ async def _beat_group(engines: list[Engine]) -> None:
         return
     at = 0
     for engine, (held, plan_list) in zip(engines, parts):
-        engine.beat_done(held, answer[at : at + len(plan_list)])
+        _read(engine, held, answer[at : at + len(plan_list)])
         at += len(plan_list)
+
+
+# The two below work on the engine's own state (its jobs in hand, its cancels and its
+# outage line), as :mod:`echomq.worker.outcomes` does: the engine's, in a file of its own.
+
+
+def _plans_of(engine: Engine) -> tuple[dict[tuple[str, int], _Running], list[Plan[Any]]]:
+    """One queue's part of a beat: the jobs in hand, and the plans: the lease
+    extensions with the registry record and the cancel read; then, unless stopping,
+    the stalled check, promote and due repeatables (in that order: the stalled check
+    sees the rows as the extensions left them)."""
+    cfg, aq = engine.config, engine.aq
+    assert aq is not None
+    held = {key: run for key, run in engine._running.items() if not run.recorded}
+    pairs = list(held)
+    # the record lives three beats (and two seconds more): a worker that misses
+    # one beat under load is not dropped, a crashed one is gone within seconds
+    ttl = 3 * cfg.beat + 2000
+    fields = stats.record_fields(engine.queues, cfg, engine.stats, pairs, engine.shape)
+    todo: list[Plan[Any]] = [
+        plans.beat(aq.ctx, pairs, cfg.lease_ms, cfg.lock, engine.wid, ttl, fields)
+    ]
+    if not engine.stop_requested:  # a stopping worker only keeps its own leases alive
+        budget = cfg.maintenance_budget
+        todo += [
+            lifecycle.check_stalled(aq.ctx, cfg.max_stalled, budget),
+            lifecycle.promote(aq.ctx, budget),
+        ]
+        if cfg.repeat_budget:
+            todo.append(repeat.fire_due(aq.ctx, cfg.repeat_budget))
+    return held, todo
+
+
+def _read(engine: Engine, held: dict[tuple[str, int], _Running], answer: list[Any]) -> None:
+    """Read one queue's part of a beat (in :func:`_plans_of`' order)."""
+    got = answer[0]
+    if isinstance(got, Raised):
+        engine.beat_failed(got.error)
+        return
+    lost, cancelled = set(got.lost), set(got.cancelled)
+    for (job_id, _), run in held.items():
+        if job_id in lost:
+            engine.cancel(run, LEASE_LOST)
+        elif job_id in cancelled:
+            engine.cancel(run, CANCELLED)
+    failed = [a.error for a in answer[1:] if isinstance(a, Raised)]
+    # the registry write's error, else an upkeep's: counted and logged once
+    error = got.error if got.error is not None else failed[0] if failed else None
+    if error is not None:
+        engine.beat_failed(error)
+    else:
+        engine._outage.ok("the beat")

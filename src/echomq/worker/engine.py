@@ -5,11 +5,12 @@ The serve loop completes the jobs that finished and claims up to the free slots 
 two round trips (the completions pipelined with the pause-gate read, then one claim
 script call), and starts a task per job. When nothing is ready it blocks on the
 queue's wake list (``BLPOP`` on a connection of its own, see
-:class:`~echomq.worker.waker.Waker`) instead of polling. The beat extends every
-in-flight lease in one ``extend_locks`` call, riding in the same round trip as the
-worker's record in the registry (:mod:`echomq.registry`) and the read of the cancel
-requests for the jobs it holds; then it runs the stalled check, promote and the due
-repeatables, bounded, so scheduled and crashed work moves without any other process.
+:class:`~echomq.worker.waker.Waker`) instead of polling. The beat
+(:mod:`echomq.worker.beat`, one loop for every queue of the worker) extends every
+in-flight lease in one ``extend_locks`` call, in the same round trip as the worker's
+record in the registry (:mod:`echomq.registry`), the read of the cancel requests for
+the jobs it holds, the stalled check, promote and the due repeatables, bounded, so
+scheduled and crashed work moves without any other process.
 A job an operator cancelled (``cancel_job``) is cancelled in its handler's context;
 if the handler then stops, the job goes dead (:func:`~echomq.worker.plans.fail_cancelled`).
 
@@ -33,7 +34,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import checks, lifecycle, registry, repeat
+from .. import checks, lifecycle, registry
 from ..errors import (
     InvalidArgument,
     RateLimited,
@@ -43,20 +44,18 @@ from ..lifecycle import Claimed
 from ..observability.worker import WorkerObserver
 from ..queue import AsyncQueue
 from . import outcomes, plans
-from . import stats as stats_module
 from .beat import Beats
 from .config import WorkerConfig
 from .job import CANCELLED, LEASE_LOST, SHUTDOWN, TIMEOUT, JobContext
 from .limits import Throttle
 from .outage import Outage
-from .pipeline import Pipeline, Raised
+from .pipeline import Pipeline
 from .routes import Routes
 from .stats import WorkerStats
 from .threads import HandlerThreads
 from .waker import Waker
 
 if TYPE_CHECKING:
-    from ..scripts import Plan
     from .batch import Batcher
     from .multi import Coordinator
 
@@ -473,52 +472,6 @@ class Engine:
             self._results.pop(pair, None)
 
     # ---- the beat and shutdown ------------------------------------------------------
-
-    def beat_plans(self) -> tuple[dict[tuple[str, int], _Running], list[Plan[Any]]]:
-        """This queue's part of a beat (:mod:`echomq.worker.beat`): the jobs in hand,
-        and the plans: the lease extensions with the registry record and the cancel
-        read; then, unless stopping, the stalled check, promote and due repeatables
-        (in that order: the stalled check sees the rows as the extensions left them)."""
-        cfg, aq = self.config, self.aq
-        assert aq is not None
-        held = {key: run for key, run in self._running.items() if not run.recorded}
-        pairs = list(held)
-        # the record lives three beats (and two seconds more): a worker that misses
-        # one beat under load is not dropped, a crashed one is gone within seconds
-        ttl = 3 * cfg.beat + 2000
-        fields = stats_module.record_fields(self.queues, cfg, self.stats, pairs, self.shape)
-        todo: list[Plan[Any]] = [
-            plans.beat(aq.ctx, pairs, cfg.lease_ms, cfg.lock, self.wid, ttl, fields)
-        ]
-        if not self.stop_requested:  # a stopping worker only keeps its own leases alive
-            budget = cfg.maintenance_budget
-            todo += [
-                lifecycle.check_stalled(aq.ctx, cfg.max_stalled, budget),
-                lifecycle.promote(aq.ctx, budget),
-            ]
-            if cfg.repeat_budget:
-                todo.append(repeat.fire_due(aq.ctx, cfg.repeat_budget))
-        return held, todo
-
-    def beat_done(self, held: dict[tuple[str, int], _Running], answer: list[Any]) -> None:
-        """Read this queue's part of a beat (in :meth:`beat_plans`' order)."""
-        got = answer[0]
-        if isinstance(got, Raised):
-            self.beat_failed(got.error)
-            return
-        lost, cancelled = set(got.lost), set(got.cancelled)
-        for (job_id, _), run in held.items():
-            if job_id in lost:
-                self._cancel(run, LEASE_LOST)
-            elif job_id in cancelled:
-                self._cancel(run, CANCELLED)
-        failed = [a.error for a in answer[1:] if isinstance(a, Raised)]
-        # the registry write's error, else an upkeep's: counted and logged once
-        error = got.error if got.error is not None else failed[0] if failed else None
-        if error is not None:
-            self.beat_failed(error)
-        else:
-            self._outage.ok("the beat")
 
     def beat_failed(self, exc: Exception) -> None:
         """A beat failed (the next tries again): counted and logged."""

@@ -18,10 +18,14 @@ limits, leases, beat, stalled check and registry record) under one
 
 - one idle wait: every queue with no known work waits in ONE ``BLPOP`` over all their
   wake lists, on one connection (:class:`SharedWait`). No polling: an idle worker over
-  ten queues is one blocked call. A queue's wake token wakes that queue's engine, which
-  claims behind its own pause-gate read (one round trip more than a single-queue
-  worker, whose claim rides behind its ``BLPOP``). The wait times out every beat, and
-  then every waiting queue claims once, as a single-queue worker does.
+  ten queues is one blocked call, which idle queues stay in across their waits. A
+  queue's wake token wakes that queue's engine, which claims behind its own pause-gate
+  read (one round trip more than a single-queue worker, whose claim rides behind its
+  ``BLPOP``). The wait times out every beat; then one round trip asks which waiting
+  queues a claim could serve (:func:`~echomq.worker.plans.may_have_work`), and those
+  claim once;
+- the round trips: the engines' claims share them (:mod:`echomq.worker.pipeline`), and
+  one beat loop serves every queue (:mod:`echomq.worker.beat`).
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@
   entry in the answer.
 - :class:`Pipeline` is a group commit over one worker's engines: a plan handed to
   :meth:`Pipeline.drive` while the round trip of another is in flight on the same
-  connection waits for it, then goes with every plan that came meanwhile, in step.
-  Ten queues' claims woken by one beat's timeout are one round trip, not ten.
+  connection waits for it, then goes with every plan that came meanwhile, in step; a
+  plan that finds none in flight goes at once, alone (the one queue with work pays
+  nothing for the others).
 
 Each operation keeps its own re-send rule, ``NOSCRIPT`` reload and reply reading
 (:func:`echomq.transport.exchange.exchange` judges each operation of a batch on its
