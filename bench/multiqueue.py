@@ -7,6 +7,8 @@ Measures, each worker in a process of its own, a no-op handler:
   the ten, or all in the last of the ten (the nine before it empty: priority order
   claims past them); the backlog enqueued on paused queues, the clock started at the
   resume, stopped when the queues' ``metrics:completed`` counts reach the total;
+  ``order="fair"`` over the ten at the same concurrency (one slot a queue: every claim
+  and completion carries one job) and at ten times it;
 - the CPU (from ``/proc/<pid>/task/*/schedstat``, in ns) an idle worker over ten empty
   queues uses over ``--idle-s`` seconds, against an idle worker over one;
 - jobs per second of a batch handler (``Batch(size=100)``) against one-by-one.
@@ -18,7 +20,9 @@ Runs are interleaved (one of each kind per round) so a noisy neighbour hits all
 kinds alike; each figure is the median over ``--repeat`` rounds.
 
 Run: ``python bench/multiqueue.py`` (a private server unless ``EMQ_URL`` is set);
-``--quick`` for a short run.
+``--quick`` for a short run; ``--only idle|queues|batch`` for one part (the one-queue
+run is the reference of the rates). Each rate's per-round ratio to the one-queue run
+of the same round is printed too (the same neighbours).
 """
 
 from __future__ import annotations
@@ -52,17 +56,21 @@ def worker_role(args: argparse.Namespace) -> None:
 
     handler = noop_batch if batch else noop
     queues = names if len(names) > 1 else names[0]
-    worker = Worker(queues, handler, url=args.url, concurrency=args.concurrency, batch=batch)
+    worker = Worker(
+        queues, handler, url=args.url, concurrency=args.concurrency, batch=batch, order=args.order
+    )
     signal.signal(signal.SIGTERM, lambda *_: worker.request_stop(force=True))
     threading.Thread(target=lambda: (worker.ready.wait(), print("ready", flush=True))).start()
     worker.run()
 
 
 class Consumer:
-    def __init__(self, url: str, names: list[str], concurrency: int, batch: int = 0) -> None:
+    def __init__(
+        self, url: str, names: list[str], concurrency: int, batch: int = 0, order: str = "priority"
+    ) -> None:
         argv = [sys.executable, str(HERE), "--role", "worker", "--url", url]
         argv += ["--queues", ",".join(names), "--concurrency", str(concurrency)]
-        argv += ["--batch", str(batch)]
+        argv += ["--batch", str(batch), "--order", order]
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         if self.proc.stdout.readline().strip() != "ready":
@@ -83,7 +91,13 @@ class Consumer:
 
 
 def throughput(
-    url: str, n_queues: int, spread: str, n: int, concurrency: int, batch: int = 0
+    url: str,
+    n_queues: int,
+    spread: str,
+    n: int,
+    concurrency: int,
+    batch: int = 0,
+    order: str = "priority",
 ) -> tuple[float, float]:
     """Jobs per second, and the worker process's CPU per job (us)."""
     tag = time.time_ns()
@@ -95,7 +109,7 @@ def throughput(
             q.enqueue_many([None] * (n // n_queues + (i < n % n_queues)))
     else:  # all in the last queue
         qs[-1].enqueue_many([None] * n)
-    consumer = Consumer(url, [q.name for q in qs], concurrency, batch)
+    consumer = Consumer(url, [q.name for q in qs], concurrency, batch, order)
     r = qs[0].client
     pipe = r.pipeline(transaction=False)
     for q in qs:
@@ -145,6 +159,7 @@ def main() -> None:
     ap.add_argument("--queues", default="bench")
     ap.add_argument("--concurrency", type=int, default=10)
     ap.add_argument("--batch", type=int, default=0)
+    ap.add_argument("--order", default="priority")
     ap.add_argument("--jobs", type=int, default=10_000, help="jobs per throughput run")
     ap.add_argument("--repeat", type=int, default=3, help="rounds (median)")
     ap.add_argument("--idle-s", type=float, default=5.0, help="idle CPU window")
@@ -163,12 +178,26 @@ def main() -> None:
     n, c = args.jobs, args.concurrency
     one_key = f"1 queue, concurrency {c}"
     kinds = {
-        one_key: (1, "even", c, 0),
-        f"10 queues, work spread evenly, concurrency {c}": (10, "even", c, 0),
-        f"10 queues, work in the last only (priority), concurrency {c}": (10, "last", c, 0),
-        "one-by-one, concurrency 100": (1, "even", 100, 0),
-        "batch handler, Batch(size=100), concurrency 1": (1, "even", 1, 100),
-        "batch handler, Batch(size=100), concurrency 2": (1, "even", 2, 100),
+        one_key: (1, "even", c, 0, "priority"),
+        f"10 queues, work spread evenly, concurrency {c}": (10, "even", c, 0, "priority"),
+        f"10 queues, work in the last only (priority), concurrency {c}": (
+            10,
+            "last",
+            c,
+            0,
+            "priority",
+        ),
+        f"10 queues, work spread evenly, fair, concurrency {c}": (10, "even", c, 0, "fair"),
+        f"10 queues, work spread evenly, fair, concurrency {10 * c}": (
+            10,
+            "even",
+            10 * c,
+            0,
+            "fair",
+        ),
+        "one-by-one, concurrency 100": (1, "even", 100, 0, "priority"),
+        "batch handler, Batch(size=100), concurrency 1": (1, "even", 1, 100, "priority"),
+        "batch handler, Batch(size=100), concurrency 2": (1, "even", 2, 100, "priority"),
     }
     if args.only == "idle":
         kinds = {}
@@ -182,8 +211,8 @@ def main() -> None:
     print(f"load average at the start: {os.getloadavg()}")
     with bench_server() as url:
         for _ in range(args.repeat):
-            for kind, (nq, spread, conc, batch) in kinds.items():
-                rate, cpu_us = throughput(url, nq, spread, n, conc, batch)
+            for kind, (nq, spread, conc, batch, order) in kinds.items():
+                rate, cpu_us = throughput(url, nq, spread, n, conc, batch, order)
                 runs[kind].append(rate)
                 cpus[kind].append(cpu_us)
             for nq in idle:
