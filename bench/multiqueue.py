@@ -28,7 +28,9 @@ of the same round is printed too (the same neighbours).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
+import faulthandler
 import os
 import signal
 import subprocess
@@ -60,8 +62,21 @@ def worker_role(args: argparse.Namespace) -> None:
         queues, handler, url=args.url, concurrency=args.concurrency, batch=batch, order=args.order
     )
     signal.signal(signal.SIGTERM, lambda *_: worker.request_stop(force=True))
+    signal.signal(signal.SIGUSR1, lambda *_: _dump(worker))  # where a stuck worker is
     threading.Thread(target=lambda: (worker.ready.wait(), print("ready", flush=True))).start()
     worker.run()
+
+
+def _dump(worker: Worker) -> None:
+    """Every thread's stack and every task of the worker's loop, on stderr."""
+    faulthandler.dump_traceback(all_threads=True)
+    loop = worker._loop
+    if loop is not None:
+        for task in asyncio.all_tasks(loop):
+            print("task", task.get_name(), task.get_coro(), file=sys.stderr)
+            task.print_stack(limit=20, file=sys.stderr)
+    for e in worker._engines:
+        print(e.name, e.stop_requested, e.more, len(e._running), e.claiming, file=sys.stderr)
 
 
 class Consumer:
@@ -87,7 +102,13 @@ class Consumer:
 
     def finish(self) -> None:
         self.proc.send_signal(signal.SIGTERM)
-        self.proc.communicate(timeout=60)
+        try:
+            self.proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGUSR1)  # its threads' stacks, on stderr
+            time.sleep(1.0)
+            self.proc.kill()
+            raise
 
 
 def throughput(

@@ -19,9 +19,11 @@ from typing import Any
 import pytest
 import redis
 
-from echomq import InvalidArgument, JobContext, Queue, Worker, WorkerConfig
+from echomq import InvalidArgument, JobContext, JobGone, Queue, Worker, WorkerConfig, lifecycle
 from echomq.embedded import EmbeddedServer
+from echomq.worker import plans
 from echomq.worker.multi import SharedWait, check_order, per_queue
+from echomq.worker.pipeline import Raised, in_step
 from worker_support import FAST, job_keys, running, wait_until
 
 Make = Callable[..., Queue]
@@ -295,3 +297,31 @@ def test_work_without_its_wake_token_is_found_at_the_beat(
         wait_until(lambda: lo.counts().completed == 1)
     assert lo.counts().pending == 0 and lo.counts().active == 0
     assert r.exists(lo.keys.job(job_id)) == 0
+
+
+def test_plans_in_step_share_each_round_trip(make_queue: Make, qname: str) -> None:
+    # in_step: each plan gets its own replies (a batch's, a single op's, an error
+    # thrown in as the runner would), its result or what it raised
+    a, b = make_queue(f"{qname}-a"), make_queue(f"{qname}-b")
+    a.enqueue_many([{"n": i} for i in range(3)])
+    b.enqueue({"n": 9})
+    gone = a.enqueue({"n": 99})
+    a.remove_job(gone)
+    answer = a.runner.drive(
+        in_step(
+            [
+                lifecycle.claim_many(a.ctx, 2, lease_ms=5000),
+                lifecycle.claim_many(b.ctx, 5, lease_ms=5000),
+                lifecycle.complete(a.ctx, gone, 1),  # refused: the job is gone
+                plans.may_have_work(a.ctx),
+            ]
+        )
+    )
+    got_a, got_b, refused, more = answer
+    assert [c.payload for c in got_a] == [{"n": 0}, {"n": 1}]
+    assert [c.payload for c in got_b] == [{"n": 9}]
+    assert isinstance(refused, Raised) and isinstance(refused.error, JobGone)
+    assert more is True
+    ca, cb = a.counts(), b.counts()
+    assert (ca.pending, ca.active, cb.pending, cb.active) == (1, 2, 0, 1)
+    assert b.runner.drive(plans.may_have_work(b.ctx)) is False

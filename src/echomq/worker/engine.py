@@ -266,9 +266,12 @@ class Engine:
         the others; mid-claim, it finishes. A server that answers nothing for a beat
         and more gets the wait cancelled all the same."""
         if self.coord is not None:
-            # the shared wait carries no claim: cancelling it loses nothing
+            # the shared wait carries no claim: cancelling it loses nothing (bounded:
+            # a cancel swallowed below it must not hold the worker's end)
             wake.cancel()
-            await asyncio.gather(wake, return_exceptions=True)
+            await asyncio.wait([wake], timeout=2.0)
+            if wake.done() and not wake.cancelled():
+                wake.exception()  # retrieved: the loop's error log stays quiet
             return
         assert self._waker is not None
         loop = asyncio.get_running_loop()

@@ -232,8 +232,10 @@ class SharedWait:
             self._pumping = True
             self._deadline = loop.time() + self.timeout_s
             self._pump = loop.create_task(self._run())
-        else:
-            await self._resend()
+        elif self._blocked is not None and key not in self._blocked:
+            # in a task of its own: a cancel of this wait meets only the await below
+            # (the client's call may swallow a cancel that lands in it)
+            self._resend_soon()
         try:
             await asyncio.shield(fut)
         except asyncio.CancelledError:
@@ -255,9 +257,13 @@ class SharedWait:
         if fut is not None and not fut.done():
             fut.set_result(None)  # woken: it claims
         if self._blocked is not None and key in self._blocked and self._pumping:
-            task = asyncio.get_running_loop().create_task(self._resend_quietly())
-            self._resending.add(task)
-            task.add_done_callback(self._resending.discard)
+            self._resend_soon()
+
+    def _resend_soon(self) -> None:
+        """Have the ``BLPOP`` in flight sent again with the keys as they are now."""
+        task = asyncio.get_running_loop().create_task(self._resend_quietly())
+        self._resending.add(task)
+        task.add_done_callback(self._resending.discard)
 
     async def close(self) -> None:
         """Stop the wait (the worker is done)."""
