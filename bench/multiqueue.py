@@ -32,9 +32,11 @@ import asyncio
 import contextlib
 import faulthandler
 import os
+import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -81,9 +83,18 @@ def _dump(worker: Worker) -> None:
 
 class Consumer:
     def __init__(
-        self, url: str, names: list[str], concurrency: int, batch: int = 0, order: str = "priority"
+        self,
+        url: str,
+        names: list[str],
+        concurrency: int,
+        batch: int = 0,
+        order: str = "priority",
+        callgrind_out: str | None = None,
     ) -> None:
         argv = [sys.executable, str(HERE), "--role", "worker", "--url", url]
+        if callgrind_out is not None:  # the worker's instructions, counted by valgrind
+            argv[:0] = ["valgrind", "--tool=callgrind", "--quiet"]
+            argv.insert(3, f"--callgrind-out-file={callgrind_out}")
         argv += ["--queues", ",".join(names), "--concurrency", str(concurrency)]
         argv += ["--batch", str(batch), "--order", order]
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
@@ -111,6 +122,66 @@ class Consumer:
             raise
 
 
+def _backlog(url: str, n_queues: int, spread: str, n: int) -> list[Queue]:
+    """``n_queues`` paused queues holding ``n`` jobs, spread evenly or all in the last."""
+    tag = time.time_ns()
+    qs = [Queue(f"bench-mq-{tag}-{i}", url=url) for i in range(n_queues)]
+    for q in qs:
+        q.pause()
+    if spread == "even":
+        for i, q in enumerate(qs):
+            q.enqueue_many([None] * (n // n_queues + (i < n % n_queues)))
+    else:  # all in the last queue
+        qs[-1].enqueue_many([None] * n)
+    return qs
+
+
+def _resume_and_wait(qs: list[Queue], n: int) -> None:
+    """Resume every queue; return once their completions reach ``n``."""
+    r = qs[0].client
+    for q in qs:
+        q.resume()
+    end = time.monotonic() + 900
+    while True:
+        pipe = r.pipeline(transaction=False)
+        for q in qs:
+            pipe.hget(q.keys.metrics_completed, "count")
+        if sum(int(x or 0) for x in pipe.execute()) >= n:
+            return
+        if time.monotonic() > end:
+            raise RuntimeError("stuck")
+        time.sleep(0.01)
+
+
+def _drop(qs: list[Queue]) -> None:
+    for q in qs:
+        q.pause()
+        while not q.obliterate(budget=10_000):
+            pass
+        q.close()
+
+
+def instructions_per_job(
+    url: str, kind: tuple[int, str, int, int, str], jobs: tuple[int, int]
+) -> float:
+    """The worker's instructions per job (valgrind's callgrind over the whole worker
+    process): the difference between a run of ``jobs[1]`` and one of ``jobs[0]``, over
+    their difference, so the start and the stop cancel out. No neighbour moves it."""
+    n_queues, spread, concurrency, batch, order = kind
+    totals = []
+    for n in jobs:
+        qs = _backlog(url, n_queues, spread, n)
+        out = f"{tempfile.gettempdir()}/emq-mq-cg-{os.getpid()}-{time.time_ns()}.out"
+        consumer = Consumer(url, [q.name for q in qs], concurrency, batch, order, out)
+        _resume_and_wait(qs, n)
+        consumer.finish()
+        text = Path(out).read_text()
+        Path(out).unlink()
+        totals.append(int(re.findall(r"^(?:summary|totals): (\d+)", text, re.M)[-1]))
+        _drop(qs)
+    return (totals[1] - totals[0]) / (jobs[1] - jobs[0])
+
+
 def throughput(
     url: str,
     n_queues: int,
@@ -121,15 +192,7 @@ def throughput(
     order: str = "priority",
 ) -> tuple[float, float]:
     """Jobs per second, and the worker process's CPU per job (us)."""
-    tag = time.time_ns()
-    qs = [Queue(f"bench-mq-{tag}-{i}", url=url) for i in range(n_queues)]
-    for q in qs:
-        q.pause()
-    if spread == "even":
-        for i, q in enumerate(qs):
-            q.enqueue_many([None] * (n // n_queues + (i < n % n_queues)))
-    else:  # all in the last queue
-        qs[-1].enqueue_many([None] * n)
+    qs = _backlog(url, n_queues, spread, n)
     consumer = Consumer(url, [q.name for q in qs], concurrency, batch, order)
     r = qs[0].client
     pipe = r.pipeline(transaction=False)
@@ -153,11 +216,7 @@ def throughput(
     elapsed = time.perf_counter() - t0
     cpu_us = (consumer.cpu_ns() - c0) / n / 1e3
     consumer.finish()
-    for q in qs:
-        q.pause()
-        while not q.obliterate(budget=10_000):
-            pass
-        q.close()
+    _drop(qs)
     return n / elapsed, cpu_us
 
 
@@ -185,6 +244,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="rounds (median)")
     ap.add_argument("--idle-s", type=float, default=5.0, help="idle CPU window")
     ap.add_argument("--quick", action="store_true", help="a short run")
+    ap.add_argument(
+        "--callgrind",
+        metavar="N1,N2",
+        help="instead: the worker's instructions per job under callgrind (runs of N1 and "
+        "N2 jobs; slow: a minute or more a run)",
+    )
     ap.add_argument(
         "--only",
         choices=("all", "idle", "queues", "batch"),
@@ -220,6 +285,18 @@ def main() -> None:
         "batch handler, Batch(size=100), concurrency 1": (1, "even", 1, 100, "priority"),
         "batch handler, Batch(size=100), concurrency 2": (1, "even", 2, 100, "priority"),
     }
+    if args.callgrind:
+        jobs = tuple(int(x) for x in args.callgrind.split(","))
+        # one queue, the ten (priority), a batch of 100 at concurrency 1
+        picked = [k for k in kinds if kinds[k][4] == "priority" and kinds[k][2] in (1, c)]
+        with bench_server() as url:
+            ipj = {k: instructions_per_job(url, kinds[k], (jobs[0], jobs[1])) for k in picked}
+        one = ipj[one_key]
+        report(
+            [["run", "worker instructions/job", "vs 1 queue"]]
+            + [[k, f"{v:,.0f}", f"{v / one:.2f}"] for k, v in ipj.items()]
+        )
+        return None
     if args.only == "idle":
         kinds = {}
     elif args.only == "queues":  # the one-queue run is the reference of both
