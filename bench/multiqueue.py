@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 from _common import bench_server, median, report
-from echomq import Batch, JobContext, Queue, Worker
+from echomq import Batch, JobContext, Queue, Worker, WorkerConfig
 
 HERE = Path(__file__).resolve()
 
@@ -60,8 +60,15 @@ def worker_role(args: argparse.Namespace) -> None:
 
     handler = noop_batch if batch else noop
     queues = names if len(names) > 1 else names[0]
+    config = WorkerConfig(beat_ms=args.beat_ms) if args.beat_ms else None
     worker = Worker(
-        queues, handler, url=args.url, concurrency=args.concurrency, batch=batch, order=args.order
+        queues,
+        handler,
+        url=args.url,
+        concurrency=args.concurrency,
+        batch=batch,
+        order=args.order,
+        config=config,
     )
     signal.signal(signal.SIGTERM, lambda *_: worker.request_stop(force=True))
     signal.signal(signal.SIGUSR1, lambda *_: _dump(worker))  # where a stuck worker is
@@ -95,6 +102,9 @@ class Consumer:
         if callgrind_out is not None:  # the worker's instructions, counted by valgrind
             argv[:0] = ["valgrind", "--tool=callgrind", "--quiet"]
             argv.insert(3, f"--callgrind-out-file={callgrind_out}")
+            # a beat of 10 s (the lease 30 s): what runs once a beat, whatever the jobs,
+            # must not weigh on a run that valgrind slows fifty times
+            argv += ["--beat-ms", "10000"]
         argv += ["--queues", ",".join(names), "--concurrency", str(concurrency)]
         argv += ["--batch", str(batch), "--order", order]
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
@@ -240,6 +250,7 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=10)
     ap.add_argument("--batch", type=int, default=0)
     ap.add_argument("--order", default="priority")
+    ap.add_argument("--beat-ms", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=10_000, help="jobs per throughput run")
     ap.add_argument("--repeat", type=int, default=3, help="rounds (median)")
     ap.add_argument("--idle-s", type=float, default=5.0, help="idle CPU window")
