@@ -19,9 +19,11 @@ from typing import Any
 import pytest
 import redis
 
-from echomq import InvalidArgument, JobContext, Queue, Worker, WorkerConfig
+from echomq import InvalidArgument, JobContext, JobGone, Queue, Worker, WorkerConfig, lifecycle
 from echomq.embedded import EmbeddedServer
+from echomq.worker import plans
 from echomq.worker.multi import SharedWait, check_order, per_queue
+from echomq.worker.pipeline import Raised, in_step
 from worker_support import FAST, job_keys, running, wait_until
 
 Make = Callable[..., Queue]
@@ -235,3 +237,91 @@ async def test_the_shared_wait_takes_in_a_key_that_joins_while_it_blocks(
         await wait.close()
         await blocker.aclose()
         await control.aclose()
+
+
+def _calls(info: dict[str, Any], command: str) -> int:
+    return int(info.get(f"cmdstat_{command}", {}).get("calls", 0))
+
+
+def _blocked(r: redis.Redis) -> list[dict[str, Any]]:
+    return [c for c in r.client_list() if c.get("cmd") == "blpop" and "b" in c["flags"]]
+
+
+def test_idle_queues_stay_in_one_wait_and_beat_together(
+    make_queue: Make, qname: str, r: redis.Redis, executor: str
+) -> None:
+    # five empty queues, a beat of 50 ms: across ten beats the wait is never ended
+    # to be sent again (each queue's claim at the timeout used to leave the BLPOP and
+    # join it back with a CLIENT UNBLOCK), and no queue claims (nothing is ready)
+    qs = [make_queue(f"{qname}-{i}") for i in range(5)]
+    cfg = WorkerConfig(lease_ms=400, beat_ms=50, grace_ms=2000)
+    w = Worker(qs, lambda job: None, config=cfg)
+    with running(w):
+        for q in qs:
+            wait_until(q.workers)  # every queue's record written by the shared beat
+        wait_until(lambda: len(_blocked(r)) == 1)
+        time.sleep(0.1)
+        before = r.info("commandstats")
+        time.sleep(0.5)
+        after = r.info("commandstats")
+        assert max(len(_blocked(r)) for _ in range(20)) == 1
+        records = [q.workers() for q in qs]
+    assert _calls(after, "client|unblock") == _calls(before, "client|unblock")
+    if executor == "native":
+        assert _calls(after, "emq.claim") == _calls(before, "emq.claim")
+    assert w.stats.claimed == 0 and w.stats.errors == 0
+    assert all(len(rec) == 1 and rec[0].id == w._engine.wid for rec in records)
+    for q in qs:  # nothing left behind: the worker left each registry, no job made
+        assert q.workers() == []
+        assert q.counts().pending == 0 and q.counts().active == 0
+
+
+def test_work_without_its_wake_token_is_found_at_the_beat(
+    make_queue: Make, qname: str, r: redis.Redis
+) -> None:
+    # the beat's timeout asks which waiting queues have work a claim could take and
+    # wakes those: a job whose wake token is gone is served within a beat or two
+    qs = three(make_queue, qname)
+    lo = qs[-1]
+    seen: list[str] = []
+    cfg = WorkerConfig(lease_ms=1000, beat_ms=100, grace_ms=2000)
+    with running(Worker(qs, lambda job: seen.append(job.id), config=cfg)):
+        wait_until(lambda: len(_blocked(r)) == 1)
+        lo.pause()
+        job_id = lo.enqueue({"n": 1})
+        time.sleep(0.05)  # the worker may pop its token: its claim finds the queue paused
+        r.delete(lo.keys.wake)
+        r.hdel(lo.keys.meta, "paused")  # resumed with no token pushed
+        assert r.llen(lo.keys.wake) == 0
+        wait_until(lambda: seen == [job_id], timeout=3.0)
+        wait_until(lambda: lo.counts().completed == 1)
+    assert lo.counts().pending == 0 and lo.counts().active == 0
+    assert r.exists(lo.keys.job(job_id)) == 0
+
+
+def test_plans_in_step_share_each_round_trip(make_queue: Make, qname: str) -> None:
+    # in_step: each plan gets its own replies (a batch's, a single op's, an error
+    # thrown in as the runner would), its result or what it raised
+    a, b = make_queue(f"{qname}-a"), make_queue(f"{qname}-b")
+    a.enqueue_many([{"n": i} for i in range(3)])
+    b.enqueue({"n": 9})
+    gone = a.enqueue({"n": 99})
+    a.remove_job(gone)
+    answer = a.runner.drive(
+        in_step(
+            [
+                lifecycle.claim_many(a.ctx, 2, lease_ms=5000),
+                lifecycle.claim_many(b.ctx, 5, lease_ms=5000),
+                lifecycle.complete(a.ctx, gone, 1),  # refused: the job is gone
+                plans.may_have_work(a.ctx),
+            ]
+        )
+    )
+    got_a, got_b, refused, more = answer
+    assert [c.payload for c in got_a] == [{"n": 0}, {"n": 1}]
+    assert [c.payload for c in got_b] == [{"n": 9}]
+    assert isinstance(refused, Raised) and isinstance(refused.error, JobGone)
+    assert more is True
+    ca, cb = a.counts(), b.counts()
+    assert (ca.pending, ca.active, cb.pending, cb.active) == (1, 2, 0, 1)
+    assert b.runner.drive(plans.may_have_work(b.ctx)) is False

@@ -71,10 +71,16 @@ def complete_many(ctx: Context, pairs: Sequence[tuple[str, int]]) -> Plan[list[s
 COMPLETE_CHUNK = 500
 
 
+#: A completion's result argument when there is none (bytes: packed as they are).
+_NO_RESULT = b""
+
+
 def complete_ops(
     ctx: Context,
     pairs: Sequence[tuple[str, int]],
     results: dict[tuple[str, int], str] | None = None,
+    *,
+    from_claim: bool = False,
 ) -> list[Eval]:
     """The complete script's batch form for ``(job_id, token)`` pairs: one call per
     :data:`COMPLETE_CHUNK`, gated before any I/O (no call for no pairs). Each call
@@ -85,14 +91,22 @@ def complete_ops(
     Args:
         results: serialized results by ``(job_id, token)``, sent with their
             completions (a kept job stores its result; see :func:`complete`).
+        from_claim: the pairs are as a claim's reply handed them out (the worker's):
+            the ids and tokens the server gave are not checked again, one by one.
     """
     done = script("complete")
     found = results or {}
     ops = []
     for i in range(0, len(pairs), COMPLETE_CHUNK):
-        args: list[str] = []
-        for j, t in pairs[i : i + COMPLETE_CHUNK]:
-            args += (j, fenced_token(ctx, j, t), found.get((j, t)) or "")
+        args: list[str | bytes] = []
+        chunk = pairs[i : i + COMPLETE_CHUNK]
+        if from_claim and not found:
+            for j, t in chunk:
+                args += (j, str(t), _NO_RESULT)
+        else:
+            for j, t in chunk:
+                tok = str(t) if from_claim else fenced_token(ctx, j, t)
+                args += (j, tok, found.get((j, t)) or _NO_RESULT)
         ops.append(Eval(done, (ctx.keys.base,), args))
     return ops
 

@@ -38,10 +38,12 @@ from ..native import choose
 from ..observability.worker import worker_observer
 from ..queue import AsyncQueue, Queue
 from .batch import Batch, Batcher
+from .beat import Beats
 from .config import WorkerConfig
 from .connections import async_queue_for, blocking_client
 from .engine import Engine
 from .multi import Coordinator, Order, SharedWait, check_order, close_quietly, per_queue
+from .pipeline import Pipeline
 from .routes import Handler, Routes
 from .stats import WorkerStats
 from .threads import HandlerThreads
@@ -214,8 +216,17 @@ class Worker:
                 await self._engine.run(aq, blocker, pool, self.ready)
             else:
                 wait = SharedWait(blocker, aq.client, self.config.beat / 1000)
-                Coordinator(self._engines, self.order, wait)
-                await self._run_all(aqs, blocker, pool)
+                pipeline = Pipeline()
+                coord = Coordinator(self._engines, self.order, wait, pipeline)
+                beats = Beats(self._engines, self.config.beat / 1000)
+                for engine in self._engines:
+                    engine.beats = beats
+                try:
+                    await self._run_all(aqs, blocker, pool)
+                finally:
+                    await beats.close()
+                    await coord.close()
+                    await pipeline.close()
         finally:
             if wait is not None:
                 await close_quietly(wait)

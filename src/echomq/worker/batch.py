@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import checks
 from .job import LEASE_LOST, TIMEOUT
+from .routes import DEFAULT_ROUTE
 
 if TYPE_CHECKING:
     from .engine import Engine, _Running
@@ -133,6 +134,11 @@ class Batcher:
         routes: dict[int, tuple[Callable[..., Any], bool, list[_Running]]] = {}
         engine = self.engine
         try:
+            table = engine.routes.table
+            if len(table) == 1 and DEFAULT_ROUTE in table:  # one handler: one call
+                fn, is_async = table[DEFAULT_ROUTE]
+                await self._call(fn, is_async, runs)
+                return
             for run in runs:
                 try:
                     fn, is_async = engine.routes.pick(run.job.name)
@@ -173,6 +179,18 @@ class Batcher:
                 )
             for run in runs:
                 self._settle(run, run.job.marked or exc, None)
+            return
+        if value is None:
+            # the common case, every member done with no result to keep: queued for
+            # completion together, one nudge (a marked or lost member on its own)
+            done: list[_Running] = []
+            for run in runs:
+                job = run.job
+                if job.marked is not None or job.cancel_reason == LEASE_LOST:
+                    self._settle(run, job.marked, None)
+                else:
+                    done.append(run)
+            self.engine.record_done(done)
             return
         for run, item in zip(runs, results, strict=True):
             error = run.job.marked or (item if isinstance(item, BaseException) else None)

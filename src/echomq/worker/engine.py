@@ -5,11 +5,12 @@ The serve loop completes the jobs that finished and claims up to the free slots 
 two round trips (the completions pipelined with the pause-gate read, then one claim
 script call), and starts a task per job. When nothing is ready it blocks on the
 queue's wake list (``BLPOP`` on a connection of its own, see
-:class:`~echomq.worker.waker.Waker`) instead of polling. The beat extends every
-in-flight lease in one ``extend_locks`` call, riding in the same round trip as the
-worker's record in the registry (:mod:`echomq.registry`) and the read of the cancel
-requests for the jobs it holds; then it runs the stalled check, promote and the due
-repeatables, bounded, so scheduled and crashed work moves without any other process.
+:class:`~echomq.worker.waker.Waker`) instead of polling. The beat
+(:mod:`echomq.worker.beat`, one loop for every queue of the worker) extends every
+in-flight lease in one ``extend_locks`` call, in the same round trip as the worker's
+record in the registry (:mod:`echomq.registry`), the read of the cancel requests for
+the jobs it holds, the stalled check, promote and the due repeatables, bounded, so
+scheduled and crashed work moves without any other process.
 A job an operator cancelled (``cancel_job``) is cancelled in its handler's context;
 if the handler then stops, the job goes dead (:func:`~echomq.worker.plans.fail_cancelled`).
 
@@ -33,7 +34,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import checks, lifecycle, registry, repeat
+from .. import checks, lifecycle, registry
 from ..errors import (
     InvalidArgument,
     RateLimited,
@@ -42,12 +43,13 @@ from ..errors import (
 from ..lifecycle import Claimed
 from ..observability.worker import WorkerObserver
 from ..queue import AsyncQueue
-from . import outcomes, plans, sweeping
-from . import stats as stats_module
+from . import outcomes, plans
+from .beat import Beats
 from .config import WorkerConfig
 from .job import CANCELLED, LEASE_LOST, SHUTDOWN, TIMEOUT, JobContext
 from .limits import Throttle
 from .outage import Outage
+from .pipeline import Pipeline
 from .routes import Routes
 from .stats import WorkerStats
 from .threads import HandlerThreads
@@ -64,7 +66,7 @@ _RECOVERABLE = outcomes.RECOVERABLE
 _ERROR_PAUSE_S, _ERROR_PAUSE_CAP_S = 0.05, 2.0
 
 
-@dataclass
+@dataclass(slots=True)
 class _Running:
     job: JobContext
     task: asyncio.Task[None] | None = None
@@ -95,10 +97,17 @@ class Engine:
         self._relay_task: asyncio.Task[None] | None = None  # the flow relay's (outcomes)
         self._relay_again = False
         self.flow_swept: dict[str, float] = {}  # queue -> its last flow sweep (monotonic s)
-        self._aq: AsyncQueue | None = None
+        #: The queue served (set by :meth:`run`).
+        self.aq: AsyncQueue | None = None
         self._other: list[tuple[JobContext, str, str]] = []  # other outcomes, unanswered
         self._nudged: asyncio.Future[None] | None = None
-        self._beating = False
+        #: Whether the beat keeps this engine's leases and record (:mod:`.beat`).
+        self.beating = False
+        #: The beat loop: the worker's shared one over several queues, else the
+        #: engine's own (made by :meth:`run`).
+        self.beats: Beats | None = None
+        #: Set by a worker over several queues: the round trips its engines share.
+        self.pipeline: Pipeline | None = None
         self._waker: Waker | None = None
         self._rng = random.Random()
         self._outage = Outage(log, name)
@@ -125,24 +134,29 @@ class Engine:
     ) -> None:
         """Check the keyspace version, serve until a stop is requested, then wind down."""
         loop = asyncio.get_running_loop()
-        self._aq = aq
+        self.aq = aq
         self._thread = threading.get_ident()
         self._nudged = loop.create_future()
         if not await self._fence(aq):
             return  # stopped before the server ever answered
         self.wake_key = aq.keys.wake
         self._waker = Waker(blocker, aq.keys.wake, lifecycle.claim_gate(aq.ctx).args)
-        self._beating = True
-        beat = loop.create_task(self._beat_loop(aq))
+        own = self.beats is None
+        beats = self.beats = self.beats or Beats([self], self.config.beat / 1000)
+        self.beating = True
+        beats.start()
         try:
             ready.set()
             await self._serve(aq, blocker, pool)
             await self._wind_down(aq)
         finally:
-            # the flag ends the loop even when the client turns a cancel into an error
-            self._beating = False
-            beat.cancel()
-            await asyncio.gather(beat, *outcomes.relaying(self), return_exceptions=True)
+            if own:
+                self.beating = False
+                await beats.close()
+            else:
+                await beats.leave(self)
+            # a flow relay in flight finishes (bounded; what it leaves, a beat relays)
+            await asyncio.gather(*outcomes.relaying(self), return_exceptions=True)
             # out of the registry at once (a crashed worker drops out with its ttl)
             with contextlib.suppress(*_RECOVERABLE):
                 await aq.runner.drive(registry.leave(aq.ctx, self.wid))
@@ -199,7 +213,10 @@ class Engine:
                         t0 = time.perf_counter()
                         self.claiming = want
                         try:
-                            got = await aq.runner.drive(plan)
+                            if self.pipeline is not None:  # with the other queues'
+                                got = await self.pipeline.drive(aq, plan)
+                            else:
+                                got = await aq.runner.drive(plan)
                         finally:
                             self.claiming = 0
                         if want:
@@ -210,6 +227,8 @@ class Engine:
                         self._outage.ok("serving")
                         failures = 0
                         if self.coord is not None:
+                            if want and self._more:  # work: out of the idle wait
+                                self.coord.busy(self)
                             self.coord.changed(self)
                         continue
                     assert self._nudged is not None
@@ -253,9 +272,12 @@ class Engine:
         the others; mid-claim, it finishes. A server that answers nothing for a beat
         and more gets the wait cancelled all the same."""
         if self.coord is not None:
-            # the shared wait carries no claim: cancelling it loses nothing
+            # the shared wait carries no claim: cancelling it loses nothing (bounded:
+            # a cancel swallowed below it must not hold the worker's end)
             wake.cancel()
-            await asyncio.gather(wake, return_exceptions=True)
+            await asyncio.wait([wake], timeout=2.0)
+            if wake.done() and not wake.cancelled():
+                wake.exception()  # retrieved: the loop's error log stays quiet
             return
         assert self._waker is not None
         loop = asyncio.get_running_loop()
@@ -342,20 +364,21 @@ class Engine:
             # held back by the queue's limits: no claim until the wait it answered
             held = self.throttle.note(got, loop.time())
             self._more = len(got) == want and not held
+        self.stats.claimed += len(got)
+        running, thread = self._running, self._thread
+        if self.batcher is not None:  # the batcher starts them, in lists
+            runs = [_Running(JobContext(claimed, aq, loop, thread)) for claimed in got]
+            for run in runs:
+                running[(run.job.id, run.job.attempt)] = run
+            self.batcher.add(runs, pool)
+            return
         timeout = self.config.job_timeout_ms
-        runs: list[_Running] = []
         for claimed in got:
-            run = _Running(JobContext(claimed, aq, loop, self._thread))
-            self._running[(claimed.id, claimed.token)] = run
-            if self.batcher is not None:
-                runs.append(run)
-                continue
+            run = _Running(JobContext(claimed, aq, loop, thread))
+            running[(claimed.id, claimed.token)] = run
             run.task = loop.create_task(self._execute(run, pool))
             if timeout is not None:
                 run.timer = loop.call_later(timeout / 1000, self._cancel, run, TIMEOUT)
-        self.stats.claimed += len(got)
-        if self.batcher is not None:
-            self.batcher.add(runs, pool)
 
     def _cancel(self, run: _Running, reason: str) -> None:
         run.job._cancel(reason)
@@ -402,6 +425,17 @@ class Engine:
         """Queue a job's outcome for the serve loop to send."""
         self._record(run, outcome, error)
 
+    def record_done(self, runs: list[_Running]) -> None:
+        """Queue the completions of jobs done with no result to keep (a batch's
+        members), with one nudge of the serve loop."""
+        done = self._done
+        for run in runs:
+            if not run.recorded:
+                run.recorded = True
+                done.append(run.job)
+        if runs:
+            self.nudge()
+
     def _record(self, run: _Running, outcome: str, error: str) -> None:
         if run.recorded:
             return
@@ -418,9 +452,9 @@ class Engine:
         """Serialize a handler's return value for its completion (a kept job stores
         it; see ``Queue.result``). A value the serializer refuses is logged and left
         out: the job did its work, so it still completes."""
-        assert self._aq is not None
+        assert self.aq is not None
         try:
-            text = checks.payload(self._aq.ctx.serializer, run.value)
+            text = checks.payload(self.aq.ctx.serializer, run.value)
         except InvalidArgument as exc:
             log.warning("job %s: its result is not kept: %s", run.job.id, exc)
             return
@@ -432,9 +466,11 @@ class Engine:
         """Queue the finished jobs' completions; they stay queued (and are sent again
         after an error) until the server answers them."""
         done, self._done = self._done, []
-        for job in done:
-            self._running.pop((job.id, job.attempt), None)
-            self._completing.append((job.id, job.attempt))
+        pairs = [(job.id, job.attempt) for job in done]
+        running = self._running
+        for pair in pairs:
+            running.pop(pair, None)
+        self._completing += pairs
 
     def _count_completions(self, sent: list[tuple[str, int]], stale: list[str]) -> None:
         # a "gone" answer is a completion: ours, landed before its reply was lost
@@ -446,44 +482,10 @@ class Engine:
 
     # ---- the beat and shutdown ------------------------------------------------------
 
-    async def _beat_loop(self, aq: AsyncQueue) -> None:
-        while self._beating:
-            await asyncio.sleep(self.config.beat / 1000)
-            try:
-                await self._beat(aq)
-            except Exception as exc:  # the next beat tries again
-                self.stats.errors += 1
-                self._outage.failed(exc, "the beat")
-            else:
-                self._outage.ok("the beat")
-
-    async def _beat(self, aq: AsyncQueue) -> None:
-        cfg = self.config
-        held = {key: run for key, run in self._running.items() if not run.recorded}
-        pairs = list(held)
-        # the record lives three beats (and two seconds more): a worker that misses
-        # one beat under load is not dropped, a crashed one is gone within seconds
-        ttl = 3 * cfg.beat + 2000
-        fields = stats_module.record_fields(self.queues, cfg, self.stats, pairs, self.shape)
-        got = await aq.runner.drive(
-            plans.beat(aq.ctx, pairs, cfg.lease_ms, cfg.lock, self.wid, ttl, fields)
-        )
-        lost, cancelled = set(got.lost), set(got.cancelled)
-        for (job_id, _), run in held.items():
-            if job_id in lost:
-                self._cancel(run, LEASE_LOST)
-            elif job_id in cancelled:
-                self._cancel(run, CANCELLED)
-        if got.error is not None:
-            raise got.error  # counted and logged by the beat loop, like any failure
-        if self.stop_requested:
-            return  # a stopping worker only keeps its own leases alive
-        await aq.check_stalled(cfg.max_stalled, cfg.maintenance_budget)
-        await aq.promote(cfg.maintenance_budget)
-        await outcomes.relay_now(self, aq)  # the safety net: every beat, bounded
-        await sweeping.sweep_sometimes(self, aq)  # the flow sweep, once a minute
-        if cfg.repeat_budget:
-            await aq.runner.drive(repeat.fire_due(aq.ctx, cfg.repeat_budget))
+    def beat_failed(self, exc: Exception) -> None:
+        """A beat failed (the next tries again): counted and logged."""
+        self.stats.errors += 1
+        self._outage.failed(exc, "the beat")
 
     async def _wind_down(self, aq: AsyncQueue) -> None:
         """Stop claiming, let running jobs finish within the grace, release the rest."""

@@ -18,25 +18,31 @@ limits, leases, beat, stalled check and registry record) under one
 
 - one idle wait: every queue with no known work waits in ONE ``BLPOP`` over all their
   wake lists, on one connection (:class:`SharedWait`). No polling: an idle worker over
-  ten queues is one blocked call. A queue's wake token wakes that queue's engine, which
-  claims behind its own pause-gate read (one round trip more than a single-queue
-  worker, whose claim rides behind its ``BLPOP``). The wait times out every beat, and
-  then every waiting queue claims once, as a single-queue worker does.
+  ten queues is one blocked call, which idle queues stay in across their waits. A
+  queue's wake token wakes that queue's engine, which claims behind its own pause-gate
+  read (one round trip more than a single-queue worker, whose claim rides behind its
+  ``BLPOP``). The wait times out every beat; then one round trip asks which waiting
+  queues a claim could serve (:func:`~echomq.worker.plans.may_have_work`), and those
+  claim once;
+- the round trips: the engines' claims share them (:mod:`echomq.worker.pipeline`), and
+  one beat loop serves every queue (:mod:`echomq.worker.beat`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..context import as_str
 from ..errors import InvalidArgument
 from ..transport import HeldConnection
+from . import plans
 
 if TYPE_CHECKING:
     from .engine import Engine
+    from .pipeline import Pipeline
 
 #: A ``CLIENT UNBLOCK`` sent before its ``BLPOP`` blocked is tried again this often.
 _UNBLOCK_TRIES, _UNBLOCK_PAUSE_S = 50, 0.002
@@ -67,25 +73,61 @@ class Coordinator:
         wait: the shared idle wait.
     """
 
-    def __init__(self, engines: list[Engine], order: Order, wait: SharedWait) -> None:
+    def __init__(
+        self, engines: list[Engine], order: Order, wait: SharedWait, pipeline: Pipeline
+    ) -> None:
         self.engines, self.order, self.wait = engines, order, wait
+        self.pipeline = pipeline
         self._turn = 0  # which queue with work gets the remainder of a fair share first
+        self._probes: set[asyncio.Task[None]] = set()
+        wait.on_timeout = self._timed_out
         for engine in engines:
             engine.coord = self
+            engine.pipeline = pipeline
+
+    def _timed_out(self, keys: list[str]) -> None:
+        """The beat's timeout for the queues waiting on ``keys``: each with a job a
+        claim could find claims once (:func:`~echomq.worker.plans.may_have_work`, one
+        round trip for all); the others go on waiting."""
+        engines = [e for e in self.engines if e.wake_key in keys and e.aq is not None]
+        if not engines:
+            return
+        task = asyncio.get_running_loop().create_task(self._probe(engines))
+        self._probes.add(task)
+        task.add_done_callback(self._probes.discard)
+
+    async def _probe(self, engines: list[Engine]) -> None:
+        probes = []
+        for engine in engines:
+            aq = engine.aq
+            assert aq is not None
+            probes.append(self.pipeline.drive(aq, plans.may_have_work(aq.ctx)))
+        answers = await asyncio.gather(*probes, return_exceptions=True)
+        # a failed read wakes its queue: its claim meets the error and counts it
+        wake = [e.wake_key for e, a in zip(engines, answers) if a is not False and e.wake_key]
+        if wake:
+            self.wait.wake(wake)
+
+    async def close(self) -> None:
+        """Cancel the probes in flight (the worker is done)."""
+        tasks = list(self._probes)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def free_for(self, engine: Engine) -> int:
         """The slots ``engine`` may fill now (0 while it must leave them to others)."""
         engines = self.engines
-        held = [e.holding for e in engines]
-        free = engine.capacity - sum(held)
-        if free <= 0:
-            return 0
         if self.order == "priority":
             for other in engines:
                 if other is engine:
-                    return free
+                    return max(0, self.free_slots())
                 if other.more:
                     return 0  # a queue before it may have work: it goes first
+            return 0
+        held = [e.holding for e in engines]
+        free = engine.capacity - sum(held)
+        if free <= 0:
             return 0
         wanting = [e for e in engines if e.more or e is engine]
         # the slots held by queues with no known work are not shared out
@@ -112,6 +154,12 @@ class Coordinator:
             if engine is not source and engine.more and self.free_for(engine) > 0:
                 engine.nudge()
 
+    def busy(self, engine: Engine) -> None:
+        """``engine``'s claim came back full: its queue leaves the idle wait (its
+        tokens are for other workers' waits while this one is busy)."""
+        if engine.wake_key is not None:
+            self.wait.leave(engine.wake_key)
+
     def free_slots(self) -> int:
         """The slots free over every queue (a claim in flight counted as held)."""
         return self.engines[0].capacity - sum([e.holding for e in self.engines])
@@ -125,12 +173,22 @@ class Coordinator:
 
 
 class SharedWait:
-    """One ``BLPOP`` over the wake lists of every waiting queue, on one connection.
+    """One ``BLPOP`` over the wake lists of every idle queue, on one connection.
 
-    A queue that starts waiting while the ``BLPOP`` is blocked without its key ends
-    it with ``CLIENT UNBLOCK`` (the call returns as if timed out, nothing is popped)
-    and the wait is sent again with every key. A token that arrives meanwhile stays in
-    its list (the lists are the queues' own, capped), so none is missed.
+    A queue's key joins when its engine first waits and stays in the wait while the
+    engine comes back to it: after a token woke it, or after the beat's timeout made
+    it claim once, an engine whose claim came back short waits again on the ``BLPOP``
+    already in flight, which needs no new command. The key leaves (:meth:`leave`)
+    when its queue has work (so a busy queue's tokens stay for other workers' idle
+    waits) or its engine stops waiting. A key that joins or leaves while the
+    ``BLPOP`` is blocked ends it with ``CLIENT UNBLOCK`` (the call returns as if
+    timed out, nothing is popped) and the wait is sent again with the keys as they
+    are now. A token that arrives meanwhile stays in its list (the lists are the
+    queues' own, capped), so none is missed; one popped while its engine is between
+    two waits is kept for it (its next wait returns at once).
+
+    The beat's timeout counts from the last time it woke the waiting queues, across
+    the re-sent waits, so each idle queue claims once a beat.
 
     Args:
         blocker: the worker's blocking client (a connection of its own).
@@ -140,13 +198,21 @@ class SharedWait:
 
     def __init__(self, blocker: Any, control: Any, timeout_s: float) -> None:
         self.blocker, self.control, self.timeout_s = blocker, control, timeout_s
-        self._waiting: dict[str, asyncio.Future[None]] = {}
+        self._keys: set[str] = set()  # the keys in the wait (their engines idle)
+        self._waiting: dict[str, asyncio.Future[None]] = {}  # engines waiting now
+        self._early: set[str] = set()  # popped while their engine was not waiting
         self._pump: asyncio.Task[None] | None = None
         # True from a pump's start until it leaves its loop, set back with no await in
         # between: a waiter that comes while a pump winds down starts a new one
         self._pumping = False
         self._blocked: frozenset[str] | None = None  # the keys of the BLPOP in flight
+        self._unblocked = False  # the BLPOP in flight was ended by CLIENT UNBLOCK
         self._client_id: int | None = None
+        self._resending: set[asyncio.Task[None]] = set()  # the resends leave started
+        self._deadline = 0.0  # when the beat's timeout wakes the waiting queues
+        #: Called with the waiting keys at the beat's timeout, in place of waking them
+        #: all (the coordinator wakes those a claim could serve).
+        self.on_timeout: Callable[[list[str]], None] | None = None
 
     async def wait(self, key: str) -> None:
         """Return when ``key``'s list gives a token or the beat's timeout passes.
@@ -154,46 +220,89 @@ class SharedWait:
         Raises:
             Exception: the wait's server error (the caller's loop recovers from it).
         """
+        if key in self._early:
+            self._early.discard(key)
+            return
         loop = asyncio.get_running_loop()
         fut = self._waiting.get(key)
         if fut is None or fut.done():
             fut = self._waiting[key] = loop.create_future()
+        self._keys.add(key)
         if not self._pumping:
             self._pumping = True
+            self._deadline = loop.time() + self.timeout_s
             self._pump = loop.create_task(self._run())
-        else:
-            await self._unblock(key)
+        elif self._blocked is not None and key not in self._blocked:
+            # in a task of its own: a cancel of this wait meets only the await below
+            # (the client's call may swallow a cancel that lands in it)
+            self._resend_soon()
         try:
             await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            self.leave(key)  # the engine stopped waiting
+            raise
         finally:
-            # woken (the pump popped it) or the engine stopped waiting: forget the key
+            # woken (the pump popped it) or the engine stopped waiting: forget the future
             if self._waiting.get(key) is fut:
                 del self._waiting[key]
+
+    def leave(self, key: str) -> None:
+        """Take ``key`` out of the wait (its queue has work, or its engine stops); the
+        ``BLPOP`` in flight is sent again without it. Loop thread only."""
+        if key not in self._keys:
+            return
+        self._keys.discard(key)
+        self._early.discard(key)
+        fut = self._waiting.pop(key, None)
+        if fut is not None and not fut.done():
+            fut.set_result(None)  # woken: it claims
+        if self._blocked is not None and key in self._blocked and self._pumping:
+            self._resend_soon()
+
+    def _resend_soon(self) -> None:
+        """Have the ``BLPOP`` in flight sent again with the keys as they are now."""
+        task = asyncio.get_running_loop().create_task(self._resend_quietly())
+        self._resending.add(task)
+        task.add_done_callback(self._resending.discard)
 
     async def close(self) -> None:
         """Stop the wait (the worker is done)."""
         pump, self._pump = self._pump, None
         self._pumping = False
-        if pump is not None:
-            pump.cancel()
-            await asyncio.gather(pump, return_exceptions=True)
+        tasks = [*self._resending, *([pump] if pump is not None else [])]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _unblock(self, key: str) -> None:
-        """End the ``BLPOP`` in flight if it lacks ``key``. ``CLIENT UNBLOCK`` that
-        reaches the server before the ``BLPOP`` it aims at unblocks nothing (it answers
-        0): then it is tried again, briefly, until the ``BLPOP`` is seen blocked."""
+    async def _resend_quietly(self) -> None:
+        # a failed CLIENT UNBLOCK leaves the key in the BLPOP until its timeout: a
+        # token it pops then only wakes a queue already busy
+        with contextlib.suppress(Exception):
+            await self._resend()
+
+    async def _resend(self) -> None:
+        """End the ``BLPOP`` in flight if its keys are not the wait's keys now.
+        ``CLIENT UNBLOCK`` that reaches the server before the ``BLPOP`` it aims at
+        unblocks nothing (it answers 0): then it is tried again, briefly, until the
+        ``BLPOP`` is seen blocked."""
         for _ in range(_UNBLOCK_TRIES):
             blocked, client_id = self._blocked, self._client_id
-            if blocked is None or key in blocked or client_id is None:
-                return  # between two waits: the next one has the key
+            if blocked is None or blocked == self._keys or client_id is None:
+                return  # between two waits: the next one has the keys
             if await self.control.client_unblock(client_id):
+                if self._blocked is blocked:
+                    self._unblocked = True
                 return
             await asyncio.sleep(_UNBLOCK_PAUSE_S)
 
-    def _wake(self, keys: list[str] | None, error: BaseException | None = None) -> None:
+    def _wake(
+        self, keys: list[str] | None, error: BaseException | None = None, *, popped: bool = False
+    ) -> None:
         for key in list(self._waiting) if keys is None else keys:
             fut = self._waiting.pop(key, None)
             if fut is None or fut.done():
+                if popped and key in self._keys:
+                    self._early.add(key)  # its engine is between two waits
                 continue
             if error is not None:
                 fut.set_exception(error)
@@ -212,9 +321,11 @@ class SharedWait:
             raise
         except Exception as exc:
             self._pumping, self._blocked = False, None
+            self._keys.clear()
             self._wake(None, exc)  # each engine's loop counts it and waits again
 
     async def _run_on(self, pool: Any) -> None:
+        loop = asyncio.get_running_loop()
         async with HeldConnection(pool) as conn:
             await conn.send(("CLIENT", "ID"))
             (client_id,) = await conn.read(1)
@@ -222,12 +333,17 @@ class SharedWait:
                 raise client_id
             self._client_id = int(client_id)
             while True:
-                if not self._waiting:
+                if not self._keys:
                     self._pumping = False
                     return
-                keys = sorted(self._waiting)
-                self._blocked = frozenset(keys)
-                await conn.send(("BLPOP", *keys, self.timeout_s))
+                keys = sorted(self._keys)
+                left = self._deadline - loop.time()
+                if left <= 0:
+                    self._beat_timeout(loop.time())
+                    continue
+                self._blocked, self._unblocked = frozenset(keys), False
+                # BLPOP reads 0 as "forever": at least a millisecond
+                await conn.send(("BLPOP", *keys, max(0.001, round(left, 3))))
                 (reply,) = await conn.read(1)
                 self._blocked = None
                 if isinstance(reply, Exception):
@@ -245,10 +361,23 @@ class SharedWait:
                     key = as_str(reply[0])
                     await conn.send(("DEL", key))
                     await conn.read(1)
-                    self._wake([key])
-                elif set(self._waiting) <= set(keys):
-                    self._wake(keys)  # the beat's timeout: each claims once
-                # else: unblocked for a key that joined; wait again with every key
+                    self._wake([key], popped=True)
+                elif not self._unblocked:
+                    self._beat_timeout(loop.time())
+                # else: unblocked for a key that joined or left; wait again
+
+    def _beat_timeout(self, now: float) -> None:
+        """The beat's timeout: each waiting queue claims once (or as ``on_timeout``
+        decides)."""
+        self._deadline = now + self.timeout_s
+        if self.on_timeout is None:
+            self._wake(None)
+        else:
+            self.on_timeout(list(self._waiting))
+
+    def wake(self, keys: list[str]) -> None:
+        """Wake the engines waiting on ``keys`` (those still waiting) to claim."""
+        self._wake(keys)
 
     async def _run_on_cluster(self) -> None:
         # the queues' wake lists live in different slots, which one BLPOP cannot
@@ -264,7 +393,7 @@ class SharedWait:
                     continue
                 reply = await self.blocker.blpop([key], timeout=slice_s)
                 if reply is not None:
-                    self._wake([key])
+                    self._wake([key], popped=True)
                     break
             else:
                 self._wake(keys)

@@ -105,7 +105,8 @@ def complete_and_claim(
         results: the serialized results of finished jobs by ``(job_id, token)``,
             sent with their completions (a kept job stores its result).
     """
-    completions = lifecycle.complete_ops(ctx, done, results)
+    # the pairs are the claims' own: not checked again (the hot path's per-job cost)
+    completions = lifecycle.complete_ops(ctx, done, results, from_claim=True)
     if count == 0:
         if not completions:
             return ClaimRound([], [], [])
@@ -160,6 +161,26 @@ def claim_after_wait(
     if isinstance(got, Exception):
         raise got
     return lifecycle.decode_claimed(ctx, got)
+
+
+def may_have_work(ctx: Context) -> Plan[bool]:
+    """Whether a claim could find a job: one of the claim script's sources (``claim``:
+    the flat pending set, the ring of lanes, the held lanes in ``gwait`` that return to
+    the ring when due) is not empty. Three reads in one round trip; an idle worker over
+    several queues asks it of each queue its beat's timeout woke, where a claim per
+    queue would run one after another under ``priority`` order.
+
+    Raises:
+        EchoMQError: a read failed.
+    """
+    keys = ctx.keys
+    got = yield Batch(
+        (Cmd(("ZCARD", keys.pending)), Cmd(("LLEN", keys.ring)), Cmd(("ZCARD", keys.gwait)))
+    )
+    for reply in got:
+        if isinstance(reply, Exception):
+            raise reply
+    return any(int(n) for n in got)
 
 
 #: The ``last_error`` of a job that stopped on an operator's cancel.
