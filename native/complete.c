@@ -7,7 +7,7 @@
 
 /* a job that passed its fence */
 typedef struct {
-    Str id, row, group, dedup, keep, result;
+    Str id, row, group, dedup, keep, result, parent;
     RedisModuleString *id_string;  /* the id, as the argument it came in */
     RedisModuleString *row_string; /* the row's name as a string */
 } Done;
@@ -38,8 +38,9 @@ static Str *seen_slot(Seen *seen, Str id) {
 
 /* the triples of a batch, each fenced on its own; the refused ones (id, reason) into
  * refused (*out: how many strings), the jobs done into jobs. Returns -1, having
- * answered nothing, when a job is a flow's (a row with `parent` or `children`): the
- * whole call is refused (EMQFLOW) before anything is written or answered */
+ * answered nothing, when a job is a flow parent (a row with `children`): the whole
+ * call is refused (EMQFLOW) before anything is written or answered. A flow child (a
+ * row with `parent`) is settled here, its ending resolved (flow.c) */
 static long fence_batch(Queue *queue, Line *line, Done *jobs, Str *refused, long *out) {
     RedisModuleCtx *ctx = queue->ctx;
     long ndone = 0;
@@ -50,7 +51,7 @@ static long fence_batch(Queue *queue, Line *line, Done *jobs, Str *refused, long
                                      FIELD_KEEP,  FIELD_PARENT,   FIELD_CHILDREN};
         Str fields[7];
         RedisModuleString *row_string = hmget(queue, row, 7, FIELDS, fields);
-        if (fields[5].ptr || fields[6].ptr) return -1;
+        if (fields[6].ptr) return -1;
         Str state = fields[0], attempts = fields[1];
         const char *why = NULL;
         Str *taken = seen_slot(&seen, id);
@@ -66,8 +67,8 @@ static long fence_batch(Queue *queue, Line *line, Done *jobs, Str *refused, long
         Str result = arg_at(line, i + 2);
         if (result.len == 0) result = NONE;
         *taken = id;
-        Done done = {id,     row, fields[2], fields[3], fields[4], result, line->args[i],
-                     row_string};
+        Done done = {id,        row,           fields[2], fields[3], fields[4],
+                     result,    fields[5],     line->args[i],       row_string};
         jobs[ndone++] = done;
     }
     return ndone;
@@ -104,8 +105,9 @@ static size_t add_row_keys(Queue *queue, Str row, RedisModuleString **keys) {
     return 5;
 }
 
-/* complete.lua's writes, each kind once for the call */
-static void settle(Queue *queue, Done *jobs, size_t ndone) {
+/* complete.lua's writes, each kind once for the call; 1 when a flow child's ending
+ * wrote an outbox entry (the client relays) */
+static int settle(Queue *queue, Done *jobs, size_t ndone) {
     RedisModuleCtx *ctx = queue->ctx;
     Str active = queue_key(queue, EMQ_K_ACTIVE);
     RedisModuleString **ids = RedisModule_PoolAlloc(ctx, sizeof(*ids) * ndone);
@@ -117,6 +119,12 @@ static void settle(Queue *queue, Done *jobs, size_t ndone) {
     zrem_all(queue, active, ids, ndone);
     for (size_t i = 0; i < ndone; i++)
         if (jobs[i].group.ptr) give_back(queue, jobs[i].group, 0);
+    int relay = 0; /* an outbox entry was written (a flow child, its parent elsewhere) */
+    for (size_t i = 0; i < ndone; i++)
+        if (jobs[i].parent.ptr &&
+            flow_ended(queue, jobs[i].id, jobs[i].parent, flow_policy(queue, jobs[i].row),
+                       "completed", jobs[i].result))
+            relay = 1;
     long long now = now_ms();
     double waits = 0, runs = 0; /* the jobs' summed wait and run (the history series) */
     int retention_read = 0; /* the queue's completed retention, read on the first kept row */
@@ -155,6 +163,7 @@ static void settle(Queue *queue, Done *jobs, size_t ndone) {
     count_metric(queue, EMQ_K_METRICS_COMPLETED, (long long)ndone, now, waits, runs);
     cap_freed(queue, (long long)ndone);
     for (size_t i = 0; i < ndone; i++) emit(queue, event_json(queue, "completed", jobs[i].id));
+    return relay;
 }
 
 int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
@@ -170,21 +179,28 @@ int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
         if (!fenced(&queue, row, token, FIELD_GROUP, FIELD_DEDUP, FIELD_KEEP, fields,
                     &row_string))
             return REDISMODULE_OK;
-        if (fields[5].ptr || fields[6].ptr) return defer_flow(ctx);
-        Done job = {id,        row, fields[2],    fields[3], fields[4], arg_at(&line, 2),
-                    line.args[0], row_string};
+        if (fields[6].ptr) return defer_flow(ctx);
+        Done job = {id,        row,          fields[2],  fields[3], fields[4],
+                    arg_at(&line, 2), NONE, line.args[0], row_string};
+        /* a flow child: its ending first, as complete.lua's one-job form makes it */
+        int relay = fields[5].ptr && flow_ended(&queue, id, fields[5], flow_policy(&queue, row),
+                                                "completed", job.result);
         settle(&queue, &job, 1);
-        return RedisModule_ReplyWithLongLong(ctx, 1);
+        return RedisModule_ReplyWithLongLong(ctx, relay ? 2 : 1);
     }
     Done *jobs = RedisModule_PoolAlloc(ctx, sizeof(*jobs) * (size_t)(line.nargs / 3 + 1));
     Str *refused = RedisModule_PoolAlloc(ctx, sizeof(*refused) * (size_t)(line.nargs + 2));
     long out = 0;
     long ndone = fence_batch(&queue, &line, jobs, refused, &out);
-    /* a batch naming a flow's job is refused whole: the client sends it as the script */
+    /* a batch naming a flow parent is refused whole: the client sends it as the script */
     if (ndone < 0) return defer_flow(ctx);
-    if (ndone > 0) settle(&queue, jobs, (size_t)ndone);
-    RedisModule_ReplyWithArray(ctx, out);
+    int relay = ndone > 0 && settle(&queue, jobs, (size_t)ndone);
+    RedisModule_ReplyWithArray(ctx, out + (relay ? 2 : 0));
     for (long i = 0; i < out; i++)
         RedisModule_ReplyWithStringBuffer(ctx, refused[i].ptr, refused[i].len);
+    if (relay) {
+        RedisModule_ReplyWithStringBuffer(ctx, "", 0);
+        RedisModule_ReplyWithStringBuffer(ctx, "relay", 5);
+    }
     return REDISMODULE_OK;
 }

@@ -309,6 +309,7 @@ void tombstones(Queue *queue, Str *ids, RedisModuleString **made, size_t count,
                 long long now);
 int settled_recently(Queue *queue, Str id, long long now);
 void unhold(Queue *queue, Str held);
+void make_ready(Queue *queue, Str id, Str row, Str group, Str score);
 void release_dedup(Queue *queue, Str id, Str dedup);
 void delete_row(Queue *queue, Str id, Str row, Str dedup);
 void count_metric(Queue *queue, const char *metric_key, long long count, long long now,
@@ -326,11 +327,19 @@ void record_error(Queue *queue, Str row, Str attempt, long long now, Str error);
 /* fields: 7 (state, attempts, the three extras, then parent and children) */
 int fenced(Queue *queue, Str row, Str token, int extra1, int extra2, int extra3, Str *fields,
            RedisModuleString **row_string);
-/* a flow's job (field `parent`, or with `children` a parent; read by fenced() and the
- * batch's fence): the scripts settle it (lib/flow.lua), so EMQ.COMPLETE and EMQ.RETRY
- * refuse it with EMQFLOW before any write and the client runs the script instead
- * (docs/native.md) */
+/* a flow parent's completion (a row with `children`: its :deps/:kids/:kidfails and the
+ * completed trim's `flowkept`) is left to the script: EMQ.COMPLETE refuses it with
+ * EMQFLOW before any write and the client runs the script instead (docs/native.md) */
 int defer_flow(RedisModuleCtx *ctx);
+
+/* ---- flows (flow.c; lib/flow.lua) ---- */
+
+/* a flow child's ending (parent: its row's `parent`, NONE = no flow: nothing happens):
+ * resolved in this step when the parent is in this queue, else an outbox entry; 1 when
+ * an outbox entry was written (the client relays) */
+int flow_ended(Queue *queue, Str id, Str parent, Str on_fail, const char *outcome, Str value);
+/* the row's `on_fail` field (NONE = fail_parent) */
+Str flow_policy(Queue *queue, Str row);
 
 /* ---- the verbs: EMQ.<VERB> numkeys key... arg... ---- */
 

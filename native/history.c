@@ -73,6 +73,29 @@ int settled_recently(Queue *queue, Str id, long long now) {
     return score.ptr && tonum(score, &at) && at >= (double)(now - SETTLED_MS);
 }
 
+/* lib/common's make_ready: a job (row) in the ready backlog at score, its lane when
+ * grouped (with the lanes' index and the groups set; an empty lane joins the ring,
+ * quietly), else pending. The caller pushes the wake token */
+void make_ready(Queue *queue, Str id, Str row, Str group, Str score) {
+    RedisModuleCtx *ctx = queue->ctx;
+    RedisModule_Call(ctx, "HSET", "!bcc", row.ptr, row.len, EMQ_F_STATE, "pending");
+    if (group.ptr) {
+        Str lane = lane_key(queue, group), index = queue_key(queue, EMQ_K_GINDEX),
+            groups = queue_key(queue, EMQ_K_GROUPS);
+        long long before = reply_int(RedisModule_Call(ctx, "ZCARD", "!b", lane.ptr, lane.len));
+        RedisModule_Call(ctx, "ZADD", "!bbb", lane.ptr, lane.len, score.ptr, score.len, id.ptr,
+                         id.len);
+        RedisModule_Call(ctx, "ZADD", "!bbb", index.ptr, index.len, score.ptr, score.len, id.ptr,
+                         id.len);
+        RedisModule_Call(ctx, "SADD", "!bb", groups.ptr, groups.len, group.ptr, group.len);
+        lane_grew(queue, group, before, 1);
+    } else {
+        Str pending = queue_key(queue, EMQ_K_PENDING);
+        RedisModule_Call(ctx, "ZADD", "!bbb", pending.ptr, pending.len, score.ptr, score.len,
+                         id.ptr, id.len);
+    }
+}
+
 /* lib/common's unhold: a keep_last job held in the schedule (at EMQ_DEDUP_HOLD) behind a
  * running job is let go: ready at its run_score, as promote would make it */
 void unhold(Queue *queue, Str held) {
@@ -86,23 +109,7 @@ void unhold(Queue *queue, Str held) {
     Str score = num(queue, run_score(reply_str(reply_elem(fields, 1)), seq));
     RedisModule_Call(ctx, "ZREM", "!bb", schedule.ptr, schedule.len, held.ptr, held.len);
     RedisModule_Call(ctx, "HDEL", "!bc", row.ptr, row.len, EMQ_F_DEDUP_BEHIND);
-    /* lib/common's make_ready */
-    RedisModule_Call(ctx, "HSET", "!bcc", row.ptr, row.len, EMQ_F_STATE, "pending");
-    if (group.ptr) {
-        Str lane = lane_key(queue, group), index = queue_key(queue, EMQ_K_GINDEX),
-            groups = queue_key(queue, EMQ_K_GROUPS);
-        long long before = reply_int(RedisModule_Call(ctx, "ZCARD", "!b", lane.ptr, lane.len));
-        RedisModule_Call(ctx, "ZADD", "!bbb", lane.ptr, lane.len, score.ptr, score.len, held.ptr,
-                         held.len);
-        RedisModule_Call(ctx, "ZADD", "!bbb", index.ptr, index.len, score.ptr, score.len,
-                         held.ptr, held.len);
-        RedisModule_Call(ctx, "SADD", "!bb", groups.ptr, groups.len, group.ptr, group.len);
-        lane_grew(queue, group, before, 1);
-    } else {
-        Str pending = queue_key(queue, EMQ_K_PENDING);
-        RedisModule_Call(ctx, "ZADD", "!bbb", pending.ptr, pending.len, score.ptr, score.len,
-                         held.ptr, held.len);
-    }
+    make_ready(queue, held, row, group, score);
     push_wake(queue, 1);
     emit(queue, event_json(queue, "promoted", held));
 }
