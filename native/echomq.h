@@ -219,7 +219,7 @@ enum {
     FIELD_CONCURRENCY,
     VALUE_ACTIVE, /* values of state */
     VALUE_COMPLETED,
-    FIELD_PARENT, /* a flow's fields (the twins defer a flow's job: EMQFLOW) */
+    FIELD_PARENT, /* a flow's fields (flow.c; a parent's completion defers: EMQFLOW) */
     FIELD_CHILDREN,
     FIELD_COUNT
 };

@@ -16,6 +16,7 @@ sequences drawn (100 by default).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import itertools
 import os
@@ -377,6 +378,15 @@ def _unordered(p: dict[bytes, Any]) -> dict[bytes, Any]:
     }
 
 
+def _settle(queue: Queue, c: Any, case: str) -> Any:
+    body = c.payload
+    if isinstance(body, dict) and body.get("fail"):
+        return queue.retry(c.id, c.token, 'no\n"way"/é', max_attempts=1)
+    if isinstance(body, dict) and body["n"] in (5, 2) and case in ("fan_in", "cross"):
+        return queue.complete_many([(c.id, c.token)])
+    return queue.complete(c.id, c.token, result=body)
+
+
 def _play(q: Queue, o: Queue, case: str) -> list[Any]:
     """Serve both queues until nothing is left to claim: a job whose payload says fail goes
     dead (max_attempts=1), the others complete (result = payload); `fan_in`'s last child
@@ -389,13 +399,7 @@ def _play(q: Queue, o: Queue, case: str) -> list[Any]:
             if c is None:
                 continue
             progressed = True
-            body = c.payload
-            if isinstance(body, dict) and body.get("fail"):
-                got.append(outcome(lambda: queue.retry(c.id, c.token, "no\n\"way\"/é", max_attempts=1)))
-            elif isinstance(body, dict) and body["n"] in (5, 2) and case in ("fan_in", "cross"):
-                got.append(outcome(lambda: queue.complete_many([(c.id, c.token)])))
-            else:
-                got.append(outcome(lambda: queue.complete(c.id, c.token, result=body)))
+            got.append(outcome(functools.partial(_settle, queue, c, case)))
             got.append(outcome(lambda: o.relay_flows()))
         if not progressed:
             break
@@ -438,7 +442,15 @@ def test_native_flow_endings_equal_scripts(
             replies = _play(q, o, case)
             for qq in (q, o):
                 r.publish(qq.keys.events, "END")
-            played.append((replies, _unordered(picture(r, q)), _unordered(picture(r, o)), events(p), len(deferred) - before))
+            played.append(
+                (
+                    replies,
+                    _unordered(picture(r, q)),
+                    _unordered(picture(r, o)),
+                    events(p),
+                    len(deferred) - before,
+                )
+            )
             p.close()
         (ra, pqa, poa, eva, da), (rb, pqb, pob, evb, db) = played
         assert ra == rb
