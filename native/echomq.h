@@ -311,7 +311,7 @@ int settled_recently(Queue *queue, Str id, long long now);
 void unhold(Queue *queue, Str held);
 void make_ready(Queue *queue, Str id, Str row, Str group, Str score);
 void release_dedup(Queue *queue, Str id, Str dedup);
-void delete_row(Queue *queue, Str id, Str row, Str dedup);
+void delete_row(Queue *queue, Str id, Str row, Str dedup, int kids);
 void count_metric(Queue *queue, const char *metric_key, long long count, long long now,
                   double wait, double run);
 void job_times(Str id, Str started, Str last, Str enqueued, long long now, double *wait,

@@ -361,6 +361,8 @@ def _flow_case(case: str, other: str) -> Flow:
             _kid(5),
         ]
         return Flow(None, "root", kids, id=_fid(1))
+    if case == "trim":  # a parent gone dead, then trimmed from `dead` (below)
+        return Flow(None, "root", [_kid(2, fail=True)], id=_fid(1))
     # cross: children in the other queue (outbox entries: reply 2, dead_relay, the batch's
     # ('', 'relay')), and a parent there whose death goes up to this queue's root
     far_mid = Flow(other, "mid", [_kid(5, other, fail=True)], id=_fid(4))
@@ -391,7 +393,14 @@ def _play(q: Queue, o: Queue, case: str) -> list[Any]:
     """Serve both queues until nothing is left to claim: a job whose payload says fail goes
     dead (max_attempts=1), the others complete (result = payload); `fan_in`'s last child
     and cross's second completion go through complete_many. Returns every reply."""
+    if case == "trim":  # keep one of each: the native endings trim flow parents' rows
+        q.set_retention(completed=1, dead=1)
     got: list[Any] = [outcome(lambda: q.enqueue_flow(_flow_case(case, o.name)))]
+    if case == "trim":
+        # a kept parent (flowkept) with its child's result, trimmed from `completed`
+        got.append(outcome(lambda: q.enqueue_flow(Flow(None, "r2", [_kid(4)], id=_fid(3)))))
+        got.append(q.enqueue({"n": 5, "fail": True}, job_id=_fid(5)))
+        got.append(q.enqueue({"n": 6}, job_id=_fid(6)))
     for _ in range(20):
         progressed = False
         for queue in (o, q):
@@ -406,7 +415,7 @@ def _play(q: Queue, o: Queue, case: str) -> list[Any]:
     return got
 
 
-@pytest.mark.parametrize("case", ["fan_in", "fail_up", "policies", "cross"])
+@pytest.mark.parametrize("case", ["fan_in", "fail_up", "policies", "cross", "trim"])
 def test_native_flow_endings_equal_scripts(
     twin_servers: tuple[EmbeddedServer, EmbeddedServer],
     monkeypatch: pytest.MonkeyPatch,
@@ -459,8 +468,16 @@ def test_native_flow_endings_equal_scripts(
         assert sides[1][1].ctx.executor.native is True
         # the native side defers only a flow parent's own completion (field `children`)
         assert da == 0
-        parents = 1 if case in ("fan_in", "policies") else 0  # else the root went dead
+        parents = 1 if case in ("fan_in", "policies", "trim") else 0  # else the root died
         assert db == parents, deferred
+        if case == "trim":  # the parents' rows went with their :deps/:kids/:kidfails
+            r, q, _ = sides[1]
+            left = [k for k in r.scan_iter(match=q.keys.pattern()) if b":job:" in k]
+            assert sorted(left) == [
+                q.keys.job(_fid(5)).encode(),
+                (q.keys.job(_fid(5)) + ":errors").encode(),
+                q.keys.job(_fid(6)).encode(),
+            ]
     finally:
         for r, q, o in sides:
             for qq in (q, o):
