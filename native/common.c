@@ -200,7 +200,8 @@ long long zcard(Queue *queue, Str key) {
  * fenced; 0 when a refusal has been sent. *row_string (when not NULL): the row's name
  * as a string */
 int defer_flow(RedisModuleCtx *ctx) {
-    return RedisModule_ReplyWithError(ctx, "EMQFLOW defer: a flow's job is settled by the script");
+    return RedisModule_ReplyWithError(
+        ctx, "EMQFLOW defer: a flow parent's completion is settled by the script");
 }
 
 int fenced(Queue *queue, Str row, Str token, int extra1, int extra2, int extra3, Str *fields,

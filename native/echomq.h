@@ -14,9 +14,9 @@
  *
  * This header holds what the files share: the types, the small helpers every verb uses
  * (inline, so the split into files costs no call), and the declarations of the shared
- * helpers of common.c, lanes.c and history.c. One file per verb (claim.c, complete.c,
- * enqueue.c, retry.c, extend.c, reprocess.c); module.c registers them. Key suffixes and
- * field names come from schema.h. See docs/native.md.
+ * helpers of common.c, lanes.c, history.c and flow.c (lib/flow.lua's twin). One file
+ * per verb (claim.c, complete.c, enqueue.c, retry.c, extend.c, reprocess.c); module.c
+ * registers them. Key suffixes and field names come from schema.h. See docs/native.md.
  */
 #ifndef ECHOMQ_H
 #define ECHOMQ_H
