@@ -219,7 +219,7 @@ enum {
     FIELD_CONCURRENCY,
     VALUE_ACTIVE, /* values of state */
     VALUE_COMPLETED,
-    FIELD_PARENT, /* a flow's fields (flow.c; a parent's completion defers: EMQFLOW) */
+    FIELD_PARENT, /* a flow's fields (a child's ending: flow.c; a parent's keys) */
     FIELD_CHILDREN,
     FIELD_COUNT
 };
@@ -327,10 +327,6 @@ void record_error(Queue *queue, Str row, Str attempt, long long now, Str error);
 /* fields: 7 (state, attempts, the three extras, then parent and children) */
 int fenced(Queue *queue, Str row, Str token, int extra1, int extra2, int extra3, Str *fields,
            RedisModuleString **row_string);
-/* a flow parent's completion (a row with `children`: its :deps/:kids/:kidfails and the
- * completed trim's `flowkept`) is left to the script: EMQ.COMPLETE refuses it with
- * EMQFLOW before any write and the client runs the script instead (docs/native.md) */
-int defer_flow(RedisModuleCtx *ctx);
 
 /* ---- flows (flow.c; lib/flow.lua) ---- */
 

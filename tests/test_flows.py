@@ -20,7 +20,7 @@ from worker_support import FAST, running, wait_until
 Make = Callable[..., Queue]
 
 # every test under the scripts and the native executor (EMQ.COMPLETE and EMQ.RETRY
-# settle a flow child themselves; a parent's completion defers to the script: EMQFLOW)
+# settle a flow's jobs themselves: native/flow.c)
 pytestmark = pytest.mark.both_executors
 
 
