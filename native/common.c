@@ -199,10 +199,6 @@ long long zcard(Queue *queue, Str key) {
 /* 1 and the row's fields (state, attempts, then the three extra FIELD_* indexes) when
  * fenced; 0 when a refusal has been sent. *row_string (when not NULL): the row's name
  * as a string */
-int defer_flow(RedisModuleCtx *ctx) {
-    return RedisModule_ReplyWithError(ctx, "EMQFLOW defer: a flow's job is settled by the script");
-}
-
 int fenced(Queue *queue, Str row, Str token, int extra1, int extra2, int extra3, Str *fields,
            RedisModuleString **row_string) {
     const int wanted[] = {FIELD_STATE, FIELD_ATTEMPTS, extra1, extra2, extra3, FIELD_PARENT,

@@ -7,7 +7,7 @@
 
 /* a job that passed its fence */
 typedef struct {
-    Str id, row, group, dedup, keep, result;
+    Str id, row, group, dedup, keep, result, parent, children;
     RedisModuleString *id_string;  /* the id, as the argument it came in */
     RedisModuleString *row_string; /* the row's name as a string */
 } Done;
@@ -37,9 +37,9 @@ static Str *seen_slot(Seen *seen, Str id) {
 }
 
 /* the triples of a batch, each fenced on its own; the refused ones (id, reason) into
- * refused (*out: how many strings), the jobs done into jobs. Returns -1, having
- * answered nothing, when a job is a flow's (a row with `parent` or `children`): the
- * whole call is refused (EMQFLOW) before anything is written or answered */
+ * refused (*out: how many strings), the jobs done into jobs (a flow child, a row with
+ * `parent`, has its ending resolved by settle: flow.c; a flow parent, with `children`,
+ * its :deps/:kids/:kidfails deleted with it) */
 static long fence_batch(Queue *queue, Line *line, Done *jobs, Str *refused, long *out) {
     RedisModuleCtx *ctx = queue->ctx;
     long ndone = 0;
@@ -50,7 +50,6 @@ static long fence_batch(Queue *queue, Line *line, Done *jobs, Str *refused, long
                                      FIELD_KEEP,  FIELD_PARENT,   FIELD_CHILDREN};
         Str fields[7];
         RedisModuleString *row_string = hmget(queue, row, 7, FIELDS, fields);
-        if (fields[5].ptr || fields[6].ptr) return -1;
         Str state = fields[0], attempts = fields[1];
         const char *why = NULL;
         Str *taken = seen_slot(&seen, id);
@@ -66,8 +65,8 @@ static long fence_batch(Queue *queue, Line *line, Done *jobs, Str *refused, long
         Str result = arg_at(line, i + 2);
         if (result.len == 0) result = NONE;
         *taken = id;
-        Done done = {id,     row, fields[2], fields[3], fields[4], result, line->args[i],
-                     row_string};
+        Done done = {id,        row,           fields[2], fields[3], fields[4],
+                     result,    fields[5],     fields[6], line->args[i],  row_string};
         jobs[ndone++] = done;
     }
     return ndone;
@@ -93,19 +92,25 @@ static void keep_row(Queue *queue, Done *job, double own, Retention limits, long
     trim_settled(queue, completed, limits, own > 0, now, TRIM_STEP, lock);
 }
 
-/* the row and its keys, to delete in one DEL */
-static size_t add_row_keys(Queue *queue, Str row, RedisModuleString **keys) {
+/* the row and its keys, to delete in one DEL (a flow parent's: its :deps, :kids and
+ * :kidfails too) */
+static size_t add_row_keys(Queue *queue, Str row, int parent, RedisModuleString **keys) {
     RedisModuleCtx *ctx = queue->ctx;
     keys[0] = mkstr(ctx, row);
     keys[1] = mkstr(ctx, row_key(queue, row, EMQ_K_LOGS));
     keys[2] = mkstr(ctx, row_key(queue, row, EMQ_K_LOCK));
     keys[3] = mkstr(ctx, row_key(queue, row, EMQ_K_ERRORS));
     keys[4] = mkstr(ctx, row_key(queue, row, EMQ_K_LOGTIMES));
-    return 5;
+    if (!parent) return 5;
+    keys[5] = mkstr(ctx, row_key(queue, row, EMQ_K_DEPS));
+    keys[6] = mkstr(ctx, row_key(queue, row, EMQ_K_KIDS));
+    keys[7] = mkstr(ctx, row_key(queue, row, EMQ_K_KIDFAILS));
+    return 8;
 }
 
-/* complete.lua's writes, each kind once for the call */
-static void settle(Queue *queue, Done *jobs, size_t ndone) {
+/* complete.lua's writes, each kind once for the call; 1 when a flow child's ending
+ * wrote an outbox entry (the client relays) */
+static int settle(Queue *queue, Done *jobs, size_t ndone) {
     RedisModuleCtx *ctx = queue->ctx;
     Str active = queue_key(queue, EMQ_K_ACTIVE);
     RedisModuleString **ids = RedisModule_PoolAlloc(ctx, sizeof(*ids) * ndone);
@@ -117,11 +122,17 @@ static void settle(Queue *queue, Done *jobs, size_t ndone) {
     zrem_all(queue, active, ids, ndone);
     for (size_t i = 0; i < ndone; i++)
         if (jobs[i].group.ptr) give_back(queue, jobs[i].group, 0);
+    int relay = 0; /* an outbox entry was written (a flow child, its parent elsewhere) */
+    for (size_t i = 0; i < ndone; i++)
+        if (jobs[i].parent.ptr &&
+            flow_ended(queue, jobs[i].id, jobs[i].parent, flow_policy(queue, jobs[i].row),
+                       "completed", jobs[i].result))
+            relay = 1;
     long long now = now_ms();
     double waits = 0, runs = 0; /* the jobs' summed wait and run (the history series) */
     int retention_read = 0; /* the queue's completed retention, read on the first kept row */
     Retention queue_limits = {0, 0, 0, 0};
-    RedisModuleString **rows = RedisModule_PoolAlloc(ctx, sizeof(*rows) * 5 * ndone);
+    RedisModuleString **rows = RedisModule_PoolAlloc(ctx, sizeof(*rows) * 8 * ndone);
     size_t nrows = 0, ngone = 0;
     for (size_t i = 0; i < ndone; i++) {
         Done *job = &jobs[i];
@@ -141,9 +152,15 @@ static void settle(Queue *queue, Done *jobs, size_t ndone) {
         }
         if (job->dedup.ptr) release_dedup(queue, job->id, job->dedup);
         if (own > 0 || limits.has_count || limits.has_age) {
+            /* a kept flow parent: the completed set's trim will look for its children's
+             * results (flowkept) */
+            if (job->children.ptr) {
+                Str flag = queue_key(queue, EMQ_K_FLOWKEPT);
+                RedisModule_Call(ctx, "SET", "!bc", flag.ptr, flag.len, "1");
+            }
             keep_row(queue, job, own, limits, now);
         } else {
-            nrows += add_row_keys(queue, job->row, rows + nrows);
+            nrows += add_row_keys(queue, job->row, job->children.ptr != NULL, rows + nrows);
             /* a deleted row leaves its tombstone; a kept one stays */
             ids[ngone] = job->id_string;
             id_list[ngone++] = job->id;
@@ -155,6 +172,7 @@ static void settle(Queue *queue, Done *jobs, size_t ndone) {
     count_metric(queue, EMQ_K_METRICS_COMPLETED, (long long)ndone, now, waits, runs);
     cap_freed(queue, (long long)ndone);
     for (size_t i = 0; i < ndone; i++) emit(queue, event_json(queue, "completed", jobs[i].id));
+    return relay;
 }
 
 int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
@@ -170,21 +188,25 @@ int cmd_complete(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
         if (!fenced(&queue, row, token, FIELD_GROUP, FIELD_DEDUP, FIELD_KEEP, fields,
                     &row_string))
             return REDISMODULE_OK;
-        if (fields[5].ptr || fields[6].ptr) return defer_flow(ctx);
-        Done job = {id,        row, fields[2],    fields[3], fields[4], arg_at(&line, 2),
-                    line.args[0], row_string};
+        Done job = {id,        row,          fields[2],  fields[3], fields[4],
+                    arg_at(&line, 2), NONE, fields[6], line.args[0], row_string};
+        /* a flow child: its ending first, as complete.lua's one-job form makes it */
+        int relay = fields[5].ptr && flow_ended(&queue, id, fields[5], flow_policy(&queue, row),
+                                                "completed", job.result);
         settle(&queue, &job, 1);
-        return RedisModule_ReplyWithLongLong(ctx, 1);
+        return RedisModule_ReplyWithLongLong(ctx, relay ? 2 : 1);
     }
     Done *jobs = RedisModule_PoolAlloc(ctx, sizeof(*jobs) * (size_t)(line.nargs / 3 + 1));
     Str *refused = RedisModule_PoolAlloc(ctx, sizeof(*refused) * (size_t)(line.nargs + 2));
     long out = 0;
     long ndone = fence_batch(&queue, &line, jobs, refused, &out);
-    /* a batch naming a flow's job is refused whole: the client sends it as the script */
-    if (ndone < 0) return defer_flow(ctx);
-    if (ndone > 0) settle(&queue, jobs, (size_t)ndone);
-    RedisModule_ReplyWithArray(ctx, out);
+    int relay = ndone > 0 && settle(&queue, jobs, (size_t)ndone);
+    RedisModule_ReplyWithArray(ctx, out + (relay ? 2 : 0));
     for (long i = 0; i < out; i++)
         RedisModule_ReplyWithStringBuffer(ctx, refused[i].ptr, refused[i].len);
+    if (relay) {
+        RedisModule_ReplyWithStringBuffer(ctx, "", 0);
+        RedisModule_ReplyWithStringBuffer(ctx, "relay", 5);
+    }
     return REDISMODULE_OK;
 }

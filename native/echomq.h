@@ -14,9 +14,9 @@
  *
  * This header holds what the files share: the types, the small helpers every verb uses
  * (inline, so the split into files costs no call), and the declarations of the shared
- * helpers of common.c, lanes.c and history.c. One file per verb (claim.c, complete.c,
- * enqueue.c, retry.c, extend.c, reprocess.c); module.c registers them. Key suffixes and
- * field names come from schema.h. See docs/native.md.
+ * helpers of common.c, lanes.c, history.c and flow.c (lib/flow.lua's twin). One file
+ * per verb (claim.c, complete.c, enqueue.c, retry.c, extend.c, reprocess.c); module.c
+ * registers them. Key suffixes and field names come from schema.h. See docs/native.md.
  */
 #ifndef ECHOMQ_H
 #define ECHOMQ_H
@@ -219,7 +219,7 @@ enum {
     FIELD_CONCURRENCY,
     VALUE_ACTIVE, /* values of state */
     VALUE_COMPLETED,
-    FIELD_PARENT, /* a flow's fields (the twins defer a flow's job: EMQFLOW) */
+    FIELD_PARENT, /* a flow's fields (a child's ending: flow.c; a parent's keys) */
     FIELD_CHILDREN,
     FIELD_COUNT
 };
@@ -309,8 +309,9 @@ void tombstones(Queue *queue, Str *ids, RedisModuleString **made, size_t count,
                 long long now);
 int settled_recently(Queue *queue, Str id, long long now);
 void unhold(Queue *queue, Str held);
+void make_ready(Queue *queue, Str id, Str row, Str group, Str score);
 void release_dedup(Queue *queue, Str id, Str dedup);
-void delete_row(Queue *queue, Str id, Str row, Str dedup);
+void delete_row(Queue *queue, Str id, Str row, Str dedup, int kids);
 void count_metric(Queue *queue, const char *metric_key, long long count, long long now,
                   double wait, double run);
 void job_times(Str id, Str started, Str last, Str enqueued, long long now, double *wait,
@@ -326,11 +327,15 @@ void record_error(Queue *queue, Str row, Str attempt, long long now, Str error);
 /* fields: 7 (state, attempts, the three extras, then parent and children) */
 int fenced(Queue *queue, Str row, Str token, int extra1, int extra2, int extra3, Str *fields,
            RedisModuleString **row_string);
-/* a flow's job (field `parent`, or with `children` a parent; read by fenced() and the
- * batch's fence): the scripts settle it (lib/flow.lua), so EMQ.COMPLETE and EMQ.RETRY
- * refuse it with EMQFLOW before any write and the client runs the script instead
- * (docs/native.md) */
-int defer_flow(RedisModuleCtx *ctx);
+
+/* ---- flows (flow.c; lib/flow.lua) ---- */
+
+/* a flow child's ending (parent: its row's `parent`, NONE = no flow: nothing happens):
+ * resolved in this step when the parent is in this queue, else an outbox entry; 1 when
+ * an outbox entry was written (the client relays) */
+int flow_ended(Queue *queue, Str id, Str parent, Str on_fail, const char *outcome, Str value);
+/* the row's `on_fail` field (NONE = fail_parent) */
+Str flow_policy(Queue *queue, Str row);
 
 /* ---- the verbs: EMQ.<VERB> numkeys key... arg... ---- */
 

@@ -73,6 +73,29 @@ int settled_recently(Queue *queue, Str id, long long now) {
     return score.ptr && tonum(score, &at) && at >= (double)(now - SETTLED_MS);
 }
 
+/* lib/common's make_ready: a job (row) in the ready backlog at score, its lane when
+ * grouped (with the lanes' index and the groups set; an empty lane joins the ring,
+ * quietly), else pending. The caller pushes the wake token */
+void make_ready(Queue *queue, Str id, Str row, Str group, Str score) {
+    RedisModuleCtx *ctx = queue->ctx;
+    RedisModule_Call(ctx, "HSET", "!bcc", row.ptr, row.len, EMQ_F_STATE, "pending");
+    if (group.ptr) {
+        Str lane = lane_key(queue, group), index = queue_key(queue, EMQ_K_GINDEX),
+            groups = queue_key(queue, EMQ_K_GROUPS);
+        long long before = reply_int(RedisModule_Call(ctx, "ZCARD", "!b", lane.ptr, lane.len));
+        RedisModule_Call(ctx, "ZADD", "!bbb", lane.ptr, lane.len, score.ptr, score.len, id.ptr,
+                         id.len);
+        RedisModule_Call(ctx, "ZADD", "!bbb", index.ptr, index.len, score.ptr, score.len, id.ptr,
+                         id.len);
+        RedisModule_Call(ctx, "SADD", "!bb", groups.ptr, groups.len, group.ptr, group.len);
+        lane_grew(queue, group, before, 1);
+    } else {
+        Str pending = queue_key(queue, EMQ_K_PENDING);
+        RedisModule_Call(ctx, "ZADD", "!bbb", pending.ptr, pending.len, score.ptr, score.len,
+                         id.ptr, id.len);
+    }
+}
+
 /* lib/common's unhold: a keep_last job held in the schedule (at EMQ_DEDUP_HOLD) behind a
  * running job is let go: ready at its run_score, as promote would make it */
 void unhold(Queue *queue, Str held) {
@@ -86,23 +109,7 @@ void unhold(Queue *queue, Str held) {
     Str score = num(queue, run_score(reply_str(reply_elem(fields, 1)), seq));
     RedisModule_Call(ctx, "ZREM", "!bb", schedule.ptr, schedule.len, held.ptr, held.len);
     RedisModule_Call(ctx, "HDEL", "!bc", row.ptr, row.len, EMQ_F_DEDUP_BEHIND);
-    /* lib/common's make_ready */
-    RedisModule_Call(ctx, "HSET", "!bcc", row.ptr, row.len, EMQ_F_STATE, "pending");
-    if (group.ptr) {
-        Str lane = lane_key(queue, group), index = queue_key(queue, EMQ_K_GINDEX),
-            groups = queue_key(queue, EMQ_K_GROUPS);
-        long long before = reply_int(RedisModule_Call(ctx, "ZCARD", "!b", lane.ptr, lane.len));
-        RedisModule_Call(ctx, "ZADD", "!bbb", lane.ptr, lane.len, score.ptr, score.len, held.ptr,
-                         held.len);
-        RedisModule_Call(ctx, "ZADD", "!bbb", index.ptr, index.len, score.ptr, score.len,
-                         held.ptr, held.len);
-        RedisModule_Call(ctx, "SADD", "!bb", groups.ptr, groups.len, group.ptr, group.len);
-        lane_grew(queue, group, before, 1);
-    } else {
-        Str pending = queue_key(queue, EMQ_K_PENDING);
-        RedisModule_Call(ctx, "ZADD", "!bbb", pending.ptr, pending.len, score.ptr, score.len,
-                         held.ptr, held.len);
-    }
+    make_ready(queue, held, row, group, score);
     push_wake(queue, 1);
     emit(queue, event_json(queue, "promoted", held));
 }
@@ -135,11 +142,20 @@ void release_dedup(Queue *queue, Str id, Str dedup) {
 }
 
 /* delete a row with its logs (lines and their times), lock and error history; release
- * its dedup key if it still names it */
-void delete_row(Queue *queue, Str id, Str row, Str dedup) {
+ * its dedup key if it still names it; a flow parent's row (kids: it has `children`)
+ * also its :deps, :kids and :kidfails */
+void delete_row(Queue *queue, Str id, Str row, Str dedup, int kids) {
     if (dedup.ptr) release_dedup(queue, id, dedup);
     Str logs = row_key(queue, row, EMQ_K_LOGS), lock = row_key(queue, row, EMQ_K_LOCK);
     Str errors = row_key(queue, row, EMQ_K_ERRORS), times = row_key(queue, row, EMQ_K_LOGTIMES);
+    if (kids) {
+        Str deps = row_key(queue, row, EMQ_K_DEPS), results = row_key(queue, row, EMQ_K_KIDS),
+            fails = row_key(queue, row, EMQ_K_KIDFAILS);
+        RedisModule_Call(queue->ctx, "DEL", "!bbbbbbbb", row.ptr, row.len, logs.ptr, logs.len,
+                         lock.ptr, lock.len, errors.ptr, errors.len, times.ptr, times.len,
+                         deps.ptr, deps.len, results.ptr, results.len, fails.ptr, fails.len);
+        return;
+    }
     RedisModule_Call(queue->ctx, "DEL", "!bbbbb", row.ptr, row.len, logs.ptr, logs.len, lock.ptr,
                      lock.len, errors.ptr, errors.len, times.ptr, times.len);
 }
@@ -246,6 +262,7 @@ typedef struct {
     Queue *queue;
     Str setkey;
     int completed; /* the completed set: keys collected; dead: delete_row per job */
+    int flows;     /* completed: a kept flow parent completed here (flowkept); -1 unread */
     RedisModuleString **keys;
     size_t nkeys, keys_cap;
     Str *fresh;
@@ -317,12 +334,27 @@ static size_t trim_drop(Trim *trim, Reply *ids, size_t young, Reply *settled_at,
             trim_key(trim, row_key(queue, row, EMQ_K_LOCK));
             trim_key(trim, row_key(queue, row, EMQ_K_ERRORS));
             trim_key(trim, row_key(queue, row, EMQ_K_LOGTIMES));
+            /* a kept flow parent's children's results go with it: looked for only in a
+             * queue where one completed (flowkept), by the row's `children` */
+            if (trim->flows < 0) {
+                Str flag = queue_key(queue, EMQ_K_FLOWKEPT);
+                trim->flows =
+                    reply_int(RedisModule_Call(ctx, "EXISTS", "!b", flag.ptr, flag.len)) == 1;
+            }
+            if (trim->flows && reply_int(RedisModule_Call(ctx, "HEXISTS", "!bc", row.ptr, row.len,
+                                                          EMQ_F_CHILDREN)) == 1) {
+                trim_key(trim, row_key(queue, row, EMQ_K_DEPS));
+                trim_key(trim, row_key(queue, row, EMQ_K_KIDS));
+                trim_key(trim, row_key(queue, row, EMQ_K_KIDFAILS));
+            }
             if (trim->nkeys >= 1000) trim_flush(trim);
         } else {
-            /* lib/common's delete_row reads the row's dedup field when not handed one */
-            Str dedup =
-                reply_str(RedisModule_Call(ctx, "HGET", "!bc", row.ptr, row.len, EMQ_F_DEDUP));
-            delete_row(queue, id, row, dedup);
+            /* lib/common's delete_row reads the row's dedup and children fields when not
+             * handed them (a dead flow parent's :deps/:kids/:kidfails go with it) */
+            Reply *f = RedisModule_Call(ctx, "HMGET", "!bcc", row.ptr, row.len, EMQ_F_DEDUP,
+                                        EMQ_F_CHILDREN);
+            delete_row(queue, id, row, reply_str(reply_elem(f, 0)),
+                       reply_str(reply_elem(f, 1)).ptr != NULL);
         }
         dropped[i] = RedisModule_CreateString(ctx, id.ptr, id.len);
     }
@@ -388,7 +420,8 @@ long long trim_settled(Queue *queue, Str setkey, Retention limits, int own, long
                        int step, Str extra) {
     Trim trim = {.queue = queue,
                  .setkey = setkey,
-                 .completed = str_eq(setkey, queue_key(queue, EMQ_K_COMPLETED))};
+                 .completed = str_eq(setkey, queue_key(queue, EMQ_K_COMPLETED)),
+                 .flows = -1};
     if (extra.ptr) trim_key(&trim, extra);
     Str step_text = num(queue, step);
     if (limits.has_count && limits.count > 0) trim_by_count(&trim, limits, now, step);

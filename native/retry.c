@@ -4,7 +4,7 @@
 
 /* dead: the row's state and error, the dead set, its trim, the metric, the event */
 static int dead_letter(Queue *queue, Str id, Str row, Str error, int kept, long long now,
-                       Str failures, Str id_json, Str error_json) {
+                       Str failures, Str id_json, Str error_json, Str parent) {
     RedisModuleCtx *ctx = queue->ctx;
     Str dead = queue_key(queue, EMQ_K_DEAD), stamp = num(queue, (double)now);
     if (kept)
@@ -30,6 +30,10 @@ static int dead_letter(Queue *queue, Str id, Str row, Str error, int kept, long 
     json = cat3(queue, json, failures, str_c(",\"event\":\"dead\",\"job\":"));
     json = cat3(queue, json, id_json, str_c("}"));
     emit(queue, json);
+    /* a flow child's death is its ending: outcome failed, its error named */
+    if (parent.ptr &&
+        flow_ended(queue, id, parent, flow_policy(queue, row), "failed", error))
+        return RedisModule_ReplyWithStringBuffer(ctx, "dead_relay", 10);
     return RedisModule_ReplyWithStringBuffer(ctx, "dead", 4);
 }
 
@@ -67,7 +71,6 @@ int cmd_retry(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     Str fields[7]; /* state attempts group max_attempts keep parent children */
     if (!fenced(&queue, row, token, FIELD_GROUP, FIELD_MAX_ATTEMPTS, FIELD_KEEP, fields, NULL))
         return REDISMODULE_OK;
-    if (fields[5].ptr || fields[6].ptr) return defer_flow(ctx);
     double max_attempts;
     if (!tonum(arg_at(&line, 4), &max_attempts) && !tonum(fields[3], &max_attempts) &&
         !tonum(arg_at(&line, 5), &max_attempts))
@@ -86,7 +89,8 @@ int cmd_retry(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     Str failures_text = num14(&queue, (double)failures);
     Str id_json = json_str(&queue, id), error_json = json_str(&queue, error);
     if ((double)failures >= max_attempts)
-        return dead_letter(&queue, id, row, error, kept, now, failures_text, id_json, error_json);
+        return dead_letter(&queue, id, row, error, kept, now, failures_text, id_json, error_json,
+                           fields[5]);
     double delay = 0;
     if (!tonum(arg_at(&line, 3), &delay)) delay = 0;
     return reschedule(&queue, id, row, error, delay, now, failures_text, id_json, error_json);

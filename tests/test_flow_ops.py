@@ -26,7 +26,7 @@ from operator_support import changed
 from worker_support import FAST, running, server_ms, wait_until
 
 # cross-queue flows span slots on the cluster (each read and verb works per queue); the
-# native executor defers a flow job's complete and retry to the scripts
+# native executor settles a flow job's complete and retry itself (native/flow.c)
 pytestmark = [pytest.mark.both_servers, pytest.mark.both_executors]
 
 

@@ -20,7 +20,7 @@ from worker_support import FAST, running, wait_until
 Make = Callable[..., Queue]
 
 # every test under the scripts and the native executor (EMQ.COMPLETE and EMQ.RETRY
-# defer a flow's job to the script: EMQFLOW)
+# settle a flow's jobs themselves: native/flow.c)
 pytestmark = pytest.mark.both_executors
 
 
@@ -288,15 +288,13 @@ def test_stalled_to_dead_resolves_the_parent(q: Queue, r: redis.Redis) -> None:
     assert (fail.outcome, fail.error) == ("failed", "stalled: lease expired 1 times")
 
 
-def test_native_defers_a_flow_job_to_the_script(
-    make_queue: Make, qname: str, r: redis.Redis
-) -> None:
+def test_native_settles_a_flow_child(make_queue: Make, qname: str, r: redis.Redis) -> None:
     qa = make_queue(qname + "a", executor="native")
     qb = make_queue(qname + "b", executor="native")
     ids = qa.enqueue_flow(Flow(payload="p", children=[Flow(payload=1), Flow(qb.name, 2)]))
     assert qa.ctx.executor.native is True
-    run_one(qa, "one")  # EMQ.COMPLETE refuses (EMQFLOW), the script settles it
-    # the batch form refuses the whole call, then runs as the script
+    run_one(qa, "one")  # EMQ.COMPLETE settles the child itself (native/flow.c)
+    # the batch form too: its outbox entry, relayed
     c = qb.claim(lease_ms=60_000)
     assert c is not None
     assert qb.complete_many([(c.id, c.token)]) == []

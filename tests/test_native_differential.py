@@ -16,6 +16,8 @@ sequences drawn (100 by default).
 
 from __future__ import annotations
 
+import functools
+import importlib
 import itertools
 import os
 import re
@@ -29,7 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import _built
-from echomq import Dedup, Queue, ids
+from echomq import Dedup, Flow, Queue, ids
 from echomq import journal as journal_mod
 from echomq.embedded import EmbeddedServer
 from echomq.lifecycle import claiming
@@ -44,6 +46,8 @@ pytestmark = [
 _TIME = re.compile(rb"(?<!\d)1\d{12}(?:\.\d+)?(?!\d)")
 _MINUTE = re.compile(rb"^\d{8}$")
 _counter = itertools.count()
+#: the transport's exchange module (the package's `exchange` name is its function)
+exchange_mod = importlib.import_module("echomq.transport.exchange")
 
 IDS = [f"JOB{'0' * 10}{c}" for c in "123456"]
 GROUPS = [None, "ga", "gb"]
@@ -328,3 +332,154 @@ def events(p: Any) -> list[bytes]:
                 return out
             out.append(norm(m["data"]))
     raise AssertionError("the END marker never came")
+
+
+# ---- flows: a flow child's ending settled by EMQ.COMPLETE / EMQ.RETRY themselves ----
+
+
+def _fid(n: int) -> str:
+    return f"JOB{n:011d}"
+
+
+def _kid(n: int, queue: str | None = None, fail: bool = False, **kw: Any) -> Flow:
+    return Flow(queue, {"n": n, "fail": fail}, id=_fid(n), **kw)
+
+
+def _flow_case(case: str, other: str) -> Flow:
+    """The flow of a case; `other` is the second queue's name (cross-queue children)."""
+    if case == "fan_in":  # one queue: results, a lane, the last one by the batch form
+        kids = [_kid(2), _kid(3, group="g"), _kid(4, on_fail="ignore"), _kid(5)]
+        return Flow(None, "root", kids, id=_fid(1))
+    if case == "fail_up":  # a leaf dies: its parent dies (fail_parent), and so does the root
+        mid = Flow(None, "mid", [_kid(3, fail=True), _kid(4)], id=_fid(2))
+        return Flow(None, "root", [mid, _kid(5)], id=_fid(1))
+    if case == "policies":  # each policy on a dead child; then the last one completes
+        kids = [
+            _kid(2, fail=True, on_fail="ignore"),
+            _kid(3, fail=True, on_fail="remove_dependency"),
+            _kid(4, fail=True, on_fail="continue"),
+            _kid(5),
+        ]
+        return Flow(None, "root", kids, id=_fid(1))
+    if case == "trim":  # a parent gone dead, then trimmed from `dead` (below)
+        return Flow(None, "root", [_kid(2, fail=True)], id=_fid(1))
+    # cross: children in the other queue (outbox entries: reply 2, dead_relay, the batch's
+    # ('', 'relay')), and a parent there whose death goes up to this queue's root
+    far_mid = Flow(other, "mid", [_kid(5, other, fail=True)], id=_fid(4))
+    kids = [_kid(2, other), _kid(3, other, fail=True, on_fail="ignore"), far_mid, _kid(6)]
+    return Flow(None, "root", kids, id=_fid(1))
+
+
+def _unordered(p: dict[bytes, Any]) -> dict[bytes, Any]:
+    """A picture with each hash's fields sorted: a parent's `last_error` naming a chain
+    of children outgrows the listpack encoding, and a hashtable's order is the server's
+    own (it differs between two servers whatever wrote the hash)."""
+    return {
+        k: (v[0], sorted(v[1]), v[2]) if isinstance(v, tuple) and v[0] == b"hash" else v
+        for k, v in p.items()
+    }
+
+
+def _settle(queue: Queue, c: Any, case: str) -> Any:
+    body = c.payload
+    if isinstance(body, dict) and body.get("fail"):
+        return queue.retry(c.id, c.token, 'no\n"way"/é', max_attempts=1)
+    if isinstance(body, dict) and body["n"] in (5, 2) and case in ("fan_in", "cross"):
+        return queue.complete_many([(c.id, c.token)])
+    return queue.complete(c.id, c.token, result=body)
+
+
+def _play(q: Queue, o: Queue, case: str) -> list[Any]:
+    """Serve both queues until nothing is left to claim: a job whose payload says fail goes
+    dead (max_attempts=1), the others complete (result = payload); `fan_in`'s last child
+    and cross's second completion go through complete_many. Returns every reply."""
+    if case == "trim":  # keep one of each: the native endings trim flow parents' rows
+        q.set_retention(completed=1, dead=1)
+    got: list[Any] = [outcome(lambda: q.enqueue_flow(_flow_case(case, o.name)))]
+    if case == "trim":
+        # a kept parent (flowkept) with its child's result, trimmed from `completed`
+        got.append(outcome(lambda: q.enqueue_flow(Flow(None, "r2", [_kid(4)], id=_fid(3)))))
+        got.append(q.enqueue({"n": 5, "fail": True}, job_id=_fid(5)))
+        got.append(q.enqueue({"n": 6}, job_id=_fid(6)))
+    for _ in range(20):
+        progressed = False
+        for queue in (o, q):
+            c = queue.claim(lease_ms=60_000)
+            if c is None:
+                continue
+            progressed = True
+            got.append(outcome(functools.partial(_settle, queue, c, case)))
+            got.append(outcome(lambda: o.relay_flows()))
+        if not progressed:
+            break
+    return got
+
+
+@pytest.mark.parametrize("case", ["fan_in", "fail_up", "policies", "cross", "trim"])
+def test_native_flow_endings_equal_scripts(
+    twin_servers: tuple[EmbeddedServer, EmbeddedServer],
+    monkeypatch: pytest.MonkeyPatch,
+    case: str,
+) -> None:
+    a_srv, b_srv = twin_servers
+    name = f"flowdiff{next(_counter)}"
+    deferred: list[Any] = []
+    real = exchange_mod._deferred
+
+    def counted(reply: Any) -> bool:
+        hit = real(reply)
+        if hit:
+            deferred.append(reply)
+        return hit
+
+    monkeypatch.setattr(exchange_mod, "_deferred", counted)
+    monkeypatch.setattr(claiming, "request_id", lambda: "r0")
+    sides = []
+    for url, executor in ((a_srv.url, "scripts"), (b_srv.url, "native")):
+        r = redis.Redis.from_url(url)
+        q = Queue(name, url=url, executor=executor)
+        o = Queue(name + "o", url=url, executor=executor)
+        sides.append((r, q, o))
+    try:
+        played = []
+        for r, q, o in sides:
+            p = r.pubsub()
+            p.subscribe(q.keys.events, o.keys.events)
+            p.get_message(timeout=1)
+            p.get_message(timeout=1)
+            before = len(deferred)
+            replies = _play(q, o, case)
+            for qq in (q, o):
+                r.publish(qq.keys.events, "END")
+            played.append(
+                (
+                    replies,
+                    _unordered(picture(r, q)),
+                    _unordered(picture(r, o)),
+                    events(p),
+                    len(deferred) - before,
+                )
+            )
+            p.close()
+        (ra, pqa, poa, eva, da), (rb, pqb, pob, evb, db) = played
+        assert ra == rb
+        assert pqa == pqb and poa == pob
+        assert eva == evb
+        assert sides[1][1].ctx.executor.native is True
+        # the native side deferred nothing to the scripts (EMQFLOW): children and parents
+        assert (da, db) == (0, 0), deferred
+        if case == "trim":  # the parents' rows went with their :deps/:kids/:kidfails
+            r, q, _ = sides[1]
+            left = [k for k in r.scan_iter(match=q.keys.pattern()) if b":job:" in k]
+            assert sorted(left) == [
+                q.keys.job(_fid(5)).encode(),
+                (q.keys.job(_fid(5)) + ":errors").encode(),
+                q.keys.job(_fid(6)).encode(),
+            ]
+    finally:
+        for r, q, o in sides:
+            for qq in (q, o):
+                for key in r.scan_iter(match=qq.keys.pattern(), count=1000):
+                    r.delete(key)
+                qq.close()
+            r.close()

@@ -99,7 +99,7 @@ def exchange(op: Op, executor: Executor | None = None) -> Exchange:
     results: list[Any] = [None] * len(ops)
     todo = list(range(len(ops)))
     loaded = resent = False
-    # ops a native command deferred to their script (EMQFLOW: a flow's job)
+    # ops a native command deferred to their script (EMQFLOW: a flow parent's completion)
     scripted: set[int] = set()
     while todo:
         fast = all(resendable(ops[i]) for i in todo)
