@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -18,7 +17,6 @@ from typing import Any
 import httpx
 import pytest
 import redis
-import uvicorn
 
 from conftest import dump, queue_keys
 from console_support import serving
@@ -930,23 +928,8 @@ async def test_health_tells_a_dead_server(server: EmbeddedServer) -> None:
 
 
 def test_event_streams_are_capped_per_client_and_beat(server: EmbeddedServer, q: Queue) -> None:
-    port = free_port()
-    config = uvicorn.Config(
-        create_app(server.url, streams_per_client=1),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-    )
-    config.timeout_graceful_shutdown = 1
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not srv.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.02)
-    url = f"http://127.0.0.1:{port}"
-    try:
+    with serving(server.url, streams_per_client=1) as port:
+        url = f"http://127.0.0.1:{port}"
         with (
             httpx.Client(base_url=url, timeout=10) as http,
             http.stream("GET", qp(q, "/events")) as first,
@@ -977,9 +960,6 @@ def test_event_streams_are_capped_per_client_and_beat(server: EmbeddedServer, q:
                     break
             assert time.monotonic() < deadline, "the stream slot was never released"
             time.sleep(0.1)
-    finally:
-        srv.should_exit = True
-        thread.join(5)
 
 
 def test_run_a_scheduled_job_now(api: TestClient, q: Queue, r: redis.Redis) -> None:
