@@ -20,7 +20,7 @@ from ..native import Executor
 from ..scripts import Arg, Op, Plan
 from . import cluster
 from .base import RunnerBase, TransportBase
-from .connections import DROPPED, forks, make, shape, takes_name
+from .connections import DROPPED, forks, make, packed, shape, takes_name
 from .exchange import Exchange, NoReply, NotSent, Request, exchange, fence
 
 T = TypeVar("T")
@@ -57,7 +57,7 @@ class HeldConnection:
 
     async def send(self, *cmds: Sequence[Arg]) -> None:
         """Write ``cmds`` in one buffer."""
-        await self.conn.send_packed_command(self.conn.pack_commands([tuple(c) for c in cmds]))
+        await self.conn.send_packed_command(packed(self.conn, [tuple(c) for c in cmds]))
 
     async def read(self, n: int) -> list[Any]:
         """The next ``n`` replies, an error reply as its exception (the parser has
@@ -91,7 +91,7 @@ class AsyncTransport(TransportBase):
 
     async def _io(self, conn: Any, cmds: list[tuple[Arg, ...]]) -> list[Any]:
         try:
-            await conn.send_packed_command(conn.pack_commands(cmds))
+            await conn.send_packed_command(packed(conn, cmds))
         except DROPPED as exc:
             await conn.disconnect(nowait=True)
             raise NotSent(str(exc)) from exc

@@ -18,7 +18,7 @@ from ..native import Executor
 from ..scripts import Arg, Op, Plan
 from . import cluster
 from .base import RunnerBase, TransportBase
-from .connections import DROPPED, forks, make, shape
+from .connections import DROPPED, forks, make, packed, shape
 from .exchange import Exchange, NoReply, NotSent, Request, exchange, fence
 
 T = TypeVar("T")
@@ -42,7 +42,7 @@ class SyncTransport(TransportBase):
 
     def _io(self, conn: Any, cmds: list[tuple[Arg, ...]]) -> list[Any]:
         try:
-            conn.send_packed_command(conn.pack_commands(cmds))
+            conn.send_packed_command(packed(conn, cmds))
         except DROPPED as exc:
             conn.disconnect()
             raise NotSent(str(exc)) from exc
