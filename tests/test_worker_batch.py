@@ -168,6 +168,38 @@ def test_a_job_timeout_cancels_the_batch_call(q: Queue, r: redis.Redis) -> None:
         assert "TimeoutError" in (r.hget(q.keys.job(jid), "last_error") or "")
 
 
+def test_overlapping_rounds_never_hold_more_than_the_batches(q: Queue, r: redis.Redis) -> None:
+    # two batches or more: the serve loop keeps two round trips in flight, and the
+    # claim in flight counts against the slots, so the jobs in handlers never pass
+    # concurrency x size; the server's leases pass it by at most the one batch whose
+    # completion is still on its way (done, not yet answered); every job completes once
+    q.enqueue_many([{"n": i} for i in range(300)])
+    leased: list[int] = []
+    in_hand: list[int] = []
+    seen: list[int] = []
+    lock = threading.Lock()
+    now = [0]
+
+    def handle(jobs: list[JobContext]) -> None:
+        with lock:
+            now[0] += len(jobs)
+            in_hand.append(now[0])
+        leased.append(int(r.zcard(q.keys.active)))
+        seen.extend(job.data["n"] for job in jobs)
+        time.sleep(0.002)
+        with lock:
+            now[0] -= len(jobs)
+
+    worker = Worker(q, handle, config=FAST, concurrency=3, batch=Batch(size=10))
+    with running(worker):
+        wait_until(lambda: q.counts().completed == 300)
+    assert sorted(seen) == list(range(300))  # each job handled once
+    assert len(in_hand) >= 30 and max(in_hand) <= 30
+    assert max(leased) <= 30 + 10
+    assert worker.stats.completed == 300 and worker.stats.claimed == 300
+    assert q.counts().pending == 0 and q.counts().active == 0 and job_keys(r, q) == set()
+
+
 def test_the_registry_shows_the_batch(q: Queue) -> None:
     w = Worker(q, lambda jobs: None, config=FAST, batch=Batch(size=50, min_size=2, wait_ms=100))
     with running(w):

@@ -194,8 +194,10 @@ class Engine:
     # ---- the serve loop -----------------------------------------------------------
 
     async def _serve(self, aq: AsyncQueue, blocker: Any, pool: HandlerThreads) -> None:
-        cfg, loop = self.config, asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()
         wake: asyncio.Task[None] | None = None
+        rounds: set[asyncio.Task[None]] = set()  # round trips in flight (overlapping)
+        limit = self._overlap()
         failures = 0
         try:
             while not self.stop_requested:
@@ -205,35 +207,19 @@ class Engine:
                     free = self.free()
                     # while a wake task exists `_more` is False: only it claims then
                     want = self.want(free) if self._more else 0
-                    if self._completing or want:
-                        done = self._completing
-                        plan = plans.complete_and_claim(
-                            aq.ctx, done, want, cfg.lease_ms, cfg.lock, self._results
-                        )
-                        t0 = time.perf_counter()
-                        self.claiming = want
-                        try:
-                            if self.pipeline is not None:  # with the other queues'
-                                got = await self.pipeline.drive(aq, plan)
-                            else:
-                                got = await aq.runner.drive(plan)
-                        finally:
-                            self.claiming = 0
-                        if want:
-                            self.observer.claimed(len(got.claimed), time.perf_counter() - t0)
-                        self._count_completions(done, got.stale)
-                        outcomes.relay_soon(self, aq, got.relay)
-                        self._claimed(aq, got.claimed, want, pool)
-                        self._outage.ok("serving")
-                        failures = 0
-                        if self.coord is not None:
-                            if want and self._more:  # work: out of the idle wait
-                                self.coord.busy(self)
-                            self.coord.changed(self)
+                    if (self._completing or want) and len(rounds) < limit:
+                        done, self._completing = self._completing, []
+                        if limit == 1:
+                            await self._round(aq, pool, done, want)
+                            failures = 0
+                        else:
+                            rounds.add(loop.create_task(self._round(aq, pool, done, want)))
                         continue
                     assert self._nudged is not None
-                    waits: list[asyncio.Future[Any]] = [self._nudged]
-                    if self.coord is not None:
+                    waits: list[asyncio.Future[Any]] = [self._nudged, *rounds]
+                    if rounds:
+                        pass  # a claim in flight answers whether the queue has more
+                    elif self.coord is not None:
                         # one wait over every queue: a queue with no known work waits
                         # even with no slot free, so its work counts as demand at once
                         if not self._more:
@@ -245,6 +231,13 @@ class Engine:
                     await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
                     if self._nudged.done():
                         self._nudged = loop.create_future()
+                    ended = [task for task in rounds if task.done()]
+                    if ended:
+                        rounds.difference_update(ended)
+                        errors = [task.exception() for task in ended]
+                        for error in errors:
+                            if error is not None:
+                                raise error
                     if wake is not None and wake.done():
                         finished, wake = wake, None
                         finished.result()
@@ -262,8 +255,51 @@ class Engine:
                     await self._pause(min(_ERROR_PAUSE_CAP_S, _ERROR_PAUSE_S * 2**failures))
                     failures = min(failures + 1, 10)
         finally:
+            if rounds:  # their claims join the jobs in hand, which the wind-down settles
+                await asyncio.gather(*rounds, return_exceptions=True)
             if wake is not None:
                 await self._end_wait(aq, wake)
+
+    def _overlap(self) -> int:
+        """How many round trips the serve loop keeps in flight: two for a batch worker
+        of two batches or more on one queue, so the server works on one batch's
+        completion and the next claim while this process starts and settles another
+        (a batch of 100 costs the worker about as much as the server: in turn they
+        add up, overlapped the slower sets the pace); one otherwise, where the handler
+        tasks already overlap the round trip."""
+        if self.batcher is not None and self.coord is None and self.config.concurrency > 1:
+            return 2
+        return 1
+
+    async def _round(
+        self, aq: AsyncQueue, pool: HandlerThreads, done: list[tuple[str, int]], want: int
+    ) -> None:
+        """One round trip pair: complete ``done`` and claim up to ``want``. On a failure
+        the completions go back to the queue of unanswered ones (sent again)."""
+        cfg = self.config
+        plan = plans.complete_and_claim(aq.ctx, done, want, cfg.lease_ms, cfg.lock, self._results)
+        t0 = time.perf_counter()
+        self.claiming += want
+        try:
+            if self.pipeline is not None:  # with the other queues'
+                got = await self.pipeline.drive(aq, plan)
+            else:
+                got = await aq.runner.drive(plan)
+        except BaseException:
+            self._completing[:0] = done
+            raise
+        finally:
+            self.claiming -= want
+        if want:
+            self.observer.claimed(len(got.claimed), time.perf_counter() - t0)
+        self._count_completions(done, got.stale)
+        outcomes.relay_soon(self, aq, got.relay)
+        self._claimed(aq, got.claimed, want, pool)
+        self._outage.ok("serving")
+        if self.coord is not None:
+            if want and self._more:  # work: out of the idle wait
+                self.coord.busy(self)
+            self.coord.changed(self)
 
     async def _end_wait(self, aq: AsyncQueue, wake: asyncio.Task[None]) -> None:
         """Stop the idle wait as its state says (:class:`~echomq.worker.waker.WaitState`):
@@ -329,7 +365,7 @@ class Engine:
         worker serves several queues)."""
         if self.coord is not None:
             return self.coord.free_for(self)
-        return self.capacity - len(self._running)
+        return self.capacity - len(self._running) - self.claiming
 
     @property
     def capacity(self) -> int:
@@ -476,7 +512,6 @@ class Engine:
         # a "gone" answer is a completion: ours, landed before its reply was lost
         self.stats.completed += len(sent) - len(stale)
         self.stats.stale += len(stale)
-        self._completing = []  # only the serve loop (or the wind-down) adds to it
         for pair in sent:
             self._results.pop(pair, None)
 

@@ -133,6 +133,7 @@ async def send_at_shutdown(eng: Engine, aq: AsyncQueue, *, last: bool = False) -
             done = eng._completing
             plan = plans.complete_and_claim(aq.ctx, done, 0, 1, 0, eng._results)
             got = await aq.runner.drive(plan)
+            eng._completing = []  # answered (nothing adds to it meanwhile)
             eng._count_completions(done, got.stale)
             if got.relay:
                 await relay_now(eng, aq)
