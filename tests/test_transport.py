@@ -335,3 +335,30 @@ async def test_async_concurrent_tasks_all_land(aq: AsyncQueue, r: redis.Redis) -
     got: Any = await asyncio.gather(*(aq.enqueue({"i": i}) for i in range(60)))
     assert len(set(got)) == 60
     assert r.zcard(aq.keys.pending) == 60
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_commands_pack_as_redis_py_packs_them(kind: str) -> None:
+    # hiredis packs where it can: byte for byte what redis-py's own packer makes
+    from echomq.transport.connections import packed
+
+    conn: Any = (redis.Connection if kind == "sync" else redis.asyncio.Connection)()
+    cmds = [
+        ("EVALSHA", "a" * 40, 2, "emq:{q}:", "é\u202e", -3, 2**70, 0.1, 1e20, b"\x00\xff"),
+        ("BLPOP", "k1", "k2", 0.001),
+    ]
+    want = b"".join(conn.pack_commands(cmds))
+    assert b"".join(packed(conn, cmds)) == want
+    # a connection with another encoding, and an argument hiredis refuses, go through
+    # redis-py's packer (which raises its own error for what it refuses)
+    latin: Any = (redis.Connection if kind == "sync" else redis.asyncio.Connection)(
+        encoding="latin-1"
+    )
+    assert b"".join(packed(latin, [("SET", "k", "é")])) == b"".join(
+        latin.pack_commands([("SET", "k", "é")])
+    )
+    assert b"".join(packed(conn, [("SET", "k", memoryview(b"v"))])) == b"".join(
+        conn.pack_commands([("SET", "k", b"v")])
+    )
+    with pytest.raises(redis.DataError):
+        packed(conn, [("SET", "k", True)])
