@@ -294,10 +294,12 @@ def main() -> None:
         "one-by-one, concurrency 100": (1, "even", 100, 0, "priority"),
         "batch handler, Batch(size=100), concurrency 1": (1, "even", 1, 100, "priority"),
         "batch handler, Batch(size=100), concurrency 2": (1, "even", 2, 100, "priority"),
+        # the worker's default concurrency (10): as one-by-one's reference row runs
+        f"batch handler, Batch(size=100), concurrency {c}": (1, "even", c, 100, "priority"),
     }
     if args.callgrind:
         jobs = tuple(int(x) for x in args.callgrind.split(","))
-        # one queue, the ten (priority), a batch of 100 at concurrency 1
+        # one queue, the ten (priority), a batch of 100 at concurrency 1 and at c
         picked = [k for k in kinds if kinds[k][4] == "priority" and kinds[k][2] in (1, c)]
         with bench_server() as url:
             ipj = {k: instructions_per_job(url, kinds[k], (jobs[0], jobs[1])) for k in picked}
@@ -356,9 +358,15 @@ def main() -> None:
         spread_key = f"10 queues, work spread evenly, concurrency {c}"
         if spread_key in tp:
             print(f"  10 queues within 10% of one: got {tp[spread_key] / one:.2f}x")
-        batch_key = "batch handler, Batch(size=100), concurrency 1"
-        if batch_key in tp:
-            print(f"  a batch of 100 >= 3x one-by-one: got {tp[batch_key] / one:.2f}x")
+        # at the same concurrency as the one-by-one reference (the default, 10), then
+        # with one and two batches in hand (one cannot overlap the server's work)
+        for size in (c, 1, 2):
+            batch_key = f"batch handler, Batch(size=100), concurrency {size}"
+            if batch_key in tp:
+                print(
+                    f"  a batch of 100 >= 3x one-by-one (batches in hand: {size}): "
+                    f"got {tp[batch_key] / one:.2f}x"
+                )
 
 
 if __name__ == "__main__":
