@@ -21,6 +21,7 @@ import redis
 
 from echomq import InvalidArgument, JobContext, JobGone, Queue, Worker, WorkerConfig, lifecycle
 from echomq.embedded import EmbeddedServer
+from echomq.scripts import all_scripts
 from echomq.worker import plans
 from echomq.worker.multi import SharedWait, check_order, per_queue
 from echomq.worker.pipeline import Raised, in_step
@@ -112,6 +113,48 @@ def test_fair_shares_from_the_start(make_queue: Make, qname: str) -> None:
         wait_until(lambda: len(seen) == 90)
     head = collections.Counter(seen[:30])
     assert all(head[q.name] >= 6 for q in qs), head
+
+
+def test_fair_turns_claim_several_jobs_at_once(
+    make_queue: Make, qname: str, r: redis.Redis
+) -> None:
+    # the queue whose turn it is fills the free slots: a claim carries several jobs,
+    # not one a queue (an equal split of 8 slots over 4 queues would claim by twos at
+    # best, and by ones as single slots free up). Counted on the server: every claim
+    # call in the SLOWLOG (this test's private server logs every command meanwhile)
+    qs = [make_queue(f"{qname}-{i}") for i in range(4)]
+    for q in qs:
+        q.enqueue_many([{"n": i} for i in range(100)])
+    seen: list[str] = []
+    sha = next(s.sha for s in all_scripts() if s.name == "claim")
+    old = r.config_get("slowlog-*")
+    r.config_set("slowlog-max-len", 100_000)
+    r.config_set("slowlog-log-slower-than", 0)
+    r.slowlog_reset()
+    try:
+        with running(
+            Worker(qs, lambda job: seen.append(job.queue), config=FAST, concurrency=8, order="fair")
+        ):
+            wait_until(lambda: sum(q.counts().completed for q in qs) == 400)
+        log = r.slowlog_get(100_000)
+    finally:
+        r.config_set("slowlog-log-slower-than", old["slowlog-log-slower-than"])
+        r.config_set("slowlog-max-len", old["slowlog-max-len"])
+    claims = [e for e in log if _is_claim(e["command"], sha)]
+    assert 0 < len(claims) < 150  # more than two jobs a claim on average
+    # every queue was served from the start: each had work among the first 100
+    head = collections.Counter(seen[:100])
+    assert all(head[q.name] >= 10 for q in qs), head
+    assert all(job_keys(r, q) == set() for q in qs)
+
+
+def _is_claim(command: Any, sha: str) -> bool:
+    words = (command if isinstance(command, str) else command.decode()).split()
+    if not words:
+        return False
+    return (words[0].upper() == "EVALSHA" and words[1:2] == [sha]) or words[
+        0
+    ].upper() == "EMQ.CLAIM"
 
 
 def test_each_queue_keeps_its_own_pause(make_queue: Make, qname: str) -> None:

@@ -20,8 +20,8 @@ def handle(job):
     served.append(job.queue)  # job.queue: which of the worker's queues it came from
 
 
-# order="priority" (the default, RQ's rule) or "fair" (an equal share of the slots for
-# each queue with work); concurrency counts the jobs in hand over all three
+# order="priority" (the default, RQ's rule) or "fair" (the queues with work claim in
+# turns: about an equal share each); concurrency counts the jobs in hand over all three
 worker = Worker([high, default, low], handle, concurrency=1, order="priority")
 thread = threading.Thread(target=worker.run)
 thread.start()

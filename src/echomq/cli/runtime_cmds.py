@@ -143,7 +143,7 @@ def load_handler(spec: str) -> Callable[..., Any]:
     type=click.Choice(["priority", "fair"]),
     default="priority",
     show_default=True,
-    help="Over several queues: the first with work first, or an equal share each.",
+    help="Over several queues: the first with work first, or in turns (an equal share).",
 )
 @click.option(
     "--batch",

@@ -78,7 +78,8 @@ class Worker:
             (default: that queue's); an ``AsyncQueue`` keeps its own.
         order: over several queues, which queue's work goes first: ``"priority"``
             (default, RQ's rule: the first queue in the list with work) or ``"fair"``
-            (the slots shared equally among the queues with work). ``concurrency`` is
+            (the queues with work claim the free slots in turns: about an equal share
+            each, none starved). ``concurrency`` is
             shared by all the queues; each keeps its own pause, limits and leases.
         batch: hand the handler lists of jobs claimed in one call
             (:class:`~echomq.worker.batch.Batch`); ``concurrency`` then counts batches.

@@ -12,9 +12,10 @@ limits, leases, beat, stalled check and registry record) under one
   - ``"priority"`` (RQ's rule): a queue claims only while no queue before it in the
     list may have work; a queue "may have work" until a claim of its own comes back
     short (empty, paused, at its lanes' limits);
-  - ``"fair"``: the slots are shared equally among the queues that may have work
-    (the remainder going to each in turn), so a busy queue never holds the slots a
-    queue with work is owed: as the busy queue's jobs finish, the others claim;
+  - ``"fair"``: the queues that may have work claim in turns: the one whose turn it
+    is fills the free slots (so a claim carries several jobs, as one queue's would)
+    and the turn passes to the next with work, so a busy queue never keeps the slots
+    a queue with work is owed: as its jobs finish, the next queue's turn claims them;
 
 - one idle wait: every queue with no known work waits in ONE ``BLPOP`` over all their
   wake lists, on one connection (:class:`SharedWait`). No polling: an idle worker over
@@ -78,7 +79,7 @@ class Coordinator:
     ) -> None:
         self.engines, self.order, self.wait = engines, order, wait
         self.pipeline = pipeline
-        self._turn = 0  # which queue with work gets the remainder of a fair share first
+        self._turn = 0  # under fair: the queue whose turn it is to claim, or the next with work
         self._probes: set[asyncio.Task[None]] = set()
         wait.on_timeout = self._timed_out
         for engine in engines:
@@ -125,18 +126,25 @@ class Coordinator:
                 if other.more:
                     return 0  # a queue before it may have work: it goes first
             return 0
-        held = [e.holding for e in engines]
-        free = engine.capacity - sum(held)
-        if free <= 0:
+        # fair: the queues with work take turns; the one whose turn it is may fill
+        # every free slot (a claim of several jobs, as one queue's would be), and the
+        # turn passes to the next queue with work as it claims
+        if not engine.more:
             return 0
-        wanting = [e for e in engines if e.more or e is engine]
-        # the slots held by queues with no known work are not shared out
-        idle_held = sum(h for e, h in zip(engines, held) if e not in wanting)
-        share, extra = divmod(engine.capacity - idle_held, len(wanting))
-        if (wanting.index(engine) - self._turn) % len(wanting) < extra:
-            share += 1
-        self._turn += 1
-        return max(0, min(free, share - engine.holding))
+        free = self.free_slots()
+        if free <= 0 or self._holder() is not engine:
+            return 0
+        self._turn = (engines.index(engine) + 1) % len(engines)
+        return free
+
+    def _holder(self) -> Engine | None:
+        """Under ``fair``: the queue whose turn it is to claim, the first with work
+        from the turn on (None: no queue has work)."""
+        engines, turn = self.engines, self._turn
+        for engine in engines[turn:] + engines[:turn]:
+            if engine.more:
+                return engine
+        return None
 
     def changed(self, source: Engine) -> None:
         """Slots or demand moved (``source`` settled, claimed, or woke): nudge each
@@ -150,9 +158,9 @@ class Coordinator:
                         engine.nudge()
                     return
             return
-        for engine in self.engines:
-            if engine is not source and engine.more and self.free_for(engine) > 0:
-                engine.nudge()
+        holder = self._holder()
+        if holder is not None and holder is not source:
+            holder.nudge()
 
     def busy(self, engine: Engine) -> None:
         """``engine``'s claim came back full: its queue leaves the idle wait (its
