@@ -3,7 +3,8 @@ the wind-down of one :class:`~echomq.worker.Worker` run.
 
 The serve loop completes the jobs that finished and claims up to the free slots in
 two round trips (the completions pipelined with the pause-gate read, then one claim
-script call), and starts a task per job. When nothing is ready it blocks on the
+script call), and starts a task per job; a batch worker of two batches or more keeps
+two such round trips in flight (:meth:`Engine._overlap`). When nothing is ready it blocks on the
 queue's wake list (``BLPOP`` on a connection of its own, see
 :class:`~echomq.worker.waker.Waker`) instead of polling. The beat
 (:mod:`echomq.worker.beat`, one loop for every queue of the worker) extends every
