@@ -21,34 +21,44 @@ run (``SLOWLOG`` at 1 ms and above; the law is 10 ms) and the console process's 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import multiprocessing
 import os
-import resource
+import secrets
+import socket
 import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
-import httpx
 import redis
 
 import _common  # noqa: F401  (puts src/ on the path)
+from _console_ops import Timings, operators
 from echomq import Queue
 from echomq.embedded import EmbeddedServer, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 QUEUE = "orders"
 
+# the console; with EMQ_BENCH_PROFILE=FILE it runs under cProfile and writes the stats
+# to FILE when it stops (python -m pstats FILE)
 SERVE = """
-import sys, uvicorn
+import os, sys, uvicorn
 from echomq.console import create_app
 app = create_app(
     sys.argv[1], streams_per_client=int(sys.argv[3]), shared_reads_s=float(sys.argv[4])
 )
+out = os.environ.get("EMQ_BENCH_PROFILE")
+if out:
+    import cProfile
+    prof = cProfile.Profile()
+    prof.enable()
 uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="error")
+if out:
+    prof.disable()
+    prof.dump_stats(out)
 """
 
 
@@ -73,60 +83,46 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def operator(base: str, stop: float, times: list[float], errors: list[str]) -> None:
-    q = f"{base}/api/queues/{QUEUE}"
-    async with httpx.AsyncClient(timeout=30) as client:
-
-        async def hold_stream() -> None:
-            try:
-                async with client.stream("GET", q + "/events") as resp:
-                    if resp.status_code != 200:
-                        errors.append(f"stream {resp.status_code}")
-                        return
-                    async for _ in resp.aiter_bytes():
-                        if time.monotonic() > stop:
-                            return
-            except (httpx.HTTPError, asyncio.CancelledError):
-                return
-
-        stream = asyncio.create_task(hold_stream())
-        try:
-            while time.monotonic() < stop:
-                began = time.monotonic()
-                try:
-                    (await client.get(q)).raise_for_status()
-                    replies = await asyncio.gather(
-                        client.get(q + "/metrics?minutes=60"),
-                        client.get(q + "/history?range=1h"),
-                        client.get(q + "/repeats"),
-                        client.get(q + "/workers"),
-                        client.get(q + "/audit?n=50"),
-                        client.get(q + "/groups?sort=depth&desc=1&offset=0&n=50"),
-                        client.get(q + "/jobs?state=pending&n=20&offset=0"),
-                    )
-                    for reply in replies:
-                        reply.raise_for_status()
-                    times.append(time.monotonic() - began)
-                except httpx.HTTPError as exc:
-                    errors.append(type(exc).__name__)
-                await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - began)))
-        finally:
-            stream.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await stream
+def pct(values: list[float], q: float) -> float:
+    """The ``q`` quantile of sorted ``values`` (nearest rank), in ms."""
+    return values[min(len(values) - 1, int(len(values) * q))] * 1000 if values else float("nan")
 
 
-def operators(base: str, n: int, seconds: float) -> tuple[list[float], list[str]]:
-    """Run ``n`` operators for ``seconds`` in this process; their refresh times, errors."""
-    times: list[float] = []
-    errors: list[str] = []
-    stop = time.monotonic() + seconds
-
-    async def run() -> None:
-        await asyncio.gather(*(operator(base, stop, times, errors) for _ in range(n)))
-
-    asyncio.run(run())
-    return times, errors
+def breakdown(refreshes: list[tuple[float, Timings]]) -> None:
+    """Each path's p50/p99/max, and which request was the slowest in the refreshes at
+    or over the p99 (what the slow 1% wait for)."""
+    by_path: dict[str, list[float]] = {}
+    for _, times in refreshes:
+        for label, spent in times.items():
+            by_path.setdefault(label, []).extend(spent)
+    print(
+        "per path (ms): "
+        + "; ".join(
+            f"{label} {pct(sorted(v), 0.5):.0f}/{pct(sorted(v), 0.99):.0f}/{max(v) * 1000:.0f}"
+            for label, v in by_path.items()
+        )
+        + "  (p50/p99/max)"
+    )
+    total = sorted(t for t, _ in refreshes)
+    cut = total[min(len(total) - 1, int(len(total) * 0.99))] if total else 0.0
+    slow = [times for t, times in refreshes if t >= cut]
+    worst = Counter(max(times, key=lambda k: max(times[k])) for times in slow)
+    share = (
+        {
+            label: statistics.mean(
+                sum(times.get(label, [0.0])) / t for t, times in refreshes if t >= cut
+            )
+            for label in by_path
+        }
+        if slow
+        else {}
+    )
+    print(
+        f"the {len(slow)} refreshes at or over the p99: slowest request "
+        + ", ".join(f"{k} x{n}" for k, n in worst.most_common())
+        + "; mean share of the refresh: "
+        + ", ".join(f"{k} {v:.0%}" for k, v in sorted(share.items(), key=lambda kv: -kv[1]))
+    )
 
 
 def main() -> None:
@@ -143,7 +139,20 @@ def main() -> None:
         default=1.0,
         help="seconds identical reads share one server read (emq console's default; 0: off)",
     )
+    ap.add_argument(
+        "--client",
+        choices=("raw", "httpx"),
+        default="raw",
+        help="the operators' HTTP: hand-written over asyncio (default) or httpx",
+    )
+    ap.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="serve without a token (default: a token, each operator logs in and sends "
+        "its session cookie, as a console reachable by fifty operators must)",
+    )
     args = ap.parse_args()
+    token = None if args.no_auth else secrets.token_urlsafe(24)
     with EmbeddedServer() as srv:
         q = Queue(QUEUE, url=srv.url)
         r = redis.Redis.from_url(srv.url)
@@ -152,11 +161,16 @@ def main() -> None:
         counts = q.counts()
         print(
             f"filled {counts.pending} pending ({args.flat} flat, {args.lanes} lanes) "
-            f"in {time.monotonic() - began:.0f} s"
+            f"in {time.monotonic() - began:.0f} s; load average before the run "
+            f"{os.getloadavg()[0]:.1f}"
         )
         port = free_port()
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-        env.pop("EMQ_CONSOLE_TOKEN", None)
+        env.pop("EMQ_CONSOLE_TOKEN_FILE", None)
+        if token:
+            env["EMQ_CONSOLE_TOKEN"] = token
+        else:
+            env.pop("EMQ_CONSOLE_TOKEN", None)
         console = subprocess.Popen(
             [
                 sys.executable,
@@ -170,14 +184,13 @@ def main() -> None:
             env=env,
         )
         try:
-            base = f"http://127.0.0.1:{port}"
             deadline = time.monotonic() + 20
             while True:
                 try:
-                    httpx.get(base + "/api/config", timeout=1).raise_for_status()
-                    break
-                except httpx.HTTPError:
-                    if time.monotonic() > deadline:
+                    with socket.create_connection(("127.0.0.1", port), timeout=1):
+                        break
+                except OSError:
+                    if time.monotonic() > deadline or console.poll() is not None:
                         raise
                     time.sleep(0.1)
             r.config_set("slowlog-log-slower-than", 1000)  # every call of 1 ms and more
@@ -186,40 +199,43 @@ def main() -> None:
             assert srv.proc is not None
             cpu0, wall0 = cpu_s(console.pid), time.monotonic()
             server0 = cpu_s(srv.proc.pid)
-            own0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             # the operators run in --procs processes, so the load they make is not
             # limited by one Python process's CPU
             shares = [args.operators // args.procs] * args.procs
             for i in range(args.operators % args.procs):
                 shares[i] += 1
+            work = [
+                (args.client, "127.0.0.1", port, QUEUE, token, n, args.seconds) for n in shares if n
+            ]
             with multiprocessing.get_context("spawn").Pool(args.procs) as pool:
-                parts = pool.starmap(operators, [(base, n, args.seconds) for n in shares if n])
-            times = [t for part in parts for t in part[0]]
-            errors = [e for part in parts for e in part[1]]
+                parts = pool.starmap(operators, work)
             wall = time.monotonic() - wall0
             cpu = (cpu_s(console.pid) - cpu0) / wall
             server_cpu = (cpu_s(srv.proc.pid) - server0) / wall
-            own1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            own_cpu = (own1.ru_utime + own1.ru_stime - own0.ru_utime - own0.ru_stime) / wall
+            load = os.getloadavg()[0]
+            refreshes = [one for part in parts for one in part[0]]
+            errors = [e for part in parts for e in part[1]]
+            own_cpu = sum(part[2] for part in parts) / args.seconds
             slow = [
                 e for e in r.slowlog_get(100_000) if not str(e["command"]).startswith("b'SLOWLOG")
             ]
             worst = max(slow, key=lambda e: e["duration"], default=None)
         finally:
             console.terminate()
-            console.wait(10)
-    times.sort()
-    p99 = times[min(len(times) - 1, int(len(times) * 0.99))] if times else float("nan")
+            console.wait(30)
+    times = sorted(t for t, _ in refreshes)
     print(
-        f"{args.operators} operators x {args.seconds:.0f} s (shared reads "
-        f"{args.shared_reads:g} s): {len(times)} page refreshes, "
-        f"p50 {statistics.median(times) * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, "
-        f"max {times[-1] * 1000:.0f} ms; errors {len(errors)} {sorted(set(errors))[:5]}"
+        f"{args.operators} operators x {args.seconds:.0f} s (client {args.client}, auth "
+        f"{'off' if args.no_auth else 'on'}, shared reads {args.shared_reads:g} s): "
+        f"{len(times)} page refreshes, p50 {pct(times, 0.5):.0f} ms, "
+        f"p99 {pct(times, 0.99):.0f} ms, max {times[-1] * 1000 if times else 0:.0f} ms; "
+        f"errors {len(errors)} {sorted(set(errors))[:5]}"
     )
+    breakdown(refreshes)
     print(
         f"CPU seconds per second (one core = 1.00): console {cpu:.2f}, server "
         f"{server_cpu:.2f}, the simulated operators ({args.procs} processes) {own_cpu:.2f}; "
-        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+        f"load average {load:.1f} on {os.cpu_count()} cores at the end"
     )
     over = [e for e in slow if e["duration"] > 10_000]
     if worst is None:
