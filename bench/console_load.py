@@ -24,6 +24,7 @@ import argparse
 import multiprocessing
 import os
 import secrets
+import signal
 import socket
 import statistics
 import subprocess
@@ -55,10 +56,43 @@ if out:
     import cProfile
     prof = cProfile.Profile()
     prof.enable()
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="error")
-if out:
-    prof.disable()
-    prof.dump_stats(out)
+stalls = []
+if os.environ.get("EMQ_BENCH_STALLS"):
+    # where the console's time goes at p99: GC passes and event-loop stalls over 20 ms
+    import asyncio, gc, time
+    began = {}
+    def on_gc(phase, info):
+        if phase == "start":
+            began[0] = time.perf_counter()
+        elif info["generation"] == 2 or time.perf_counter() - began[0] > 0.005:
+            stalls.append(("gc%d" % info["generation"], time.perf_counter() - began[0]))
+    gc.callbacks.append(on_gc)
+    async def watch():
+        while True:
+            t = time.perf_counter()
+            await asyncio.sleep(0.01)
+            late = time.perf_counter() - t - 0.01
+            if late > 0.02:
+                stalls.append(("loop", late))
+    app0 = app
+    async def app(scope, receive, send):
+        if scope["type"] == "lifespan" and not began.get("watch"):
+            began["watch"] = asyncio.ensure_future(watch())
+        await app0(scope, receive, send)
+try:
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="error")
+finally:  # uvicorn raises the SIGINT it caught once it has shut down
+    if out:
+        prof.disable()
+        prof.dump_stats(out)
+    if stalls:
+        kinds = sorted({k for k, _ in stalls})
+        print("console stalls: " + "; ".join(
+            "%s %d, longest %.0f ms, total %.1f s" % (
+                k, sum(1 for s in stalls if s[0] == k),
+                max(d for s, d in stalls if s == k) * 1000,
+                sum(d for s, d in stalls if s == k))
+            for k in kinds), file=sys.stderr)
 """
 
 
@@ -221,8 +255,12 @@ def main() -> None:
             ]
             worst = max(slow, key=lambda e: e["duration"], default=None)
         finally:
-            console.terminate()
-            console.wait(30)
+            console.send_signal(signal.SIGINT)  # the profile (if any) is written on it
+            try:
+                console.wait(30)
+            except subprocess.TimeoutExpired:
+                console.kill()
+                console.wait()
     times = sorted(t for t, _ in refreshes)
     print(
         f"{args.operators} operators x {args.seconds:.0f} s (client {args.client}, auth "

@@ -25,6 +25,7 @@ from ..discovery import QueueDirectory, server_label
 from ..errors import EchoMQError
 from ..queue import DEFAULT_URL, AsyncQueue
 from ..views import LenientJson
+from .event_fanout import Fanout
 from .limits import DEFAULT_ACTOR, HISTORY_TTL_S, POOL_SIZE, POOL_WAIT_S, QUEUE_CACHE
 from .shared_reads import SharedReads
 
@@ -81,6 +82,8 @@ class ConsoleCore:
         self.shared_reads = SharedReads()
         #: The history series' reads, shared per span (see :mod:`.queue_reads`).
         self.history_reads = {span: SharedReads(ttl) for span, ttl in HISTORY_TTL_S.items()}
+        #: The event streams' shared subscriptions (see :mod:`.event_relay`).
+        self._fanout: Fanout | None = None
 
     def forget_groups(self, queue: str) -> None:
         """Drop the queue's shared groups walk (after a change to a group)."""
@@ -111,7 +114,10 @@ class ConsoleCore:
         return self._client
 
     async def aclose(self) -> None:
-        """Close the client if this console created it."""
+        """Stop the shared subscriptions; close the client if this console created it."""
+        if self._fanout is not None:
+            await self._fanout.aclose()
+            self._fanout = None
         if self._owns_client and self._client is not None:
             await self._client.aclose()
             self._client = None
