@@ -262,6 +262,7 @@ def main() -> None:
                 console.kill()
                 console.wait()
     times = sorted(t for t, _ in refreshes)
+    requests = sum(len(v) for _, spent in refreshes for v in spent.values())
     print(
         f"{args.operators} operators x {args.seconds:.0f} s (client {args.client}, auth "
         f"{'off' if args.no_auth else 'on'}, shared reads {args.shared_reads:g} s): "
@@ -273,6 +274,7 @@ def main() -> None:
     print(
         f"CPU seconds per second (one core = 1.00): console {cpu:.2f}, server "
         f"{server_cpu:.2f}, the simulated operators ({args.procs} processes) {own_cpu:.2f}; "
+        f"console CPU per request {cpu * wall * 1000 / max(1, requests):.3f} ms; "
         f"load average {load:.1f} on {os.cpu_count()} cores at the end"
     )
     over = [e for e in slow if e["duration"] > 10_000]
