@@ -164,6 +164,8 @@ async def login(host: str, port: int, token: str) -> str:
 
 
 Timings = dict[str, list[float]]
+#: One refresh: its seconds, each request's seconds by label, when it began (epoch s).
+Refresh = tuple[float, Timings, float]
 
 
 async def refresh(get: Callable[[str], Awaitable[None]], base: str, times: Timings) -> None:
@@ -183,7 +185,7 @@ async def operator(
 ) -> None:
     """One operator until ``stop``: a stream held, a refresh every second (a closed
     loop: the next starts a second after the last began, or at once when it took
-    longer). ``out`` collects (refresh seconds, {label: seconds}) and errors."""
+    longer). ``out`` collects each :data:`Refresh` and the errors."""
     base = f"/api/queues/{queue}"
     cookie = await login(host, port, token) if token else None
     if client == "httpx":
@@ -217,11 +219,11 @@ async def operator(
         stream_task = asyncio.create_task(raw.hold_stream(base + "/events", stop, out.errors))
     try:
         while time.monotonic() < stop:
-            began = time.monotonic()
+            began, wall = time.monotonic(), time.time()
             times: Timings = {}
             try:
                 await refresh(get, base, times)
-                out.refreshes.append((time.monotonic() - began, times))
+                out.refreshes.append((time.monotonic() - began, times, wall))
             except HttpError as exc:
                 out.errors.append(str(exc))
             await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - began)))
@@ -237,13 +239,13 @@ async def operator(
 
 class Results:
     def __init__(self) -> None:
-        self.refreshes: list[tuple[float, Timings]] = []
+        self.refreshes: list[Refresh] = []
         self.errors: list[str] = []
 
 
 def operators(
     client: str, host: str, port: int, queue: str, token: str | None, n: int, seconds: float
-) -> tuple[list[tuple[float, Timings]], list[str], float]:
+) -> tuple[list[Refresh], list[str], float]:
     """Run ``n`` operators for ``seconds`` in this process (a pool worker); their
     refreshes, errors and this process's CPU seconds while they ran."""
     out = Results()

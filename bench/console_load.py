@@ -36,7 +36,7 @@ from pathlib import Path
 import redis
 
 import _common  # noqa: F401  (puts src/ on the path)
-from _console_ops import Timings, operators
+from _console_ops import Refresh, operators
 from echomq import Queue
 from echomq.embedded import EmbeddedServer, free_port
 
@@ -122,40 +122,37 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(len(values) * q))] * 1000 if values else float("nan")
 
 
-def breakdown(refreshes: list[tuple[float, Timings]]) -> None:
-    """Each path's p50/p99/max, and which request was the slowest in the refreshes at
-    or over the p99 (what the slow 1% wait for)."""
+def breakdown(refreshes: list[Refresh]) -> None:
+    """Each path's p50/p99/max; which request was the slowest in the refreshes at or
+    over the p99 (what the slow 1% wait for), and in how many distinct seconds of the
+    run they began (few: a stall everyone waited for; many: queueing spread out)."""
     by_path: dict[str, list[float]] = {}
-    for _, times in refreshes:
+    for _, times, _ in refreshes:
         for label, spent in times.items():
             by_path.setdefault(label, []).extend(spent)
-    print(
-        "per path (ms): "
-        + "; ".join(
-            f"{label} {pct(sorted(v), 0.5):.0f}/{pct(sorted(v), 0.99):.0f}/{max(v) * 1000:.0f}"
-            for label, v in by_path.items()
-        )
-        + "  (p50/p99/max)"
-    )
-    total = sorted(t for t, _ in refreshes)
-    cut = total[min(len(total) - 1, int(len(total) * 0.99))] if total else 0.0
-    slow = [times for t, times in refreshes if t >= cut]
-    worst = Counter(max(times, key=lambda k: max(times[k])) for times in slow)
-    share = (
-        {
-            label: statistics.mean(
-                sum(times.get(label, [0.0])) / t for t, times in refreshes if t >= cut
-            )
-            for label in by_path
-        }
-        if slow
-        else {}
-    )
+    rows = []
+    for label, v in by_path.items():
+        v.sort()
+        rows.append(f"{label} {pct(v, 0.5):.0f}/{pct(v, 0.99):.0f}/{v[-1] * 1000:.0f}")
+    print("per path, ms p50/p99/max: " + "; ".join(rows))
+    total = sorted(t for t, _, _ in refreshes)
+    if not total:
+        return
+    cut = total[min(len(total) - 1, int(len(total) * 0.99))]
+    slow = [(t, times, at) for t, times, at in refreshes if t >= cut]
+    worst = Counter(max(times, key=lambda k: max(times[k])) for _, times, _ in slow)
+    share = {
+        label: statistics.mean(sum(times.get(label, [0.0])) / t for t, times, _ in slow)
+        for label in by_path
+    }
+    start = min(at for _, _, at in refreshes)
+    seconds = sorted({int(at - start) for _, _, at in slow})
     print(
         f"the {len(slow)} refreshes at or over the p99: slowest request "
         + ", ".join(f"{k} x{n}" for k, n in worst.most_common())
         + "; mean share of the refresh: "
         + ", ".join(f"{k} {v:.0%}" for k, v in sorted(share.items(), key=lambda kv: -kv[1]))
+        + f"; they began in {len(seconds)} distinct seconds of the run {seconds[:12]}"
     )
 
 
@@ -261,8 +258,8 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 console.kill()
                 console.wait()
-    times = sorted(t for t, _ in refreshes)
-    requests = sum(len(v) for _, spent in refreshes for v in spent.values())
+    times = sorted(t for t, _, _ in refreshes)
+    requests = sum(len(v) for _, spent, _ in refreshes for v in spent.values())
     print(
         f"{args.operators} operators x {args.seconds:.0f} s (client {args.client}, auth "
         f"{'off' if args.no_auth else 'on'}, shared reads {args.shared_reads:g} s): "
