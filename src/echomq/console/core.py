@@ -12,6 +12,7 @@ queue (the actor is part of a facade's context), from a bounded cache.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -78,6 +79,8 @@ class ConsoleCore:
         #: Each queue's last walk of its groups (or the walk in flight), shared by every
         #: request for a few seconds (see :mod:`.group_reads`).
         self.group_walks: dict[str, Any] = {}
+        #: The background walks replacing a walk past its interval (one per queue).
+        self.group_rewalks: dict[str, asyncio.Task[Any]] = {}
         #: Reads shared between identical requests (off until ``create_app`` sets it).
         self.shared_reads = SharedReads()
         #: The history series' reads, shared per span (see :mod:`.queue_reads`).
@@ -118,6 +121,9 @@ class ConsoleCore:
         if self._fanout is not None:
             await self._fanout.aclose()
             self._fanout = None
+        for task in list(self.group_rewalks.values()):
+            task.cancel()
+        self.group_rewalks.clear()
         if self._owns_client and self._client is not None:
             await self._client.aclose()
             self._client = None
