@@ -3,16 +3,21 @@ the console process's CPU.
 
 Fills a private server (never ``EMQ_URL``) with one queue of ``--jobs`` jobs, ``--flat``
 of them flat and the rest spread over ``--lanes`` lanes, serves the console in its own
-process (uvicorn, streams per address raised so every simulated operator, all from
-127.0.0.1, holds a stream as fifty operators from fifty addresses would), then runs
-``--operators`` operators for ``--seconds``: each holds one event stream of the queue
-and refreshes the queue page every second the way the page does (the summary, then the
-throughput, the history series (1 h), repeatables, workers, audit, the groups table
-and the jobs tab at once).
+process (uvicorn, behind a token unless ``--no-auth``; streams per address raised so
+every simulated operator, all from 127.0.0.1, holds a stream as fifty operators from
+fifty addresses would), then runs ``--operators`` operators for ``--seconds`` in
+``--procs`` processes: each logs in, holds one event stream of the queue and refreshes
+the queue page every second the way the page does (``_console_ops.REFRESH``: the
+summary; throughput, repeatables, workers and audit at once; the history series (1 h);
+the groups table and the pending tab at once), over hand-written HTTP/1.1
+(``--client raw``) or httpx (``--client httpx``, the earlier generator, to compare).
 
-Reports the page refresh p50/p99/max, the longest single server command during the
-run (``SLOWLOG`` at 1 ms and above; the law is 10 ms) and the console process's CPU
-(user + system seconds per wall second; the goal is under one core).
+Reports the page refresh p50/p99/max (and after the first 5 s apart), each path's
+p50/p99/max, what the slowest 1% waited for, the longest single server command during
+the run (``SLOWLOG`` at 1 ms and above; the law is 10 ms) and the CPU of the console
+(per wall second and per request; the goal is under one core), the server and the
+operators. ``EMQ_BENCH_PROFILE=FILE`` runs the console under cProfile (stats written to
+FILE); ``EMQ_BENCH_STALLS=1`` prints its GC passes and event-loop stalls over 20 ms.
 
     python bench/console_load.py                        # 50 operators, 200,000 jobs, 60 s
     python bench/console_load.py --operators 10 --seconds 15 --jobs 20000   # quicker
