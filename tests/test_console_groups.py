@@ -4,8 +4,10 @@ one shared walk per few seconds; and the shared reads of a queue's views."""
 from __future__ import annotations
 
 import json
+import time
 import warnings
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -15,7 +17,8 @@ from conftest import dump
 from echomq import Queue
 from echomq.console import create_app
 from echomq.console.app import TOKEN_ENV, TOKEN_FILE_ENV
-from echomq.console.limits import GROUPS_TTL_S
+from echomq.console.handlers import Console
+from echomq.console.limits import GROUPS_STALE_S, GROUPS_TTL_S
 from echomq.embedded import EmbeddedServer
 
 with warnings.catch_warnings():
@@ -125,3 +128,51 @@ def test_shared_reads_serve_many_operators_and_a_change_shows_at_once(
         before = api.get(f"/api/queues/{q.name}").json()["counts"]["pending"]
         q.enqueue({"x": 4})
         assert api.get(f"/api/queues/{q.name}").json()["counts"]["pending"] == before + 1
+
+
+def _age(console: Console, queue: str, seconds: float) -> None:
+    """Make the queue's shared walk ``seconds`` old (no sleeping in tests)."""
+    walk = console.group_walks[queue]
+    console.group_walks[queue] = replace(walk, at=time.monotonic() - seconds)
+
+
+def _rows(table: dict[str, Any]) -> list[tuple[str, int]]:
+    return [(g["name"], g["depth"]) for g in table["groups"]]
+
+
+async def test_a_walk_past_its_interval_is_answered_while_one_runs_behind(
+    server: EmbeddedServer, q: Queue, r: redis.Redis
+) -> None:
+    q.enqueue({"x": 1}, group="a")
+    q.enqueue_many([{"x": 1}] * 3, group="b")
+    console = Console(server.url)
+    try:
+        assert _rows(await console.group_table(q.name)) == [("b", 3), ("a", 1)]
+        q.enqueue_many([{"x": 1}] * 5, group="a")  # not through the console
+        before = dump(r, q)
+        # past the interval, within GROUPS_STALE_S: the last walk at once, one walk behind
+        _age(console, q.name, GROUPS_TTL_S + 0.5)
+        stale = await console.group_table(q.name)
+        assert _rows(stale) == [("b", 3), ("a", 1)] and stale["age_ms"] >= GROUPS_TTL_S * 1000
+        behind = console.group_rewalks[q.name]
+        assert _rows(await console.group_table(q.name)) == [("b", 3), ("a", 1)]
+        assert console.group_rewalks == {q.name: behind}  # one walk, not one per request
+        await behind
+        assert console.group_rewalks == {}
+        assert _rows(await console.group_table(q.name)) == [("a", 6), ("b", 3)]
+        # older than GROUPS_STALE_S: the request waits for a fresh walk
+        q.enqueue_many([{"x": 1}] * 10, group="b")
+        before = dump(r, q)
+        _age(console, q.name, GROUPS_STALE_S + 1)
+        assert _rows(await console.group_table(q.name)) == [("b", 13), ("a", 6)]
+        assert console.group_rewalks == {}
+        # a change through the console while a walk runs behind: its answer is dropped
+        _age(console, q.name, GROUPS_TTL_S + 0.5)
+        await console.group_table(q.name)
+        behind = console.group_rewalks[q.name]
+        console.forget_groups(q.name)
+        await behind
+        assert q.name not in console.group_walks
+    finally:
+        await console.aclose()
+    assert dump(r, q) == before  # reads only

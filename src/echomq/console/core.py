@@ -12,6 +12,7 @@ queue (the actor is part of a facade's context), from a bounded cache.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from ..discovery import QueueDirectory, server_label
 from ..errors import EchoMQError
 from ..queue import DEFAULT_URL, AsyncQueue
 from ..views import LenientJson
+from .event_fanout import Fanout
 from .limits import DEFAULT_ACTOR, HISTORY_TTL_S, POOL_SIZE, POOL_WAIT_S, QUEUE_CACHE
 from .shared_reads import SharedReads
 
@@ -77,10 +79,14 @@ class ConsoleCore:
         #: Each queue's last walk of its groups (or the walk in flight), shared by every
         #: request for a few seconds (see :mod:`.group_reads`).
         self.group_walks: dict[str, Any] = {}
+        #: The background walks replacing a walk past its interval (one per queue).
+        self.group_rewalks: dict[str, asyncio.Task[Any]] = {}
         #: Reads shared between identical requests (off until ``create_app`` sets it).
         self.shared_reads = SharedReads()
         #: The history series' reads, shared per span (see :mod:`.queue_reads`).
         self.history_reads = {span: SharedReads(ttl) for span, ttl in HISTORY_TTL_S.items()}
+        #: The event streams' shared subscriptions (see :mod:`.event_relay`).
+        self._fanout: Fanout | None = None
 
     def forget_groups(self, queue: str) -> None:
         """Drop the queue's shared groups walk (after a change to a group)."""
@@ -111,7 +117,13 @@ class ConsoleCore:
         return self._client
 
     async def aclose(self) -> None:
-        """Close the client if this console created it."""
+        """Stop the shared subscriptions; close the client if this console created it."""
+        if self._fanout is not None:
+            await self._fanout.aclose()
+            self._fanout = None
+        for task in list(self.group_rewalks.values()):
+            task.cancel()
+        self.group_rewalks.clear()
         if self._owns_client and self._client is not None:
             await self._client.aclose()
             self._client = None

@@ -2,8 +2,9 @@
 server-sent events, capped per client address and in all (a refused stream answers
 429 or 503 and the page polls instead). A stream is counted when it is admitted, in
 the same step as the check, so a burst of a hundred requests from one address gets
-its eight streams and a hundred minus eight refusals; each stream holds one pub/sub
-connection, so the server sees at most ``MAX_STREAMS`` of them from one console."""
+its eight streams and a hundred minus eight refusals. The streams of one queue share
+one pub/sub subscription (:mod:`.event_fanout`), so the server sees one connection per
+queue watched (and one for every-queue streams), not one per stream."""
 
 from __future__ import annotations
 

@@ -6,7 +6,10 @@ group, so the console walks the groups set in bounded calls (``groups_page``: on
 ``SSCAN`` page of about ``WALK_PAGE`` groups and their depths per call, never
 one call over them all), at most ``MAX_GROUPS_WALK`` groups, and keeps the result for
 ``GROUPS_TTL_S``: fifty operators on one queue page cost one walk per interval, not
-fifty (concurrent requests share the walk in flight).
+fifty (concurrent requests share the walk in flight). Past the interval, and up to
+``GROUPS_STALE_S``, a request gets the last walk at once while one new walk runs in the
+background (no request waits for the tens of round trips a walk takes); a change made
+through the console drops the walk, and the next request waits for a fresh one.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from ..lanes import GroupInfo
 from ..reads.limits import MAX_GROUPS_PAGE
 from .body import Reply
 from .core import ConsoleCore
-from .limits import GROUPS_PAGE, GROUPS_TTL_S, MAX_GROUPS_WALK, QUEUE_CACHE
+from .limits import GROUPS_PAGE, GROUPS_STALE_S, GROUPS_TTL_S, MAX_GROUPS_WALK, QUEUE_CACHE
 
 #: The columns the table sorts by (the default: depth, deepest first).
 GROUP_SORTS = ("depth", "in_flight", "name", "limit", "weight", "paused")
@@ -67,8 +70,16 @@ class GroupReads(ConsoleCore):
     async def _groups(self, queue: str) -> _Walk:
         walks = self.group_walks
         got = walks.get(queue)
-        if isinstance(got, _Walk) and time.monotonic() - got.at < GROUPS_TTL_S:
-            return got
+        if isinstance(got, _Walk):
+            age = time.monotonic() - got.at
+            if age < GROUPS_TTL_S:
+                return got
+            if age < GROUPS_STALE_S:
+                # a walk is tens of round trips: the requests of a busy page are not
+                # made to wait for it; they get the last one (``age_ms`` says how old)
+                # while one walk runs in the background and replaces it
+                self._walk_behind(queue, got)
+                return got
         if isinstance(got, asyncio.Task):
             # shielded: a waiter that goes away does not cancel the others' walk
             shared: _Walk = await asyncio.shield(got)
@@ -91,6 +102,24 @@ class GroupReads(ConsoleCore):
         task.add_done_callback(settle)
         walk: _Walk = await asyncio.shield(task)
         return walk
+
+    def _walk_behind(self, queue: str, stale: _Walk) -> None:
+        """Start one background walk of ``queue`` (unless one runs) that replaces
+        ``stale``; a change meanwhile (which forgets ``stale``) discards its result."""
+        if queue in self.group_rewalks:
+            return
+        task = asyncio.ensure_future(self._walk(queue))
+        self.group_rewalks[queue] = task
+
+        def settle(done: asyncio.Task[_Walk]) -> None:
+            if self.group_rewalks.get(queue) is done:
+                del self.group_rewalks[queue]
+            if done.cancelled() or done.exception() is not None:
+                return  # the stale walk stays; the next request past the TTL tries again
+            if self.group_walks.get(queue) is stale:
+                self.group_walks[queue] = done.result()
+
+        task.add_done_callback(settle)
 
     async def group_table(
         self,

@@ -36,6 +36,9 @@ QUEUE_CACHE = 256
 #: How long the groups table's walk of a queue's groups is shared (seconds), and the
 #: most groups one walk reads (in bounded pages).
 GROUPS_TTL_S = 2.0
+#: Up to this age (seconds) a walk past ``GROUPS_TTL_S`` is still answered while a new
+#: one runs in the background; an older one is waited for.
+GROUPS_STALE_S = 10.0
 MAX_GROUPS_WALK = 10_000
 #: Groups per page of the groups table.
 GROUPS_PAGE = 50

@@ -12,13 +12,13 @@ from starlette.requests import Request
 from ..views import SEARCH_BUDGET
 from .handlers import GROUPS_PAGE, Console
 from .safety import Safety
-from .web import Endpoint, json_endpoint, param, query_int, query_text
+from .web import Body, Encoded, Endpoint, encoded, json_endpoint, param, query_int, query_text
 
 
-def reading(safety: Safety, fn: Callable[[Request], Awaitable[dict[str, Any]]]) -> Endpoint:
+def reading(safety: Safety, fn: Callable[[Request], Awaitable[Body]]) -> Endpoint:
     """A read: refused without the token (when one is set), else ``fn``'s dict as JSON."""
 
-    async def guarded(request: Request) -> dict[str, Any]:
+    async def guarded(request: Request) -> Body:
         safety.check_read(request)
         return await fn(request)
 
@@ -35,15 +35,18 @@ class ReadRoutes:
     @staticmethod
     def shared(
         view: str, fn: Callable[[ReadRoutes, Request], Awaitable[dict[str, Any]]]
-    ) -> Callable[[ReadRoutes, Request], Awaitable[dict[str, Any]]]:
-        """A read shared between identical requests (see :mod:`.shared_reads`)."""
+    ) -> Callable[[ReadRoutes, Request], Awaitable[Encoded]]:
+        """A read shared between identical requests (see :mod:`.shared_reads`), kept
+        as the JSON it is sent as (written once, however many requests share it)."""
 
-        async def read(self: ReadRoutes, request: Request) -> dict[str, Any]:
+        async def read(self: ReadRoutes, request: Request) -> Encoded:
             queue = request.path_params.get("queue", "")
             key = (queue, view, *request.path_params.values(), str(request.query_params))
-            got: dict[str, Any] = await self.console.shared_reads.read(
-                key, lambda: fn(self, request)
-            )
+
+            async def make() -> Encoded:
+                return encoded(await fn(self, request))
+
+            got: Encoded = await self.console.shared_reads.read(key, make)
             return got
 
         return read

@@ -17,6 +17,7 @@ the gates a read and a change pass before any handler runs.
 from __future__ import annotations
 
 import base64
+import functools
 import hmac
 import ipaddress
 import os
@@ -57,6 +58,12 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=64)
+def _loopback_host(host_header: str) -> bool:
+    # every request asks with the same few Host values; a bounded cache answers them
+    return is_loopback(urlsplit("//" + host_header).hostname or "")
+
+
 def resolve_token(token: str | None = None, token_file: str | None = None) -> str | None:
     """The console's token: the option, else the file (``token_file`` or
     ``EMQ_CONSOLE_TOKEN_FILE``; surrounding whitespace dropped), else
@@ -95,8 +102,18 @@ def user_name(given: Any, default: str = "operator") -> str:
 def cookie_name(request: Request) -> str:
     """The session cookie's name on this console: ``emq_session_<port>``, so two
     consoles on one host (cookies ignore ports) never take each other's session."""
-    port = request.url.port or (443 if request.url.scheme == "https" else 80)
-    return f"{SESSION_COOKIE}_{port}"
+    # the port as ``request.url.port`` reads it (the Host header's, else the socket's),
+    # without building the URL: this runs on every request that carries a session
+    scope = request.scope
+    host = request.headers.get("host")
+    port = _host_port(host) if host else (scope.get("server") or ("", None))[1]
+    return f"{SESSION_COOKIE}_{port or (443 if scope.get('scheme') == 'https' else 80)}"
+
+
+def _host_port(host: str) -> int | None:
+    """The port a ``Host`` header names (``name:port``, ``[v6]:port``), or ``None``."""
+    _, sep, port = host.rsplit("]", 1)[-1].rpartition(":")
+    return int(port) if sep and port.isascii() and port.isdigit() else None
 
 
 def same_secret(given: str, expected: str) -> bool:
@@ -130,8 +147,7 @@ class Safety:
         """Refuse a non-loopback ``Host`` on a loopback bind (DNS rebinding)."""
         if not self.loopback:
             return
-        name = urlsplit("//" + host_header).hostname or ""
-        if not is_loopback(name):
+        if not _loopback_host(host_header):
             raise Denied(403, "forbidden", "host", f"host {host_header!r} is not loopback")
 
     def check_change(self, request: Request, need: str = "operator") -> None:
