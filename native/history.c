@@ -231,6 +231,56 @@ void count_metric(Queue *queue, const char *metric_key, long long count, long lo
     }
 }
 
+/* lib/common's count_lane: one lane's endings in the hour's lane keys (schema.HIST_LANE_*):
+ * count jobs ended, dead of them dead, their summed wait and run (ms); one ZINCRBY on each
+ * key, and for a lane new to the hour the cap's check (the first member makes the keys'
+ * expiry; past the cap the fewest-ended are trimmed from both) */
+void count_lane(Queue *queue, Str group, long long now, long long count, long long dead,
+                double wait, double run) {
+    RedisModuleCtx *ctx = queue->ctx;
+    Str name = group;
+    if (group.len > EMQ_HIST_LANE_NAME_MAX) {
+        /* a long id kept bounded: its head, '~' and a hash of the whole (djb2, 32 bits) */
+        uint32_t h = 5381;
+        for (size_t i = 0; i < group.len; i++) h = h * 33 + (unsigned char)group.ptr[i];
+        char tail[16];
+        snprintf(tail, sizeof(tail), "~%08x", (unsigned)h);
+        Str head = {group.ptr, EMQ_HIST_LANE_NAME_MAX - 9};
+        name = cat3(queue, head, str_c(tail), NONE);
+    }
+    long long hour = now / 3600000;
+    Str hour_text = num(queue, (double)hour);
+    Str lanes = cat3(queue, queue->base, str_c(EMQ_K_HLANES), hour_text),
+        waits = cat3(queue, queue->base, str_c(EMQ_K_HLANEW), hour_text);
+    double add = (double)count * (double)EMQ_HIST_LANE_RUN + run;
+    double units = floor((wait + EMQ_HIST_WAIT_UNIT_MS / 2.0) / (double)EMQ_HIST_WAIT_UNIT_MS);
+    Str add_text = num(queue, add),
+        wait_text = num(queue, (double)dead * (double)EMQ_HIST_LANE_DEAD + units);
+    Str at = reply_str(RedisModule_Call(ctx, "ZINCRBY", "!bbb", lanes.ptr, lanes.len,
+                                        add_text.ptr, add_text.len, name.ptr, name.len));
+    RedisModule_Call(ctx, "ZINCRBY", "!bbb", waits.ptr, waits.len, wait_text.ptr, wait_text.len,
+                     name.ptr, name.len);
+    double score;
+    if (!tonum(at, &score) || score != add) return;
+    /* a lane new to the hour */
+    long long members =
+        reply_int(RedisModule_Call(ctx, "ZCARD", "!b", lanes.ptr, lanes.len));
+    if (members == 1) {
+        Str until = num(queue, (double)((hour + 1) * 3600000 + EMQ_HIST_KEEP_MS));
+        RedisModule_Call(ctx, "PEXPIREAT", "!bb", lanes.ptr, lanes.len, until.ptr, until.len);
+        RedisModule_Call(ctx, "PEXPIREAT", "!bb", waits.ptr, waits.len, until.ptr, until.len);
+    } else if (members > EMQ_HIST_LANES_CAP) {
+        Str trim = num(queue, (double)EMQ_HIST_LANES_TRIM);
+        Reply *gone = RedisModule_Call(ctx, "ZPOPMIN", "!bb", lanes.ptr, lanes.len, trim.ptr,
+                                       trim.len);
+        size_t n = reply_len(gone) / 2;
+        if (n == 0) return;
+        RedisModuleString **names = RedisModule_PoolAlloc(ctx, sizeof(*names) * n);
+        for (size_t i = 0; i < n; i++) names[i] = mkstr(ctx, reply_str(reply_elem(gone, 2 * i)));
+        RedisModule_Call(ctx, "ZREM", "!bv", waits.ptr, waits.len, names, n);
+    }
+}
+
 /* ---- lib/history.lua: the opt-in history ---- */
 
 /* the queue's retention of its completed set (completed = 1) or its dead set; read

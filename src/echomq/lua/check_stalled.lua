@@ -44,7 +44,9 @@ for _, id in ipairs(ids) do
     -- death is an ending: the dedup key goes (lib/common release_dedup)
     local d = redis.call('HGET', jk, 'dedup')
     if d then release_dedup(id, d) end
-    count_metric(B .. METRICS_FAILED, 1, now, job_times(id, f[7], f[8], f[9], now))
+    local wait, run = job_times(id, f[7], f[8], f[9], now)
+    count_metric(B .. METRICS_FAILED, 1, now, wait, run)
+    if f[1] then count_lane(now, f[1], 1, 1, wait, run) end
     emit(cjson.encode({event = 'dead', job = id, error = err}))
     -- a flow child's death is its ending (the worker's beat relays after this call)
     if f[6] then

@@ -413,3 +413,38 @@ local function count_metric(mk, n, now, wait, run)
     redis.call('PEXPIREAT', hk, (hour + 1) * 3600000 + HIST_KEEP_MS)
   end
 end
+
+-- count one lane's endings (a job's group) in the hour's lane keys (schema.HIST_LANE_*):
+-- n jobs ended, `dead` of them dead, their summed wait and run (ms). One ZINCRBY on each
+-- key; a lane new to the hour (its hl score after the add is the add) counts the
+-- members: the first makes the keys' expiry (PEXPIREAT the hour's end + HIST_KEEP_MS),
+-- past HIST_LANES_CAP the HIST_LANES_TRIM fewest-ended leave both keys. The endings of
+-- grouped jobs only: a flat job writes none of this
+local function count_lane(now, g, n, dead, wait, run)
+  if #g > HIST_LANE_NAME_MAX then
+    -- a long id kept bounded: its head, '~' and a hash of the whole (djb2, 32 bits)
+    local h, byte = 5381, string.byte
+    for i = 1, #g do h = (h * 33 + byte(g, i)) % 4294967296 end
+    g = string.sub(g, 1, HIST_LANE_NAME_MAX - 9) .. '~' .. string.format('%08x', h)
+  end
+  local hour = math.floor(now / 3600000)
+  local hl, hw = B .. HLANES .. hour, B .. HLANEW .. hour
+  local add = n * HIST_LANE_RUN + run
+  -- the sums as %d text: a number argument would be formatted as %.17g
+  local fmt = string.format
+  local at = redis.call('ZINCRBY', hl, fmt('%d', add), g)
+  redis.call('ZINCRBY', hw, fmt('%d', dead * HIST_LANE_DEAD
+    + math.floor((wait + HIST_WAIT_UNIT_MS / 2) / HIST_WAIT_UNIT_MS)), g)
+  if tonumber(at) ~= add then return end
+  local members = redis.call('ZCARD', hl)
+  if members == 1 then
+    local ends = (hour + 1) * 3600000 + HIST_KEEP_MS
+    redis.call('PEXPIREAT', hl, ends)
+    redis.call('PEXPIREAT', hw, ends)
+  elseif members > HIST_LANES_CAP then
+    local gone = redis.call('ZPOPMIN', hl, HIST_LANES_TRIM)
+    local names = {}
+    for i = 1, #gone, 2 do names[#names + 1] = gone[i] end
+    redis.call('ZREM', hw, unpack(names))
+  end
+end
