@@ -2,16 +2,16 @@
 
 Each row runs jobs one by one (enqueue, claim with a 60 s lock as a worker does, then
 complete, or a failure that is the job's last: dead) on a private server under
-valgrind's callgrind (``hz 1``), after a warm-up that fills the hour's lane keys to
-their steady state, and prints the server's instructions per job in the ending's call
+valgrind's callgrind (``hz 1``), after a warm-up that fills the hour's lane key to
+its steady state, and prints the server's instructions per job in the ending's call
 (``complete`` or ``retry``):
 
 - ``flat``: jobs with no group (they must pay nothing for the lanes);
-- ``grouped, 8 lanes``: each ending's lane already in the hour's keys (one ``ZINCRBY``
-  on each key);
+- ``grouped, 8 lanes``: each ending's lane already in the hour's key (its field read
+  and written: ``HGET``, ``HSET``);
 - ``grouped, 1,000 lanes``: a new lane nearly every ending (1,000 lanes taken in turn,
-  over the cap): the add, the cap check and, every ``HIST_LANES_TRIM`` new lanes, the
-  trim (the worst case);
+  over the cap): the add, the cap check (``HLEN``) and, about every ``HIST_LANES_TRIM``
+  new lanes, the trim (``HGETALL``, ``HDEL``): the worst case;
 - ``dead, 1,000 lanes``: as above, each job failing its only attempt.
 
 Run: ``.venv/bin/python bench/lane_history.py --callgrind`` (a few minutes; needs

@@ -52,7 +52,6 @@
 #define EMQ_K_GSTARTS "gs:"
 #define EMQ_K_HIST "hist:"
 #define EMQ_K_HLANES "hl:"
-#define EMQ_K_HLANEW "hw:"
 #define EMQ_K_LANE "g:"
 #define EMQ_K_LANE_END ":pending"
 
@@ -125,9 +124,7 @@
 #define EMQ_HIST_DEAD_T "u16"
 #define EMQ_HIST_WAIT_T "u34"
 #define EMQ_HIST_RUN_MS_T "u31"
-/* the busiest lanes' history: hl:<hour> and hw:<hour> (schema.HIST_LANE_*) */
-#define EMQ_HIST_LANE_RUN 4294967296LL
-#define EMQ_HIST_LANE_DEAD 68719476736LL
+/* the busiest lanes' history: hl:<hour> (schema.HIST_LANE*) */
 #define EMQ_HIST_LANES_CAP 10LL
 #define EMQ_HIST_LANES_TRIM 5LL
 #define EMQ_HIST_LANE_NAME_MAX 40

@@ -30,7 +30,6 @@ _LANE, _LANE_END = KEY["LANE"].suffix, KEY["LANE_END"].suffix
 _REPEAT_RECORD, _GSTARTS = KEY["REPEAT_RECORD"].suffix, KEY["GSTARTS"].suffix
 _HIST = KEY["HIST"].suffix
 _HLANES = KEY["HLANES"].suffix
-_HLANEW = KEY["HLANEW"].suffix
 
 VERSION_KEY = "{emq}:version"
 KEYSPACE_VERSION = "1"
@@ -157,12 +156,8 @@ class Keyspace:
         return self.base + _HIST + str(int(hour))
 
     def lanes_hist(self, hour: int) -> str:
-        """The busiest lanes' endings and run of one hour (``schema.HIST_LANE_RUN``)."""
+        """The busiest lanes' history key of one hour (``schema.HIST_LANES_CAP``)."""
         return self.base + _HLANES + str(int(hour))
-
-    def lanes_wait(self, hour: int) -> str:
-        """The busiest lanes' dead and wait of one hour (``schema.HIST_LANE_DEAD``)."""
-        return self.base + _HLANEW + str(int(hour))
 
     def state_set(self, state: str) -> str:
         """The sorted set holding jobs in ``state`` (pending, active, scheduled, dead,

@@ -123,15 +123,8 @@ KEYS: tuple[Key, ...] = (
         "HLANES",
         "hl:",
         "per_id",
-        "zset",
-        "one hour of the busiest lanes (HIST_LANE_*): lane -> ended * HIST_LANE_RUN + run_ms",
-    ),
-    Key(
-        "HLANEW",
-        "hw:",
-        "per_id",
-        "zset",
-        "the same hour's lanes: lane -> dead * HIST_LANE_DEAD + wait (HIST_WAIT_UNIT_MS units)",
+        "hash",
+        "one hour of the busiest lanes (HIST_LANE_*): lane -> 'ended dead wait_ms run_ms'",
     ),
     Key("LANE", "g:", "per_id", "zset", "a group's lane: B .. LANE .. group .. LANE_END"),
     Key("LANE_END", ":pending", "lane_end", "zset", "the end of a lane's key (see LANE)"),
@@ -287,31 +280,24 @@ HIST_BYTES = HIST_MARK // 8 + 1
 #: How long an hour's key stays after its hour ends.
 HIST_KEEP_MS = 7 * 86_400_000
 
-#: The busiest lanes' history (issue 29 item 5): per queue-hour, two sorted sets of the
-#: same members, a lane (a job's ``group``; see :data:`HIST_LANE_NAME_MAX`) each:
-#: ``B + "hl:" + hour``, score ``ended * HIST_LANE_RUN + run_ms`` (jobs that ended,
-#: completed or dead, and their summed run in ms: sorting by score is sorting by
-#: endings), and ``B + "hw:" + hour``, score ``dead * HIST_LANE_DEAD + wait`` (the dead
-#: among them and their summed wait in ``HIST_WAIT_UNIT_MS`` units, rounded per ending).
-#: Each grouped ending adds with one ``ZINCRBY`` to each key. Bounded whatever the number
-#: of lanes: a lane new to the hour (its ``hl`` score after the add is the add) makes the
-#: key count its members (``ZCARD``, O(1)); past ``HIST_LANES_CAP`` the
-#: ``HIST_LANES_TRIM`` with the fewest endings leave both keys (``ZPOPMIN`` on ``hl``,
-#: ``ZREM`` of the same from ``hw``): a lane's counts for an hour are exact unless it
-#: was trimmed in that hour (then low). The first member makes the keys' expiry
-#: (``PEXPIREAT`` the hour's end + ``HIST_KEEP_MS``), as for ``hist:<hour>``. Exact
-#: while an hour's endings of one lane stay under 2**21 (582 a second) and its sums
-#: under the multipliers; past them a sum carries into the count. Flat jobs write none.
-HIST_LANE_RUN = 2**32
-#: The multiplier of an ``hw`` score's dead count (the wait below it: 2**36 units of 4 ms).
-HIST_LANE_DEAD = 2**36
-#: At most this many lanes in an hour's keys (then the fewest-ended are trimmed).
+#: The busiest lanes' history (issue 29 item 5): per queue-hour one hash,
+#: ``B + "hl:" + hour``, a field per lane (a job's ``group``; see
+#: :data:`HIST_LANE_NAME_MAX`) holding ``"ended dead wait_ms run_ms"`` (decimal integers,
+#: one space apart): the lane's jobs that ended in the hour (completed or dead), the dead
+#: among them, and their summed wait (enqueue to first start) and run (last start to
+#: end) in ms. A grouped ending reads and rewrites its lane's field (``HGET``, ``HSET``;
+#: a batch once per lane). Bounded whatever the number of lanes: a lane new to the hour
+#: counts the fields (``HLEN``, O(1)); the first makes the key's expiry (``PEXPIREAT``
+#: the hour's end + ``HIST_KEEP_MS``, as ``hist:<hour>``); past ``HIST_LANES_CAP`` the
+#: ``HIST_LANES_TRIM`` fewest-ended of the others (ties: the lower name) are deleted, so
+#: a lane's figures for an hour are exact unless it was trimmed in that hour (then low).
+#: Flat jobs write none of this.
 HIST_LANES_CAP = 10
-#: How many lanes a trim removes: the keys hold ``CAP - TRIM + 1`` to ``CAP`` after it.
+#: How many lanes a trim deletes (never the lane just added).
 HIST_LANES_TRIM = 5
 #: A lane name longer than this many bytes is kept as its first ``MAX - 9`` bytes, ``~``
 #: and the 8 hex digits of its 32-bit djb2 hash (``h = (h * 33 + byte) % 2**32`` from
-#: 5381, over the whole name): the keys' bytes stay bounded whatever the lanes' ids.
+#: 5381, over the whole name): the key's bytes stay bounded whatever the lanes' ids.
 HIST_LANE_NAME_MAX = 40
 
 #: The dedup modes (:class:`echomq.lifecycle.dedup.Dedup`); ``simple`` travels as ``''``.

@@ -20,15 +20,7 @@ from .. import checks
 from ..context import Context, as_str
 from ..errors import InvalidArgument
 from ..results.views import BusiestLanes, History, LaneStat, Series, Throughput
-from ..schema import (
-    HIST_AT,
-    HIST_FIELDS,
-    HIST_LANE_DEAD,
-    HIST_LANE_RUN,
-    HIST_SLOT_BITS,
-    HIST_TYPE,
-    HIST_WAIT_UNIT_MS,
-)
+from ..schema import HIST_AT, HIST_FIELDS, HIST_SLOT_BITS, HIST_TYPE, HIST_WAIT_UNIT_MS
 from ..scripts import Batch, Cmd, Plan
 from . import decode
 from .limits import MAX_MINUTES
@@ -137,8 +129,8 @@ def busiest_lanes(ctx: Context, span: str = "1h", top: int = 5) -> Plan[BusiestL
 
     Each hour keeps its busiest lanes only (``schema.HIST_LANES_CAP``, the fewest-ended
     trimmed as more come): a lane's figures are low by what it ended in an hour where
-    it was trimmed. Two ``ZRANGE`` of at most ``HIST_LANES_CAP`` members per hour, in
-    one round trip (336 small commands for 7 days).
+    it was trimmed. One ``HGETALL`` of at most ``HIST_LANES_CAP`` fields per hour, in
+    one round trip (168 small commands for 7 days).
 
     Args:
         span: ``"1h"``, ``"24h"`` or ``"7d"``.
@@ -146,8 +138,8 @@ def busiest_lanes(ctx: Context, span: str = "1h", top: int = 5) -> Plan[BusiestL
 
     Returns:
         A :class:`~echomq.results.BusiestLanes`: the ``top`` lanes by endings
-        (completed + dead), most first, each with its completed, dead and summed wait
-        and run in ms.
+        (completed + dead), most first (ties by name), each with its completed, dead and
+        summed wait and run in ms.
 
     Raises:
         InvalidArgument: a span other than 1h, 24h or 7d, or ``top`` out of range,
@@ -157,33 +149,13 @@ def busiest_lanes(ctx: Context, span: str = "1h", top: int = 5) -> Plan[BusiestL
     top = checks.integer(top, "top", 1, 100)
     first, end, _, _ = _window(span, decode.time_ms((yield Cmd(("TIME",)))))
     hours = list(range(first // 60, end // 60 + 1))
-    ops: list[Cmd] = []
-    for h in hours:
-        ops.append(Cmd(("ZRANGE", ctx.keys.lanes_hist(h), 0, -1, "WITHSCORES")))
-        ops.append(Cmd(("ZRANGE", ctx.keys.lanes_wait(h), 0, -1, "WITHSCORES")))
-    replies = yield Batch(tuple(ops))
-    sums: dict[str, list[int]] = {}  # lane -> [ended, dead, wait units, run ms]
-    seen: set[str] = set()
-    for i in range(0, len(replies), 2):
-        ended = _pairs(replies[i])
-        waits = _pairs(replies[i + 1])
-        for lane, score in ended.items():
-            seen.add(lane)
-            cell = sums.setdefault(lane, [0, 0, 0, 0])
-            n, run = divmod(score, HIST_LANE_RUN)
-            dead, wait = divmod(waits.get(lane, 0), HIST_LANE_DEAD)
-            cell[0] += n
-            cell[1] += dead
-            cell[2] += wait
-            cell[3] += run
+    replies = yield Batch(tuple(Cmd(("HGETALL", ctx.keys.lanes_hist(h))) for h in hours))
+    sums: dict[str, list[int]] = {}  # lane -> [ended, dead, wait ms, run ms]
+    for raw in replies:
+        for lane, value in decode.pairs(raw or []):
+            cell = sums.setdefault(as_str(lane), [0, 0, 0, 0])
+            for k, part in enumerate(as_str(value).split()[:4]):
+                cell[k] += int(part)
     ranked = sorted(sums.items(), key=lambda kv: (-kv[1][0], kv[0]))[:top]
-    lanes = [
-        LaneStat(lane, n - dead, dead, wait * HIST_WAIT_UNIT_MS, run)
-        for lane, (n, dead, wait, run) in ranked
-    ]
-    return BusiestLanes(span, hours[0], hours[-1], lanes, len(seen))
-
-
-def _pairs(raw: Any) -> dict[str, int]:
-    """A ``ZRANGE ... WITHSCORES`` reply as member -> integral score."""
-    return {as_str(m): decode.ms(v) for m, v in decode.pairs(raw or [])}
+    lanes = [LaneStat(lane, n - dead, dead, wait, run) for lane, (n, dead, wait, run) in ranked]
+    return BusiestLanes(span, hours[0], hours[-1], lanes, len(sums))

@@ -414,12 +414,12 @@ local function count_metric(mk, n, now, wait, run)
   end
 end
 
--- count one lane's endings (a job's group) in the hour's lane keys (schema.HIST_LANE_*):
--- n jobs ended, `dead` of them dead, their summed wait and run (ms). One ZINCRBY on each
--- key; a lane new to the hour (its hl score after the add is the add) counts the
--- members: the first makes the keys' expiry (PEXPIREAT the hour's end + HIST_KEEP_MS),
--- past HIST_LANES_CAP the HIST_LANES_TRIM fewest-ended leave both keys. The endings of
--- grouped jobs only: a flat job writes none of this
+-- count one lane's endings (a job's group) in the hour's lane key (schema.HIST_LANE*):
+-- n jobs ended, `dead` of them dead, their summed wait and run (ms), added to the
+-- lane's field 'ended dead wait_ms run_ms'. A lane new to the hour counts the fields:
+-- the first makes the key's expiry (PEXPIREAT the hour's end + HIST_KEEP_MS), past
+-- HIST_LANES_CAP the HIST_LANES_TRIM fewest-ended of the others go (ties: the earlier
+-- in the hash, which keeps its fields in the order they came). Grouped endings only
 local function count_lane(now, g, n, dead, wait, run)
   if #g > HIST_LANE_NAME_MAX then
     -- a long id kept bounded: its head, '~' and a hash of the whole (djb2, 32 bits)
@@ -428,23 +428,34 @@ local function count_lane(now, g, n, dead, wait, run)
     g = string.sub(g, 1, HIST_LANE_NAME_MAX - 9) .. '~' .. string.format('%08x', h)
   end
   local hour = math.floor(now / 3600000)
-  local hl, hw = B .. HLANES .. hour, B .. HLANEW .. hour
-  local add = n * HIST_LANE_RUN + run
-  -- the sums as %d text: a number argument would be formatted as %.17g
-  local fmt = string.format
-  local at = redis.call('ZINCRBY', hl, fmt('%d', add), g)
-  redis.call('ZINCRBY', hw, fmt('%d', dead * HIST_LANE_DEAD
-    + math.floor((wait + HIST_WAIT_UNIT_MS / 2) / HIST_WAIT_UNIT_MS)), g)
-  if tonumber(at) ~= add then return end
-  local members = redis.call('ZCARD', hl)
-  if members == 1 then
-    local ends = (hour + 1) * 3600000 + HIST_KEEP_MS
-    redis.call('PEXPIREAT', hl, ends)
-    redis.call('PEXPIREAT', hw, ends)
-  elseif members > HIST_LANES_CAP then
-    local gone = redis.call('ZPOPMIN', hl, HIST_LANES_TRIM)
-    local names = {}
-    for i = 1, #gone, 2 do names[#names + 1] = gone[i] end
-    redis.call('ZREM', hw, unpack(names))
+  local hl = B .. HLANES .. hour
+  local old = redis.call('HGET', hl, g)
+  if old then
+    local e, d, w, r = string.match(old, '^(%d+) (%d+) (%d+) (%d+)$')
+    if e then
+      n, dead = n + tonumber(e), dead + tonumber(d)
+      wait, run = wait + tonumber(w), run + tonumber(r)
+    end
+  end
+  redis.call('HSET', hl, g, string.format('%d %d %d %d', n, dead, wait, run))
+  if old then return end
+  local fields = redis.call('HLEN', hl)
+  if fields == 1 then
+    redis.call('PEXPIREAT', hl, (hour + 1) * 3600000 + HIST_KEEP_MS)
+  elseif fields > HIST_LANES_CAP then
+    local all = redis.call('HGETALL', hl)
+    local others = {}
+    for i = 1, #all, 2 do
+      if all[i] ~= g then
+        others[#others + 1] = {tonumber(string.match(all[i + 1], '^%d+')) or 0, i, all[i]}
+      end
+    end
+    table.sort(others, function(x, y)
+      if x[1] ~= y[1] then return x[1] < y[1] end
+      return x[2] < y[2]
+    end)
+    local gone = {}
+    for i = 1, HIST_LANES_TRIM do gone[i] = others[i][3] end
+    redis.call('HDEL', hl, unpack(gone))
   end
 end

@@ -99,10 +99,8 @@ local REPEAT_RECORD = 'repeat:'
 local GSTARTS = 'gs:'
 -- one hour of per-minute history (HIST_*): B .. HIST .. (ms // 3600000), 7 days
 local HIST = 'hist:'
--- one hour of the busiest lanes (HIST_LANE_*): lane -> ended * HIST_LANE_RUN + run_ms
+-- one hour of the busiest lanes (HIST_LANE_*): lane -> 'ended dead wait_ms run_ms'
 local HLANES = 'hl:'
--- the same hour's lanes: lane -> dead * HIST_LANE_DEAD + wait (HIST_WAIT_UNIT_MS units)
-local HLANEW = 'hw:'
 -- a group's lane: B .. LANE .. group .. LANE_END
 local LANE = 'g:'
 -- the end of a lane's key (see LANE)
@@ -127,9 +125,7 @@ local HIST_COMPLETED_T = 'u20'
 local HIST_DEAD_T = 'u16'
 local HIST_WAIT_T = 'u34'
 local HIST_RUN_MS_T = 'u31'
--- the busiest lanes' history: hl:<hour> and hw:<hour> (schema.HIST_LANE_*)
-local HIST_LANE_RUN = 4294967296
-local HIST_LANE_DEAD = 68719476736
+-- the busiest lanes' history: hl:<hour> (schema.HIST_LANE*)
 local HIST_LANES_CAP = 10
 local HIST_LANES_TRIM = 5
 local HIST_LANE_NAME_MAX = 40
