@@ -125,7 +125,8 @@ def throughput(ctx: Context, minutes: int = 60) -> Plan[Throughput]:
 def busiest_lanes(ctx: Context, span: str = "1h", top: int = 5) -> Plan[BusiestLanes]:
     """The lanes (a job's ``group``) with the most endings over ``span``, at hourly
     resolution: the whole hours the queue's :meth:`history` of the same span reads
-    (``"1h"``: the current hour and the one before; ``"24h"``: 25 hours; ``"7d"``: 168).
+    (``"1h"``: the current hour, and the one before unless this is its last minute;
+    ``"24h"``: 24 or 25 hours; ``"7d"``: 168).
 
     Each hour keeps its busiest lanes only (``schema.HIST_LANES_CAP``, the fewest-ended
     trimmed as more come): a lane's figures are low by what it ended in an hour where
