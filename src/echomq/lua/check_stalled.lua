@@ -7,7 +7,8 @@
 -- Refusals: none.
 -- Writes:  ZREM active, lock deleted, lane slot back, stalled+1, then pending|lane at
 --          its run_score (its old place) (+ ring, wake) or dead (+ last_error, metrics:failed and
---          the history series as retry writes them, dedup key released); events 'stalled'/'dead'.
+--          the history series and a grouped job's lane as retry writes them, dedup key
+--          released); events 'stalled'/'dead'.
 --          A kept row (field `keep`) going dead also gets died_at and the stall in its
 --          error history; when any job went dead, `dead` is trimmed by the queue's dead
 --          retention read from meta (at most 4 by count and 4 by age).

@@ -24,7 +24,10 @@
 --          once by the number completed, with the history series (lib/common
 --          count_metric: the minute's slot of hist:<hour>, completed + n and the jobs'
 --          summed wait and run read from their rows' started_at, last_started_at and
---          enqueued_at; its expiry on the key's first write); under a concurrency cap
+--          enqueued_at; its expiry on the key's first write); a grouped job's lane in
+--          the busiest lanes' hl:<hour> (lib/common count_lane: its field's ended and
+--          sums, a batch once per lane; a lane new to the hour may set the key's expiry
+--          or trim the fewest-ended lanes past the cap); under a concurrency cap
 --          (meta `concurrency`) one wake token per job; event 'completed' per job, in order. A repeat
 --          answers -1 / 'gone'.
 --          A flow child (field `parent`): its ending, outcome completed with the

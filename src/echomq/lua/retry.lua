@@ -10,7 +10,8 @@
 --          token.
 -- Writes:  failures+1, last_error, ZREM active, lane slot back (+ ring), lock deleted,
 --          schedule or dead (+ metrics:failed and the history series' dead count, wait
---          and run, lib/common count_metric; its dedup key released), a wake token
+--          and run, lib/common count_metric; a grouped job's lane in hl:<hour>,
+--          count_lane; its dedup key released), a wake token
 --          under a concurrency cap (meta `concurrency`); event 'retrying' or 'dead'.
 --          A kept row (field `keep`) also appends {attempt, time, error} to its capped
 --          error history job:<id>:errors (newest 20), and gets died_at when it dies.
