@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from conftest import _built, dump, queue_keys
-from echomq import AsyncQueue, BusiestLanes, InvalidArgument, Queue
+from echomq import AsyncQueue, BusiestLanes, InvalidArgument, Queue, StaleToken
 from echomq.embedded import EmbeddedServer
 from echomq.schema import (
     HIST_KEEP_MS,
@@ -41,7 +41,8 @@ def lanes(r: redis.Redis, q: Queue) -> dict[str, list[int]]:
     the hours (two when the hour turned during the test)."""
     out: dict[str, list[int]] = {}
     for key in lane_keys(r, q):
-        for lane, value in r.hgetall(key).items():
+        fields: dict[str, str] = r.hgetall(key)  # type: ignore[assignment]
+        for lane, value in fields.items():
             cell = out.setdefault(lane, [0, 0, 0, 0])
             for k, part in enumerate(value.split()):
                 cell[k] += int(part)
@@ -168,9 +169,9 @@ def test_a_refused_ending_changes_nothing(q: Queue, r: redis.Redis) -> None:
     got = q.claim()
     assert got is not None
     before = dump(r, q)
-    with pytest.raises(Exception):
+    with pytest.raises(StaleToken):
         q.complete(job, got.token + 7)
-    with pytest.raises(Exception):
+    with pytest.raises(StaleToken):
         q.retry(job, got.token + 7, "boom")
     assert dump(r, q) == before
     assert lane_keys(r, q) == set()
@@ -212,9 +213,7 @@ def test_obliterate_removes_every_lane_hour_key(q: Queue, r: redis.Redis) -> Non
     assert queue_keys(r, q) == set()
 
 
-async def test_the_async_facade_reads_the_same(
-    q: Queue, aq: AsyncQueue, r: redis.Redis
-) -> None:
+async def test_the_async_facade_reads_the_same(q: Queue, aq: AsyncQueue, r: redis.Redis) -> None:
     run_jobs(q, ["a", "a", "b"])
     assert await aq.busiest_lanes("1h", top=5) == q.busiest_lanes("1h", top=5)
 
