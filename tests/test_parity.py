@@ -131,6 +131,15 @@ def keys_left(r: redis.Redis, q: Queue | AsyncQueue, norm: Norm) -> dict[str, An
                 hist = [a + b for a, b in zip(prev[1], hist)]
             out[norm(name)] = ("string", hist, r.pttl(key) > 0)
             continue
+        if key.startswith(q.keys.base + "hl:"):
+            # the busiest lanes' hour: each lane's ended and dead compare (its wait and
+            # run are timing); the hour named by what it is
+            fields: dict[str, str] = r.hgetall(key)  # type: ignore[assignment]
+            lanes = sorted((f, v.split()[:2]) for f, v in fields.items())
+            name = q.keys.base + "hl:H"
+            prev = out.get(norm(name))
+            out[norm(name)] = ("hash", (prev[1] if prev else []) + lanes, r.pttl(key) > 0)
+            continue
         if kind == "string":
             value = r.get(key)
         elif kind == "hash":
