@@ -60,7 +60,7 @@ def read_minutes(ctx: Context, first: int, last: int) -> Plan[dict[int, tuple[in
 
 
 def _check_span(span: str) -> None:
-    if span not in RANGES:
+    if not isinstance(span, str) or span not in RANGES:
         raise InvalidArgument(
             f"span must be one of {', '.join(RANGES)}, got {checks.show(span, 20)}"
         )
