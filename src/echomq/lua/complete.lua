@@ -99,8 +99,8 @@ if #KEYS >= 2 then
     delete_row(id, jk, f[4], f[7])
     tombstone(id, now, nows)
   end
-  count_metric(B .. METRICS_COMPLETED, 1, now, wait, run)
-  if f[3] then count_lane(now, f[3], 1, 0, wait, run) end
+  local ht = count_metric(B .. METRICS_COMPLETED, 1, now, wait, run)
+  if f[3] then count_lane(now, ht, f[3], 1, 0, wait, run) end
   cap_freed(1)
   emit(ev('completed', id))
   if relay then return 2 end
@@ -193,11 +193,11 @@ for _, j in ipairs(jobs) do
 end
 if #rows > 0 then del_all(rows) end
 if #gone > 0 then tombstones(gone, now, nows) end
-count_metric(B .. METRICS_COMPLETED, #jobs, now, waits, runs)
+local ht = count_metric(B .. METRICS_COMPLETED, #jobs, now, waits, runs)
 if lanes then
   for _, g in ipairs(lane_order) do
     local sums = lanes[g]
-    count_lane(now, g, sums[1], 0, sums[2], sums[3])
+    count_lane(now, ht, g, sums[1], 0, sums[2], sums[3])
   end
 end
 cap_freed(#jobs)
