@@ -282,10 +282,21 @@ void count_lane(Queue *queue, Str group, long long now, long long count, long lo
     long long sums[4] = {count, dead, (long long)wait, (long long)run}, had[4];
     if (old && lane_sums(str_of(old), had))
         for (int k = 0; k < 4; k++) sums[k] += had[k];
+    /* "%lld %lld %lld %lld" written by hand: snprintf costs more than the rest */
     char text[96];
-    int len = snprintf(text, sizeof(text), "%lld %lld %lld %lld", sums[0], sums[1], sums[2],
-                       sums[3]);
-    RedisModuleString *value = RedisModule_CreateString(ctx, text, (size_t)len);
+    size_t len = 0;
+    for (int k = 0; k < 4; k++) {
+        char rev[24];
+        int n = 0;
+        unsigned long long v = sums[k] > 0 ? (unsigned long long)sums[k] : 0;
+        do {
+            rev[n++] = (char)('0' + v % 10);
+            v /= 10;
+        } while (v);
+        if (k) text[len++] = ' ';
+        while (n) text[len++] = rev[--n];
+    }
+    RedisModuleString *value = RedisModule_CreateString(ctx, text, len);
     RedisModule_HashSet(open, REDISMODULE_HASH_NONE, field, value, NULL);
     RedisModule_Replicate(ctx, "HSET", "sss", key, field, value);
     size_t fields = RedisModule_ValueLength(open);
