@@ -16,7 +16,11 @@ This measures, on a private server (``EMQ_URL`` for another):
 - ``old buckets``: what the per-minute buckets of ``metrics:completed`` and
   ``metrics:failed`` (the record this replaces: a field per minute for a day in each
   hash) cost per queue-hour, a day of them written and divided by 24;
-- ``7 days``: a queue's whole series (168 hour keys).
+- ``7 days``: a queue's whole series (168 hour keys);
+- ``busiest lanes``: ``MEMORY USAGE`` of the hour's lane key (``hl:<hour>``, issue 29
+  item 5) after ``--lane-jobs`` real grouped jobs over ``--lanes`` lanes completed (one
+  in 50 dead; lane ids like ``tenant-0042``), and the same with lane ids of the longest
+  kept form (40 bytes), and the queue's series plus lanes per queue-hour.
 
 Run: ``.venv/bin/python bench/history_series.py``. Deterministic (no timing).
 """
@@ -35,6 +39,7 @@ from echomq.schema import (
     HIST_AT,
     HIST_BYTES,
     HIST_KEEP_MS,
+    HIST_LANE_NAME_MAX,
     HIST_MARK,
     HIST_SLOT_BITS,
     HIST_TYPE,
@@ -70,6 +75,8 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=500, help="real jobs run on queue orders")
     ap.add_argument("--per-minute", type=int, default=10_000, help="synthetic jobs a minute")
     ap.add_argument("--keys", type=int, default=2000, help="full hour keys for used_memory")
+    ap.add_argument("--lanes", type=int, default=1000, help="busy lanes")
+    ap.add_argument("--lane-jobs", type=int, default=3000, help="grouped jobs over the lanes")
     args = ap.parse_args()
     with bench_server() as url:
         r: Any = redis.Redis.from_url(url)
@@ -127,6 +134,43 @@ def main() -> None:
         rows.append(["old buckets: a day of both metrics hashes", day, round(day / 24)])
         r.delete(*old)
         rows.append(["7 days of the series (168 hour keys)", 168 * full, full])
+        # the busiest lanes: real grouped jobs over many lanes, then the hour's lane key
+        lane_sizes = []
+        for label, width in (("tenant-0042", 0), (f"{HIST_LANE_NAME_MAX}-byte ids", 1)):
+            with Queue(f"lanes{width}", url=url) as q:
+
+                def lane(i: int, width: int = width) -> str:
+                    name = f"tenant-{i % args.lanes:04d}"
+                    return name.ljust(HIST_LANE_NAME_MAX, "x") if width else name
+
+                for start in range(0, args.lane_jobs, 500):
+                    n = min(500, args.lane_jobs - start)
+                    for i in range(start, start + n):
+                        q.enqueue({"n": i}, group=lane(i), max_attempts=1)
+                    got = q.claim_many(n, lock_ms=60_000)
+                    for k, job in enumerate(got):
+                        if (start + k) % 50 == 0:
+                            q.retry(job.id, job.token, "boom")
+                        else:
+                            q.complete(job.id, job.token)
+                hour = int(r.time()[0]) // 3600
+                key = q.keys.lanes_hist(hour)
+                size = int(r.memory_usage(key, samples=0))
+                lane_sizes.append(size)
+                rows.append(
+                    [
+                        f"busiest lanes {key} ({args.lanes:,} lanes, {label}, {r.hlen(key)} kept)",
+                        size,
+                        size,
+                    ]
+                )
+                q.pause()
+                while not q.obliterate(budget=5000):
+                    pass
+        rows.append(
+            ["the series + the lanes (lane ids like tenant-0042)", "", full + lane_sizes[0]]
+        )
+        rows.append(["the series + the lanes (40-byte lane ids)", "", full + lane_sizes[1]])
         report(rows)
         print(
             f"\nlayout: {HIST_SLOT_BITS} bits a minute x 60 + a marker bit = {HIST_BYTES} bytes"

@@ -133,6 +133,8 @@ static int settle(Queue *queue, Done *jobs, size_t ndone) {
     int retention_read = 0; /* the queue's completed retention, read on the first kept row */
     Retention queue_limits = {0, 0, 0, 0};
     RedisModuleString **rows = RedisModule_PoolAlloc(ctx, sizeof(*rows) * 8 * ndone);
+    double *job_wait = RedisModule_PoolAlloc(ctx, sizeof(*job_wait) * 2 * ndone),
+           *job_run = job_wait + ndone; /* each job's, for its lane's sums */
     size_t nrows = 0, ngone = 0;
     for (size_t i = 0; i < ndone; i++) {
         Done *job = &jobs[i];
@@ -140,6 +142,8 @@ static int settle(Queue *queue, Done *jobs, size_t ndone) {
         row_times(queue, job->id, job->row, now, &wait, &run);
         waits += wait;
         runs += run;
+        job_wait[i] = wait;
+        job_run[i] = run;
         double own = 0;
         Retention limits = {0, 0, 0, 0};
         if (job->keep.ptr) {
@@ -170,6 +174,30 @@ static int settle(Queue *queue, Done *jobs, size_t ndone) {
         RedisModule_Call(ctx, "DEL", "!v", rows + i, nrows - i < 1000 ? nrows - i : 1000);
     if (ngone > 0) tombstones(queue, id_list, ids, ngone, now);
     count_metric(queue, EMQ_K_METRICS_COMPLETED, (long long)ndone, now, waits, runs);
+    /* the busiest lanes' history: each lane once, in the order its first job came, with
+     * its jobs' counts and sums (as complete.lua's batch gathers them) */
+    size_t nlanes = 0;
+    Str *lane_of = NULL;
+    double *lane_sums = NULL; /* per lane: jobs, wait, run */
+    for (size_t i = 0; i < ndone; i++) {
+        if (!jobs[i].group.ptr) continue;
+        if (!lane_of) {
+            lane_of = RedisModule_PoolAlloc(ctx, sizeof(*lane_of) * ndone);
+            lane_sums = RedisModule_PoolAlloc(ctx, sizeof(*lane_sums) * 3 * ndone);
+        }
+        size_t k = 0;
+        while (k < nlanes && !str_eq(lane_of[k], jobs[i].group)) k++;
+        if (k == nlanes) {
+            lane_of[nlanes++] = jobs[i].group;
+            lane_sums[3 * k] = lane_sums[3 * k + 1] = lane_sums[3 * k + 2] = 0;
+        }
+        lane_sums[3 * k] += 1;
+        lane_sums[3 * k + 1] += job_wait[i];
+        lane_sums[3 * k + 2] += job_run[i];
+    }
+    for (size_t k = 0; k < nlanes; k++)
+        count_lane(queue, lane_of[k], now, (long long)lane_sums[3 * k], 0, lane_sums[3 * k + 1],
+                   lane_sums[3 * k + 2]);
     cap_freed(queue, (long long)ndone);
     for (size_t i = 0; i < ndone; i++) emit(queue, event_json(queue, "completed", jobs[i].id));
     return relay;

@@ -314,6 +314,8 @@ void release_dedup(Queue *queue, Str id, Str dedup);
 void delete_row(Queue *queue, Str id, Str row, Str dedup, int kids);
 void count_metric(Queue *queue, const char *metric_key, long long count, long long now,
                   double wait, double run);
+void count_lane(Queue *queue, Str group, long long now, long long count, long long dead,
+                double wait, double run);
 void job_times(Str id, Str started, Str last, Str enqueued, long long now, double *wait,
                double *run);
 void row_times(Queue *queue, Str id, Str row, long long now, double *wait, double *run);

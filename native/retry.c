@@ -4,7 +4,7 @@
 
 /* dead: the row's state and error, the dead set, its trim, the metric, the event */
 static int dead_letter(Queue *queue, Str id, Str row, Str error, int kept, long long now,
-                       Str failures, Str id_json, Str error_json, Str parent) {
+                       Str failures, Str id_json, Str error_json, Str parent, Str group) {
     RedisModuleCtx *ctx = queue->ctx;
     Str dead = queue_key(queue, EMQ_K_DEAD), stamp = num(queue, (double)now);
     if (kept)
@@ -25,6 +25,7 @@ static int dead_letter(Queue *queue, Str id, Str row, Str error, int kept, long 
     double wait, run;
     row_times(queue, id, row, now, &wait, &run);
     count_metric(queue, EMQ_K_METRICS_FAILED, 1, now, wait, run);
+    if (group.ptr) count_lane(queue, group, now, 1, 1, wait, run);
     /* lua-cjson's key order for this table (its hash order, fixed for these keys) */
     Str json = cat3(queue, str_c("{\"error\":"), error_json, str_c(",\"failures\":"));
     json = cat3(queue, json, failures, str_c(",\"event\":\"dead\",\"job\":"));
@@ -90,7 +91,7 @@ int cmd_retry(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     Str id_json = json_str(&queue, id), error_json = json_str(&queue, error);
     if ((double)failures >= max_attempts)
         return dead_letter(&queue, id, row, error, kept, now, failures_text, id_json, error_json,
-                           fields[5]);
+                           fields[5], group);
     double delay = 0;
     if (!tonum(arg_at(&line, 3), &delay)) delay = 0;
     return reschedule(&queue, id, row, error, delay, now, failures_text, id_json, error_json);

@@ -51,6 +51,7 @@
 #define EMQ_K_REPEAT_RECORD "repeat:"
 #define EMQ_K_GSTARTS "gs:"
 #define EMQ_K_HIST "hist:"
+#define EMQ_K_HLANES "hl:"
 #define EMQ_K_LANE "g:"
 #define EMQ_K_LANE_END ":pending"
 
@@ -123,5 +124,9 @@
 #define EMQ_HIST_DEAD_T "u16"
 #define EMQ_HIST_WAIT_T "u34"
 #define EMQ_HIST_RUN_MS_T "u31"
+/* the busiest lanes' history: hl:<hour> (schema.HIST_LANE*) */
+#define EMQ_HIST_LANES_CAP 10LL
+#define EMQ_HIST_LANES_TRIM 5LL
+#define EMQ_HIST_LANE_NAME_MAX 40
 
 #endif

@@ -48,6 +48,10 @@ def lua_keys() -> str:
         f"local HIST_WAIT_UNIT_MS = {schema.HIST_WAIT_UNIT_MS}",
         *(f"local HIST_{n.upper()}_AT = {schema.HIST_AT[n]}" for n, _ in schema.HIST_FIELDS),
         *(f"local HIST_{n.upper()}_T = '{schema.HIST_TYPE[n]}'" for n, _ in schema.HIST_FIELDS),
+        "-- the busiest lanes' history: hl:<hour> (schema.HIST_LANE*)",
+        f"local HIST_LANES_CAP = {schema.HIST_LANES_CAP}",
+        f"local HIST_LANES_TRIM = {schema.HIST_LANES_TRIM}",
+        f"local HIST_LANE_NAME_MAX = {schema.HIST_LANE_NAME_MAX}",
     ]
     return "\n".join(lines) + "\n"
 
@@ -80,6 +84,10 @@ def c_header() -> str:
         f"#define EMQ_HIST_WAIT_UNIT_MS {schema.HIST_WAIT_UNIT_MS}LL",
         *(f"#define EMQ_HIST_{n.upper()}_AT {schema.HIST_AT[n]}LL" for n, _ in schema.HIST_FIELDS),
         *(f'#define EMQ_HIST_{n.upper()}_T "{schema.HIST_TYPE[n]}"' for n, _ in schema.HIST_FIELDS),
+        "/* the busiest lanes' history: hl:<hour> (schema.HIST_LANE*) */",
+        f"#define EMQ_HIST_LANES_CAP {schema.HIST_LANES_CAP}LL",
+        f"#define EMQ_HIST_LANES_TRIM {schema.HIST_LANES_TRIM}LL",
+        f"#define EMQ_HIST_LANE_NAME_MAX {schema.HIST_LANE_NAME_MAX}",
     ]
     lines += ["", "#endif", ""]
     return "\n".join(lines)

@@ -343,6 +343,26 @@ def test_groups_and_metrics(api: TestClient, q: Queue, r: redis.Redis) -> None:
     assert dump(r, q) == before
 
 
+def test_history_lists_the_busiest_lanes(api: TestClient, q: Queue, r: redis.Redis) -> None:
+    # issue 29 item 5: the history reply carries the range's busiest lanes (hourly)
+    for g in ("a", "b", "a", None):
+        q.enqueue({"g": g}, group=g, max_attempts=1)
+    got = q.claim_many(4, lock_ms=60_000)
+    for c in got:
+        if c.group == "b":
+            assert q.retry(c.id, c.token, "boom") == "dead"
+        else:
+            q.complete(c.id, c.token)
+    before = dump(r, q)
+    for span in ("1h", "24h", "7d"):
+        busy = api.get(qp(q, f"/history?range={span}")).json()["lanes"]
+        assert busy["lanes_seen"] == 2 and busy["end_hour"] >= busy["first_hour"]
+        rows = [(x["lane"], x["completed"], x["dead"]) for x in busy["lanes"]]
+        assert rows == [("a", 2, 0), ("b", 0, 1)]
+        assert all(x["mean_run_ms"] is not None for x in busy["lanes"])
+    assert dump(r, q) == before
+
+
 async def test_handlers_run_without_http(server: EmbeddedServer, q: Queue, r: redis.Redis) -> None:
     """The handlers are plain coroutines: no request, no framework."""
     jid = q.enqueue({"x": 1})

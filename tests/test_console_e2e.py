@@ -823,3 +823,30 @@ def test_the_history_charts_and_their_range_picker(
     # plain SVG, no canvas, nothing fetched from elsewhere; reading wrote nothing
     assert page.locator("canvas").count() == 0
     assert dump(r, q) == before
+
+
+def test_the_history_panel_lists_the_busiest_lanes(
+    open_page: Callable[[str], Page], console_url: str, q: Queue, r: redis.Redis
+) -> None:
+    for g in ("tenant-a", "tenant-b", "tenant-a"):
+        q.enqueue({"g": g}, group=g)
+    for c in q.claim_many(3, lock_ms=60_000):
+        q.complete(c.id, c.token)
+    # a lane name no enqueue would take, written by someone else: shown as text
+    hour = int(r.time()[0]) // 3600
+    r.hset(q.keys.lanes_hist(hour), "<img src=x onerror=alert(1)>\u202e", "1 1 5 5")
+    before = dump(r, q)
+    page = open_page(f"{console_url}#/q/{q.name}")
+    page.wait_for_selector("#history-lanes table tbody tr")
+    rows = page.locator("#history-lanes tbody tr")
+    assert rows.count() == 3
+    first = rows.nth(0).inner_text()
+    assert "tenant-a" in first and "2" in first
+    assert page.locator("#history-lanes img").count() == 0
+    assert "<img src=x" in page.inner_text("#history-lanes")
+    assert "\u202e" not in page.inner_text("#history-lanes")
+    assert "3 lanes seen" in page.inner_text("#history-lanes figcaption")
+    page.click("button.range[data-range='7d']")
+    page.locator("#history-throughput figcaption", has_text="per hour").wait_for()
+    page.wait_for_selector("#history-lanes tbody tr")
+    assert dump(r, q) == before

@@ -389,6 +389,10 @@ SPECS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
     },
     "throughput": {"minutes": h(st.integers(1, 1440))},
     "history": {"span": h(st.sampled_from(["1h", "24h", "7d"]))},
+    "busiest_lanes": {
+        "span": h(st.sampled_from(["1h", "24h", "7d"])),
+        "top": h(st.integers(1, 100)),
+    },
     # bulk verbs by filter
     **{
         verb: {

@@ -95,6 +95,14 @@ def picture(r: redis.Redis, q: Queue) -> dict[bytes, Any]:
                 counts = [a + b for a, b in zip(prev[1], counts)]
             out[hour] = (kind, counts, r.pttl(key) > 0)
             continue
+        if b":hl:" in key:
+            # the busiest lanes' hour: each lane's ended and dead compare, in the hash's
+            # order (its wait and run are timing); the hour is T, as for hist:<hour>
+            lanes = [(f, v.split()[:2]) for f, v in r.hgetall(key).items()]
+            hour = q.keys.base.encode() + b"hl:T"
+            prev = out.get(hour)
+            out[hour] = (kind, (prev[1] if prev else []) + lanes, r.pttl(key) > 0)
+            continue
         if kind == b"string":
             value = norm(r.get(key) or b"")
         elif kind == b"hash":

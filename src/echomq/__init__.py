@@ -44,12 +44,14 @@ from .lifecycle import Claimed
 from .queue import AsyncQueue, Queue
 from .repeat import Repeatable
 from .results import (
+    BusiestLanes,
     Counts,
     DedupOwner,
     ErrorRecord,
     History,
     JobRow,
     JobState,
+    LaneStat,
     LogEntry,
     Retention,
     RetryOutcome,
@@ -66,6 +68,7 @@ __all__ = [
     "Backoff",
     "Batch",
     "BulkResult",
+    "BusiestLanes",
     "ChildEnding",
     "ChildrenResults",
     "Claimed",
@@ -102,6 +105,7 @@ __all__ = [
     "JobRow",
     "JobState",
     "JsonSerializer",
+    "LaneStat",
     "LogEntry",
     "NativeUnavailable",
     "OutcomeUnknown",

@@ -119,6 +119,13 @@ KEYS: tuple[Key, ...] = (
         "string",
         "one hour of per-minute history (HIST_*): B .. HIST .. (ms // 3600000), 7 days",
     ),
+    Key(
+        "HLANES",
+        "hl:",
+        "per_id",
+        "hash",
+        "one hour of the busiest lanes (HIST_LANE_*): lane -> 'ended dead wait_ms run_ms'",
+    ),
     Key("LANE", "g:", "per_id", "zset", "a group's lane: B .. LANE .. group .. LANE_END"),
     Key("LANE_END", ":pending", "lane_end", "zset", "the end of a lane's key (see LANE)"),
 )
@@ -272,6 +279,26 @@ HIST_MARK = 60 * HIST_SLOT_BITS
 HIST_BYTES = HIST_MARK // 8 + 1
 #: How long an hour's key stays after its hour ends.
 HIST_KEEP_MS = 7 * 86_400_000
+
+#: The busiest lanes' history (issue 29 item 5): per queue-hour one hash,
+#: ``B + "hl:" + hour``, a field per lane (a job's ``group``; see
+#: :data:`HIST_LANE_NAME_MAX`) holding ``"ended dead wait_ms run_ms"`` (decimal integers,
+#: one space apart): the lane's jobs that ended in the hour (completed or dead), the dead
+#: among them, and their summed wait (enqueue to first start) and run (last start to
+#: end) in ms. A grouped ending reads and rewrites its lane's field (``HGET``, ``HSET``;
+#: a batch once per lane). Bounded whatever the number of lanes: a lane new to the hour
+#: counts the fields (``HLEN``, O(1)); the first makes the key's expiry (``PEXPIREAT``
+#: the hour's end + ``HIST_KEEP_MS``, as ``hist:<hour>``); past ``HIST_LANES_CAP`` the
+#: ``HIST_LANES_TRIM`` fewest-ended of the others (ties: the lower name) are deleted, so
+#: a lane's figures for an hour are exact unless it was trimmed in that hour (then low).
+#: Flat jobs write none of this.
+HIST_LANES_CAP = 10
+#: How many lanes a trim deletes (never the lane just added).
+HIST_LANES_TRIM = 5
+#: A lane name longer than this many bytes is kept as its first ``MAX - 9`` bytes, ``~``
+#: and the 8 hex digits of its 32-bit djb2 hash (``h = (h * 33 + byte) % 2**32`` from
+#: 5381, over the whole name): the key's bytes stay bounded whatever the lanes' ids.
+HIST_LANE_NAME_MAX = 40
 
 #: The dedup modes (:class:`echomq.lifecycle.dedup.Dedup`); ``simple`` travels as ``''``.
 DEDUP_MODES: tuple[str, ...] = ("simple", "throttle", "debounce", "keep_last")

@@ -240,6 +240,7 @@ class VerbTable:
     groups_page = _v(views.groups_page, "read", "groups")
     throughput = _v(views.throughput, "read")
     history = _v(views.history, "read")
+    busiest_lanes = _v(views.busiest_lanes, "read")
 
 
 @dataclass(frozen=True)

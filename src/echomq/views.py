@@ -29,15 +29,17 @@ from .reads.limits import STATE_ORDERS as ORDERS
 from .reads.limits import VIEW_STATES as STATES
 from .reads.one_job import job_view
 from .reads.queue_state import groups_page, latency, queue_exists, server_time
-from .reads.series import MAX_HISTORY_MINUTES, history, throughput
+from .reads.series import MAX_HISTORY_MINUTES, busiest_lanes, history, throughput
 from .reads.series import RANGES as HISTORY_RANGES
 from .results.views import (
+    BusiestLanes,
     Found,
     GroupsPage,
     History,
     JobLine,
     JobPage,
     JobView,
+    LaneStat,
     Series,
     Throughput,
 )
@@ -57,16 +59,19 @@ __all__ = [
     "SEARCH_BUDGET",
     "SEARCH_FIELDS",
     "STATES",
+    "BusiestLanes",
     "Found",
     "GroupsPage",
     "History",
     "JobLine",
     "JobPage",
     "JobView",
+    "LaneStat",
     "LenientJson",
     "Order",
     "Series",
     "Throughput",
+    "busiest_lanes",
     "find_jobs",
     "groups_page",
     "history",

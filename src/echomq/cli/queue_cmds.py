@@ -25,7 +25,7 @@ from .app import Env, cli, confirm, pass_env
 from .browse_cmds import FIND_SCAN_LIMIT as FIND_SCAN_LIMIT
 from .browse_cmds import jobs as jobs
 from .limit_cmds import limits_lines
-from .series_text import history_json, print_history
+from .series_text import history_json, lanes_json, print_history, print_lanes
 
 #: The counts' columns: the states (from the one list; ``completed`` here is the
 #: metrics' total, the kept jobs are ``kept``) and the failed total.
@@ -130,11 +130,21 @@ def stranded(summary: dict[str, Any]) -> bool:
     help="Also the history series: per minute over 1h (the default), per 15 minutes over "
     "24h, per hour over 7d: jobs completed and dead, their mean wait and run.",
 )
+@click.option(
+    "--lanes",
+    "busiest",
+    type=click.IntRange(min=1, max=100),
+    is_flag=False,
+    flag_value=5,
+    default=None,
+    help="Also the N busiest lanes (5 without N) over the --history span (1h without it), "
+    "by jobs ended, at hourly resolution: completed, dead, mean wait and run.",
+)
 @pass_env
-def stats(env: Env, queue: str, top: int, span: str | None) -> None:
+def stats(env: Env, queue: str, top: int, span: str | None, busiest: int | None) -> None:
     """Counts of every state, the pause state, the latency, the live workers and the
     deepest lanes of QUEUE (warns when jobs wait and no worker is live); with --history,
-    the history series."""
+    the history series; with --lanes, the busiest lanes' history."""
     q = env.queue(queue)
     summary = queue_summary(q)
     summary["latency_ms"] = q.latency()
@@ -150,6 +160,9 @@ def stats(env: Env, queue: str, top: int, span: str | None) -> None:
     hist = q.history(span) if span else None
     if hist is not None:
         summary["history"] = history_json(hist)
+    busy = q.busiest_lanes(span or "1h", top=busiest) if busiest else None
+    if busy is not None:
+        summary["busiest_lanes"] = lanes_json(busy)
 
     def show() -> None:
         env.heading(f"queue {queue} {env.on_server()}")
@@ -176,6 +189,8 @@ def stats(env: Env, queue: str, top: int, span: str | None) -> None:
             )
         if hist is not None:
             print_history(env, hist)
+        if busy is not None:
+            print_lanes(env, busy)
 
     env.emit(summary, show)
 

@@ -1,5 +1,6 @@
 """The history series as ``emq stats --history`` prints it: a table of the points that
-saw jobs end (times in UTC, durations readable; ``--raw``: ms), and the JSON shape."""
+saw jobs end (times in UTC, durations readable; ``--raw``: ms), and the JSON shape; with
+``--lanes``, the busiest lanes over the same span (lane names are job text: escaped)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from typing import Any
 
 from rich.table import Table
 
-from ..results import History
+from ..results import BusiestLanes, History
 from .app import Env
+from .text import clean
 from .times import duration_text, utc_text
 
 
@@ -74,3 +76,50 @@ def print_history(env: Env, hist: History) -> None:
         f"{data['completed']} completed, {data['dead']} dead over {hist.span}; "
         f"mean wait {_ms(env, wait)}, mean run {_ms(env, run)}"
     )
+
+
+def lanes_json(busy: BusiestLanes) -> dict[str, Any]:
+    """The busiest lanes as JSON: the window's whole hours (ms since the epoch, the last
+    one's end), and each lane, most endings first, with its counts, summed and mean
+    wait and run in ms."""
+    lanes = []
+    for lane in busy.lanes:
+        wait, run = lane.averages()
+        lanes.append(
+            {
+                "lane": lane.lane,
+                "completed": lane.completed,
+                "dead": lane.dead,
+                "wait_ms": lane.wait_ms,
+                "run_ms": lane.run_ms,
+                "mean_wait_ms": None if wait is None else round(wait, 1),
+                "mean_run_ms": None if run is None else round(run, 1),
+            }
+        )
+    return {
+        "span": busy.span,
+        "from_ms": busy.first_hour * 3_600_000,
+        "until_ms": (busy.end_hour + 1) * 3_600_000,
+        "lanes_seen": busy.lanes_seen,
+        "lanes": lanes,
+    }
+
+
+def print_lanes(env: Env, busy: BusiestLanes) -> None:
+    """The busiest lanes' table (lane names escaped: they are job text)."""
+    since = busy.first_hour * 3_600_000
+    start = str(since) if env.raw else utc_text(since)[:16].replace("T", " ")
+    env.heading(
+        f"busiest lanes over {busy.span} (whole hours from {start}"
+        f"{'' if env.raw else ' UTC'}; {busy.lanes_seen} lanes seen)"
+    )
+    if not busy.lanes:
+        env.say("no grouped job ended")
+        return
+    table = Table("lane", "completed", "dead", "mean wait", "mean run")
+    for lane in busy.lanes:
+        wait, run = lane.averages()
+        table.add_row(
+            clean(lane.lane), str(lane.completed), str(lane.dead), _ms(env, wait), _ms(env, run)
+        )
+    env.out.print(table)

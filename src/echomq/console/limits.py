@@ -18,6 +18,8 @@ MAX_METRIC_MINUTES = 1440
 #: How long one read of a queue's history series is shared by every request, per span
 #: (seconds): a 7-day view reads 168 hour keys, and only its last point still moves.
 HISTORY_TTL_S = {"1h": 5.0, "24h": 30.0, "7d": 60.0}
+#: The busiest lanes the History panel lists with each range's series.
+HISTORY_LANES = 10
 #: Seconds an event relay waits for a message before it yields a heartbeat.
 HEARTBEAT_S = 10.0
 #: Event streams open at once: each holds one server connection for its life.

@@ -23,6 +23,7 @@ from .limits import (
     GROUPS_PAGE,
     HEALTH_TIMEOUT_S,
     HEALTH_TTL_S,
+    HISTORY_LANES,
     LOOKUP_CHUNKS,
     MAX_AUDIT,
     MAX_LOOKUP,
@@ -194,15 +195,34 @@ class QueueReads(ConsoleCore):
         Returns:
             ``{"span", "step", "first_minute", "end_minute", "completed", "dead",
             "wait_ms", "run_ms", "mean_wait_ms", "mean_run_ms"}``: lists, one value per
-            point, oldest first (a mean is ``null`` where no job ended).
+            point, oldest first (a mean is ``null`` where no job ended); and ``lanes``,
+            the busiest lanes over the same span at hourly resolution (``{"first_hour",
+            "end_hour", "lanes_seen", "lanes": [{"lane", "completed", "dead", "wait_ms",
+            "run_ms", "mean_wait_ms", "mean_run_ms"}]}``, at most ``HISTORY_LANES``).
         """
         if span not in HISTORY_RANGES:
             raise InvalidArgument(f"range must be one of {', '.join(HISTORY_RANGES)}")
 
         async def read() -> Reply:
-            hist = await self.queue(queue).history(span)
+            q = self.queue(queue)
+            hist = await q.history(span)
+            busy = await q.busiest_lanes(span, top=HISTORY_LANES)
             waits, runs = hist.averages()
-            return {**asdict(hist), "mean_wait_ms": waits, "mean_run_ms": runs}
+            lanes = []
+            for lane in busy.lanes:
+                wait, run = lane.averages()
+                lanes.append({**asdict(lane), "mean_wait_ms": wait, "mean_run_ms": run})
+            return {
+                **asdict(hist),
+                "mean_wait_ms": waits,
+                "mean_run_ms": runs,
+                "lanes": {
+                    "first_hour": busy.first_hour,
+                    "end_hour": busy.end_hour,
+                    "lanes_seen": busy.lanes_seen,
+                    "lanes": lanes,
+                },
+            }
 
         reply: Reply = await self.history_reads[span].read((queue, "history", span), read)
         return reply

@@ -7,7 +7,8 @@
 -- Refusals: none.
 -- Writes:  ZREM active, lock deleted, lane slot back, stalled+1, then pending|lane at
 --          its run_score (its old place) (+ ring, wake) or dead (+ last_error, metrics:failed and
---          the history series as retry writes them, dedup key released); events 'stalled'/'dead'.
+--          the history series and a grouped job's lane as retry writes them, dedup key
+--          released); events 'stalled'/'dead'.
 --          A kept row (field `keep`) going dead also gets died_at and the stall in its
 --          error history; when any job went dead, `dead` is trimmed by the queue's dead
 --          retention read from meta (at most 4 by count and 4 by age).
@@ -44,7 +45,9 @@ for _, id in ipairs(ids) do
     -- death is an ending: the dedup key goes (lib/common release_dedup)
     local d = redis.call('HGET', jk, 'dedup')
     if d then release_dedup(id, d) end
-    count_metric(B .. METRICS_FAILED, 1, now, job_times(id, f[7], f[8], f[9], now))
+    local wait, run = job_times(id, f[7], f[8], f[9], now)
+    local ht = count_metric(B .. METRICS_FAILED, 1, now, wait, run)
+    if f[1] then count_lane(now, ht, f[1], 1, 1, wait, run) end
     emit(cjson.encode({event = 'dead', job = id, error = err}))
     -- a flow child's death is its ending (the worker's beat relays after this call)
     if f[6] then

@@ -31,8 +31,9 @@
 --             metrics, lane structures (and gindex), wake, the registry, the settled
 --             tombstones, the workers registry, the keep index and the retention marker,
 --             the flow control keys (rate, grate, gwait; a lane's gs:<group> with its
---             lane in step 1), the history series (hist:<hour> for each hour of the
---             last 7 days and two more: derived from the server clock), the flow keys
+--             lane in step 1), the history series (hist:<hour>, and the busiest
+--             lanes' hl:<hour>, for each hour of the last 7 days and two more:
+--             derived from the server clock), the flow keys
 --             (waiting, outbox, outmsg, flowkept);
 --          4. only with 'sweep': every other key under the base (an orphan dedup key or
 --             log list, keys other modules added), by SCAN MATCH from the cursor kept
@@ -173,7 +174,10 @@ local function run()
   do
     local hour = math.floor(now_ms() / 3600000)
     local hk = {}
-    for h = hour - HIST_KEEP_MS / 3600000 - 1, hour + 1 do hk[#hk + 1] = B .. HIST .. h end
+    for h = hour - HIST_KEEP_MS / 3600000 - 1, hour + 1 do
+      hk[#hk + 1] = B .. HIST .. h
+      hk[#hk + 1] = B .. HLANES .. h
+    end
     redis.call('UNLINK', unpack(hk))
   end
 

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import checks
-from ..context import Context
+from ..context import Context, as_str
 from ..errors import InvalidArgument
-from ..results.views import History, Series, Throughput
+from ..results.views import BusiestLanes, History, LaneStat, Series, Throughput
 from ..schema import HIST_AT, HIST_FIELDS, HIST_SLOT_BITS, HIST_TYPE, HIST_WAIT_UNIT_MS
 from ..scripts import Batch, Cmd, Plan
 from . import decode
@@ -59,6 +59,23 @@ def read_minutes(ctx: Context, first: int, last: int) -> Plan[dict[int, tuple[in
     return out
 
 
+def _check_span(span: str) -> None:
+    if not isinstance(span, str) or span not in RANGES:
+        raise InvalidArgument(
+            f"span must be one of {', '.join(RANGES)}, got {checks.show(span, 20)}"
+        )
+
+
+def _window(span: str, now_ms: int) -> tuple[int, int, int, int]:
+    """(first minute, end minute, minutes per point, points) of a span's view."""
+    minutes, step = RANGES[span]
+    end = now_ms // 60000
+    # the points are aligned to their step (a 15-minute point starts at :00, :15, ...)
+    last_point = end - end % step
+    points = minutes // step
+    return last_point - (points - 1) * step, end, step, points
+
+
 def history(ctx: Context, span: str = "1h") -> Plan[History]:
     """The queue's history over ``span`` (``"1h"``: per minute; ``"24h"``: per 15
     minutes; ``"7d"``: per hour), ending at the server's current minute.
@@ -70,17 +87,8 @@ def history(ctx: Context, span: str = "1h") -> Plan[History]:
     Raises:
         InvalidArgument: a span other than 1h, 24h or 7d, before any I/O.
     """
-    if span not in RANGES:
-        raise InvalidArgument(
-            f"span must be one of {', '.join(RANGES)}, got {checks.show(span, 20)}"
-        )
-    minutes, step = RANGES[span]
-    now = decode.time_ms((yield Cmd(("TIME",))))
-    end = now // 60000
-    # the points are aligned to their step (a 15-minute point starts at :00, :15, ...)
-    last_point = end - end % step
-    points = minutes // step
-    first = last_point - (points - 1) * step
+    _check_span(span)
+    first, end, step, points = _window(span, decode.time_ms((yield Cmd(("TIME",)))))
     cells = yield from read_minutes(ctx, first, end)
     sums = [[0] * points for _ in range(_NFIELDS)]
     for minute, cell in cells.items():
@@ -112,3 +120,43 @@ def throughput(ctx: Context, minutes: int = 60) -> Plan[Throughput]:
         return Series(decode.int_or_zero(total), list(values))
 
     return Throughput(minutes, end, series(done, 0), series(failed, 1))
+
+
+def busiest_lanes(ctx: Context, span: str = "1h", top: int = 5) -> Plan[BusiestLanes]:
+    """The lanes (a job's ``group``) with the most endings over ``span``, at hourly
+    resolution: the whole hours the queue's :meth:`history` of the same span reads
+    (``"1h"``: the current hour, and the one before unless this is its last minute;
+    ``"24h"``: 24 or 25 hours; ``"7d"``: 168).
+
+    Each hour keeps its busiest lanes only (``schema.HIST_LANES_CAP``, the fewest-ended
+    trimmed as more come): a lane's figures are low by what it ended in an hour where
+    it was trimmed. One ``HGETALL`` of at most ``HIST_LANES_CAP`` fields per hour, in
+    one round trip (168 small commands for 7 days).
+
+    Args:
+        span: ``"1h"``, ``"24h"`` or ``"7d"``.
+        top: how many lanes to answer, 1..100.
+
+    Returns:
+        A :class:`~echomq.results.BusiestLanes`: the ``top`` lanes by endings
+        (completed + dead), most first (ties by name), each with its completed, dead and
+        summed wait and run in ms.
+
+    Raises:
+        InvalidArgument: a span other than 1h, 24h or 7d, or ``top`` out of range,
+            before any I/O.
+    """
+    _check_span(span)
+    top = checks.integer(top, "top", 1, 100)
+    first, end, _, _ = _window(span, decode.time_ms((yield Cmd(("TIME",)))))
+    hours = list(range(first // 60, end // 60 + 1))
+    replies = yield Batch(tuple(Cmd(("HGETALL", ctx.keys.lanes_hist(h))) for h in hours))
+    sums: dict[str, list[int]] = {}  # lane -> [ended, dead, wait ms, run ms]
+    for raw in replies:
+        for lane, value in decode.pairs(raw or []):
+            cell = sums.setdefault(as_str(lane), [0, 0, 0, 0])
+            for k, part in enumerate(as_str(value).split()[:4]):
+                cell[k] += int(part)
+    ranked = sorted(sums.items(), key=lambda kv: (-kv[1][0], kv[0]))[:top]
+    lanes = [LaneStat(lane, n - dead, dead, wait, run) for lane, (n, dead, wait, run) in ranked]
+    return BusiestLanes(span, hours[0], hours[-1], lanes, len(sums))

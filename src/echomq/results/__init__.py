@@ -26,12 +26,14 @@ from .limits import ClaimedBatch, ClaimHold, HoldScope, Limits, RateLimit
 from .operator import AuditEntry, BulkResult
 from .queue import DedupOwner, GroupInfo, ReindexResult, Repeatable, WorkerInfo
 from .views import (
+    BusiestLanes,
     Found,
     GroupsPage,
     History,
     JobLine,
     JobPage,
     JobView,
+    LaneStat,
     Order,
     Series,
     Throughput,
@@ -41,6 +43,7 @@ __all__ = [
     "JOB_STATES",
     "AuditEntry",
     "BulkResult",
+    "BusiestLanes",
     "ClaimHold",
     "Claimed",
     "ClaimedBatch",
@@ -57,6 +60,7 @@ __all__ = [
     "JobRow",
     "JobState",
     "JobView",
+    "LaneStat",
     "Limits",
     "LogEntry",
     "Order",

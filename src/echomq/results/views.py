@@ -158,3 +158,43 @@ class History:
             [w / k if k else None for w, k in zip(self.wait_ms, n)],
             [r / k if k else None for r, k in zip(self.run_ms, n)],
         )
+
+
+@dataclass(frozen=True)
+class LaneStat:
+    """One lane's endings over a :class:`BusiestLanes` window: jobs completed, jobs
+    dead, and their summed wait (enqueue to first start) and run (last start to end) in
+    ms. ``lane`` is the group as the keys hold it (a name over
+    ``schema.HIST_LANE_NAME_MAX`` bytes: its head, ``~`` and a hash)."""
+
+    lane: str
+    completed: int
+    dead: int
+    wait_ms: int
+    run_ms: int
+
+    @property
+    def ended(self) -> int:
+        """Jobs that ended: completed + dead."""
+        return self.completed + self.dead
+
+    def averages(self) -> tuple[float | None, float | None]:
+        """The mean wait and run in ms (``None`` when no job ended)."""
+        n = self.ended
+        return (self.wait_ms / n if n else None, self.run_ms / n if n else None)
+
+
+@dataclass(frozen=True)
+class BusiestLanes:
+    """The lanes with the most endings over ``span`` (``1h``, ``24h``, ``7d``), most
+    first (ties by name), at hourly resolution: the window is the whole server hours
+    ``first_hour`` .. ``end_hour`` (ms // 3600000; the last one so far), those the
+    queue's :class:`History` of the same span reads. Each hour keeps its busiest lanes
+    only (``schema.HIST_LANES_CAP``): a lane's counts are low by what it ended in an hour
+    where it was trimmed (``lanes_seen``: how many lanes the hours held, all told)."""
+
+    span: str
+    first_hour: int
+    end_hour: int
+    lanes: list[LaneStat]
+    lanes_seen: int

@@ -1434,7 +1434,26 @@
         lineChart(hist, hist.mean_wait_ms), "history-wait"),
       chartBox("Mean run", `last start to end · ${durText(meanOf(hist.run_ms))} over the range`,
         lineChart(hist, hist.mean_run_ms), "history-run"),
-    ].concat(n && !all ? [h("p", { class: "sub" }, "No job ended in this range.")] : []);
+    ].concat(n && !all ? [h("p", { class: "sub" }, "No job ended in this range.")] : [],
+      lanesTable(hist.lanes));
+  }
+  /* The busiest lanes of a history reply (whole hours: the lanes are kept per hour);
+   * a lane's name is job text, shown as text. */
+  function lanesTable(busy) {
+    if (!busy) return [];
+    const since = new Date(busy.first_hour * 3600000).toISOString().slice(0, 16).replace("T", " ");
+    const title = h("figcaption", {}, h("b", {}, "Busiest lanes"), " ",
+      h("span", { class: "sub" }, `by jobs ended, whole hours from ${since} UTC · ${fmt(busy.lanes_seen)} lanes seen`));
+    if (!busy.lanes.length) {
+      return [h("figure", { class: "lanes-box", id: "history-lanes" }, title,
+        h("p", { class: "sub" }, "No grouped job ended in this range."))];
+    }
+    const head = h("tr", {}, ...["lane", "completed", "dead", "mean wait", "mean run"].map((t) => h("th", {}, t)));
+    const rows = busy.lanes.map((l) => h("tr", {},
+      h("td", { class: "mono" }, l.lane), h("td", {}, fmt(l.completed)), h("td", {}, fmt(l.dead)),
+      h("td", {}, durText(l.mean_wait_ms)), h("td", {}, durText(l.mean_run_ms))));
+    return [h("figure", { class: "lanes-box", id: "history-lanes" }, title,
+      h("table", {}, h("thead", {}, head), h("tbody", {}, rows)))];
   }
   function chartBox(title, sub, svg, id) {
     return h("figure", { class: "chart-box", id }, h("figcaption", {}, h("b", {}, title), " ",

@@ -384,7 +384,7 @@ end
 -- of the queue-hour's history key (schema.HIST_FIELDS: completed or dead + n, the wait
 -- in HIST_WAIT_UNIT_MS units (rounded), the run in ms; saturating), the key's expiry on
 -- its first write (the marker bit's old value 0: PEXPIREAT the hour's end +
--- HIST_KEEP_MS). Every number argument costs the server a format: the constants go as
+-- HIST_KEEP_MS). Returns the hour as text (count_lane's key). Every number argument costs the server a format: the constants go as
 -- text, '1' for one job (the hot path)
 local function count_metric(mk, n, now, wait, run)
   -- one job (the hot path) counts by the text '1': a number argument costs a format
@@ -392,7 +392,9 @@ local function count_metric(mk, n, now, wait, run)
   redis.call('HINCRBY', mk, 'count', by)
   local hour = math.floor(now / 3600000)
   local at = math.floor(now / 60000) % 60 * HIST_SLOT_BITS
-  local hk = B .. HIST .. hour
+  -- the hour as text once: count_lane names its key with it too
+  local ht = hour .. ''
+  local hk = B .. HIST .. ht
   -- the offsets and sums as %d text: a number argument would be formatted as %.17g
   local fmt = string.format
   local wsum = fmt('%d', math.floor((wait + HIST_WAIT_UNIT_MS / 2) / HIST_WAIT_UNIT_MS))
@@ -411,5 +413,50 @@ local function count_metric(mk, n, now, wait, run)
   end
   if r[4] == 0 then
     redis.call('PEXPIREAT', hk, (hour + 1) * 3600000 + HIST_KEEP_MS)
+  end
+  return ht
+end
+
+-- count one lane's endings (a job's group) in the hour's lane key (schema.HIST_LANE*):
+-- n jobs ended, `dead` of them dead, their summed wait and run (ms), added to the
+-- lane's field 'ended dead wait_ms run_ms'. A lane new to the hour counts the fields:
+-- the first makes the key's expiry (PEXPIREAT the hour's end + HIST_KEEP_MS), past
+-- HIST_LANES_CAP the HIST_LANES_TRIM fewest-ended of the others go (ties: the earlier
+-- in the hash, which keeps its fields in the order they came). ht: the hour as text,
+-- count_metric's answer for the same now. Grouped endings only
+local function count_lane(now, ht, g, n, dead, wait, run)
+  if #g > HIST_LANE_NAME_MAX then
+    -- a long id kept bounded: its head, '~' and a hash of the whole (djb2, 32 bits)
+    local h, byte = 5381, string.byte
+    for i = 1, #g do h = (h * 33 + byte(g, i)) % 4294967296 end
+    g = string.sub(g, 1, HIST_LANE_NAME_MAX - 9) .. '~' .. string.format('%08x', h)
+  end
+  local hl = B .. HLANES .. ht
+  local old = redis.call('HGET', hl, g)
+  if old then
+    -- digits only: the sums coerce the text (cheaper than tonumber)
+    local e, d, w, r = string.match(old, '^(%d+) (%d+) (%d+) (%d+)$')
+    if e then n, dead, wait, run = n + e, dead + d, wait + w, run + r end
+  end
+  redis.call('HSET', hl, g, string.format('%d %d %d %d', n, dead, wait, run))
+  if old then return end
+  local fields = redis.call('HLEN', hl)
+  if fields == 1 then
+    redis.call('PEXPIREAT', hl, (math.floor(now / 3600000) + 1) * 3600000 + HIST_KEEP_MS)
+  elseif fields > HIST_LANES_CAP then
+    local all = redis.call('HGETALL', hl)
+    local others = {}
+    for i = 1, #all, 2 do
+      if all[i] ~= g then
+        others[#others + 1] = {tonumber(string.match(all[i + 1], '^%d+')) or 0, i, all[i]}
+      end
+    end
+    table.sort(others, function(x, y)
+      if x[1] ~= y[1] then return x[1] < y[1] end
+      return x[2] < y[2]
+    end)
+    local gone = {}
+    for i = 1, HIST_LANES_TRIM do gone[i] = others[i][3] end
+    redis.call('HDEL', hl, unpack(gone))
   end
 end

@@ -99,6 +99,8 @@ local REPEAT_RECORD = 'repeat:'
 local GSTARTS = 'gs:'
 -- one hour of per-minute history (HIST_*): B .. HIST .. (ms // 3600000), 7 days
 local HIST = 'hist:'
+-- one hour of the busiest lanes (HIST_LANE_*): lane -> 'ended dead wait_ms run_ms'
+local HLANES = 'hl:'
 -- a group's lane: B .. LANE .. group .. LANE_END
 local LANE = 'g:'
 -- the end of a lane's key (see LANE)
@@ -123,3 +125,7 @@ local HIST_COMPLETED_T = 'u20'
 local HIST_DEAD_T = 'u16'
 local HIST_WAIT_T = 'u34'
 local HIST_RUN_MS_T = 'u31'
+-- the busiest lanes' history: hl:<hour> (schema.HIST_LANE*)
+local HIST_LANES_CAP = 10
+local HIST_LANES_TRIM = 5
+local HIST_LANE_NAME_MAX = 40
