@@ -31,6 +31,7 @@ import random
 import secrets
 import threading
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -50,9 +51,9 @@ from .job import CANCELLED, LEASE_LOST, SHUTDOWN, TIMEOUT, JobContext
 from .limits import Throttle
 from .outage import Outage
 from .pipeline import Pipeline
-from .routes import Routes
+from .routes import DEFAULT_ROUTE, Routes
 from .stats import WorkerStats
-from .threads import HandlerThreads
+from .threads import Call, HandlerThreads
 from .waker import Waker
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ class _Running:
     value: Any = None  # the handler's return value (sent with the completion)
     recorded: bool = False
     is_async: bool = False
+    call: Call | None = None  # a plain handler's call, while the threads have it
 
 
 class Engine:
@@ -373,12 +375,23 @@ class Engine:
             self.batcher.add(runs, pool)
             return
         timeout = self.config.job_timeout_ms
+        table, finish = self.routes.table, self._finish_plain
+        calls: list[Call] = []
         for claimed in got:
             run = _Running(JobContext(claimed, aq, loop, thread))
             running[(claimed.id, claimed.token)] = run
-            run.task = loop.create_task(self._execute(run, pool))
+            route = table.get(claimed.name or DEFAULT_ROUTE) or table.get(DEFAULT_ROUTE)
+            if route is not None and not route[1]:
+                # a plain handler: straight to the threads, settled by _finish_plain
+                # on the loop (no task or future per job: see threads.py)
+                run.call = Call(route[0], run.job, finish, run)
+                calls.append(run.call)
+            else:
+                run.task = loop.create_task(self._execute(run))
             if timeout is not None:
                 run.timer = loop.call_later(timeout / 1000, self._cancel, run, TIMEOUT)
+        if calls:
+            pool.start(calls)
 
     def _cancel(self, run: _Running, reason: str) -> None:
         run.job._cancel(reason)
@@ -389,22 +402,28 @@ class Engine:
         # at its next await, as for the other reasons
         if reason == CANCELLED and not run.is_async:
             return
-        if run.task is not None and not run.task.done():
-            run.task.cancel()
+        if run.task is not None:
+            if not run.task.done():
+                run.task.cancel()
+        elif run.call is not None and not run.recorded:
+            # a plain handler's job: settled now, as a cancelled task would be (the
+            # thread cannot be interrupted: a call not started yet never starts, a
+            # running one's value is dropped when it comes back)
+            run.call.dropped = True
+            self._settle_plain(run, asyncio.CancelledError())
 
-    async def _execute(self, run: _Running, pool: HandlerThreads) -> None:
+    async def _execute(self, run: _Running, value: Awaitable[Any] | None = None) -> None:
+        """An ``async def`` handler's job (one with no handler fails), or with
+        ``value``, a plain handler's that returned an awaitable: awaited here."""
         job = run.job
         outcome, error = "done", ""
         try:
-            fn, is_async = self.routes.pick(job.name)
-            run.is_async = is_async
-            if is_async:
+            if value is None:
+                fn, is_async = self.routes.pick(job.name)
+                run.is_async = is_async
                 run.value = await fn(job)
             else:
-                result = await pool.submit(fn, job)
-                if inspect.isawaitable(result):
-                    result = await result
-                run.value = result
+                run.value = await value
             job.raise_marked()
         except (asyncio.CancelledError, Exception) as exc:
             outcome, error = outcomes.classify(self, job, exc)
@@ -412,6 +431,44 @@ class Engine:
             if run.timer is not None:
                 run.timer.cancel()
         self._record(run, "lost" if job.cancel_reason == LEASE_LOST else outcome, error)
+
+    def _finish_plain(self, call: Call) -> None:
+        """A plain handler's call came back from the threads (on the loop)."""
+        run: _Running = call.owner
+        run.call = None
+        if run.recorded:
+            return  # settled when its timeout, the shutdown or a lost lease came
+        error = call.error
+        if error is None:
+            if call.dropped:  # the threads shut down before it started
+                error = asyncio.CancelledError()
+            elif call.value is not None and inspect.isawaitable(call.value):
+                # a plain function that returned an awaitable: awaited on the loop
+                loop = asyncio.get_running_loop()
+                run.task = loop.create_task(self._execute(run, call.value))
+                return
+            else:
+                run.value = call.value
+                error = run.job.marked
+        elif isinstance(error, SystemExit | KeyboardInterrupt):
+            raise error  # as from a task: it ends the loop
+        if error is None:
+            if run.timer is not None:
+                run.timer.cancel()
+            if run.job.cancel_reason == LEASE_LOST:
+                self._record(run, "lost", "")
+            else:
+                self._record(run, "done", "")
+        else:
+            self._settle_plain(run, error)
+
+    def _settle_plain(self, run: _Running, error: BaseException) -> None:
+        """Record a plain handler's job that raised ``error`` (or was given up)."""
+        if run.timer is not None:
+            run.timer.cancel()
+        job = run.job
+        outcome, text = outcomes.classify(self, job, error)
+        self._record(run, "lost" if job.cancel_reason == LEASE_LOST else outcome, text)
 
     def failure(self, job: JobContext, exc: BaseException) -> tuple[str, str]:
         """The outcome and error text of a job whose handler raised ``exc``."""
