@@ -3,8 +3,9 @@ the wind-down of one :class:`~echomq.worker.Worker` run.
 
 The serve loop completes the jobs that finished and claims up to the free slots in
 two round trips (the completions pipelined with the pause-gate read, then one claim
-script call), and starts a task per job. When nothing is ready it blocks on the
-queue's wake list (``BLPOP`` on a connection of its own, see
+script call), and starts a task per ``async def`` handler's job; a plain handler's
+jobs go to its threads as one list (:mod:`echomq.worker.threads`). When nothing is
+ready it blocks on the queue's wake list (``BLPOP`` on a connection of its own, see
 :class:`~echomq.worker.waker.Waker`) instead of polling. The beat
 (:mod:`echomq.worker.beat`, one loop for every queue of the worker) extends every
 in-flight lease in one ``extend_locks`` call, in the same round trip as the worker's
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
+import functools
 import logging
 import random
 import secrets
@@ -375,14 +376,14 @@ class Engine:
             self.batcher.add(runs, pool)
             return
         timeout = self.config.job_timeout_ms
-        table, finish = self.routes.table, self._finish_plain
+        table, finish = self.routes.table, functools.partial(outcomes.finish_plain, self)
         calls: list[Call] = []
         for claimed in got:
             run = _Running(JobContext(claimed, aq, loop, thread))
             running[(claimed.id, claimed.token)] = run
             route = table.get(claimed.name or DEFAULT_ROUTE) or table.get(DEFAULT_ROUTE)
             if route is not None and not route[1]:
-                # a plain handler: straight to the threads, settled by _finish_plain
+                # a plain handler: straight to the threads, settled by finish_plain
                 # on the loop (no task or future per job: see threads.py)
                 run.call = Call(route[0], run.job, finish, run)
                 calls.append(run.call)
@@ -410,7 +411,7 @@ class Engine:
             # thread cannot be interrupted: a call not started yet never starts, a
             # running one's value is dropped when it comes back)
             run.call.dropped = True
-            self._settle_plain(run, asyncio.CancelledError())
+            outcomes.settle_plain(self, run, asyncio.CancelledError())
 
     async def _execute(self, run: _Running, value: Awaitable[Any] | None = None) -> None:
         """An ``async def`` handler's job (one with no handler fails), or with
@@ -431,44 +432,6 @@ class Engine:
             if run.timer is not None:
                 run.timer.cancel()
         self._record(run, "lost" if job.cancel_reason == LEASE_LOST else outcome, error)
-
-    def _finish_plain(self, call: Call) -> None:
-        """A plain handler's call came back from the threads (on the loop)."""
-        run: _Running = call.owner
-        run.call = None
-        if run.recorded:
-            return  # settled when its timeout, the shutdown or a lost lease came
-        error = call.error
-        if error is None:
-            if call.dropped:  # the threads shut down before it started
-                error = asyncio.CancelledError()
-            elif call.value is not None and inspect.isawaitable(call.value):
-                # a plain function that returned an awaitable: awaited on the loop
-                loop = asyncio.get_running_loop()
-                run.task = loop.create_task(self._execute(run, call.value))
-                return
-            else:
-                run.value = call.value
-                error = run.job.marked
-        elif isinstance(error, SystemExit | KeyboardInterrupt):
-            raise error  # as from a task: it ends the loop
-        if error is None:
-            if run.timer is not None:
-                run.timer.cancel()
-            if run.job.cancel_reason == LEASE_LOST:
-                self._record(run, "lost", "")
-            else:
-                self._record(run, "done", "")
-        else:
-            self._settle_plain(run, error)
-
-    def _settle_plain(self, run: _Running, error: BaseException) -> None:
-        """Record a plain handler's job that raised ``error`` (or was given up)."""
-        if run.timer is not None:
-            run.timer.cancel()
-        job = run.job
-        outcome, text = outcomes.classify(self, job, error)
-        self._record(run, "lost" if job.cancel_reason == LEASE_LOST else outcome, text)
 
     def failure(self, job: JobContext, exc: BaseException) -> tuple[str, str]:
         """The outcome and error text of a job whose handler raised ``exc``."""

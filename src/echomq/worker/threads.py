@@ -146,9 +146,9 @@ class HandlerThreads:
         """
         loop = self._loop or asyncio.get_running_loop()
         fut: asyncio.Future[Any] = loop.create_future()
-        call = Call(fn, arg, _to_future, fut)
-        fut.add_done_callback(lambda f: _drop_if_cancelled(f, call))
-        self.start([call])
+        # a cancelled future's call must not start: checked by the thread as it takes
+        # it (a done callback would set ``dropped`` only at the loop's next step)
+        self.start([Call(lambda a: None if fut.cancelled() else fn(a), arg, _to_future, fut)])
         return fut
 
     def shutdown(self) -> None:
@@ -290,8 +290,3 @@ def _to_future(call: Call) -> None:
         fut.set_exception(error)
     else:
         fut.set_result(call.value)
-
-
-def _drop_if_cancelled(fut: asyncio.Future[Any], call: Call) -> None:
-    if fut.cancelled():
-        call.dropped = True
