@@ -12,9 +12,9 @@ cost about twice the worker CPU of an ``async def`` one.
 a thread of its own) and hands over in batches:
 
 - the serve loop hands a claimed batch over as a list of :class:`Call` (one lock, one
-  thread woken) and gets each back through the call's ``then`` on the loop: no
-  asyncio future or task per job (:meth:`HandlerThreads.submit` still gives a future,
-  for a batch handler's one call);
+  thread woken, at the end of the loop's step) and gets each back through the call's
+  ``then`` on the loop: no asyncio future or task per job (:meth:`~HandlerThreads.submit`
+  still gives a future, for a batch handler's one call);
 - a thread that finishes a job takes the next one queued without sleeping and without
   a lock (``deque.popleft`` is atomic), so short handlers run back to back on one
   thread instead of waking a thread each (and fighting over the GIL at every system
@@ -23,12 +23,13 @@ a thread of its own) and hands over in batches:
   a thread for each job queued longer than that: jobs queued behind a handler that
   blocks (I/O, ``sleep``) start within about that time, each on a thread of its own;
 - finished calls go back to the loop in one hand-over when a thread finds the queue
-  empty; the loop also looks every :data:`COLLECT_S` while jobs are out and takes
-  what finished if it was already there at its last look (a result kept behind a
-  handler that blocks its thread), so no finished job waits long behind a long one,
-  and a batch of short handlers is not taken in halves (which made the loop claim
-  and write while the thread still ran handlers: the two then passed the GIL back
-  and forth at every system call);
+  empty, as the last thing before it blocks (so the loop it wakes finds the GIL free);
+  the loop also looks every :data:`COLLECT_S` while jobs are out and takes what
+  finished if it was already there at its last look (a result kept behind a handler
+  that blocks its thread), so no finished job waits long behind a long one, and a
+  batch of short handlers is not taken in halves (which made the loop claim and write
+  while the thread still ran handlers: the two then passed the GIL back and forth at
+  every system call);
 - threads start on demand, up to ``size`` (an ``async def``-only worker starts none).
 """
 
@@ -109,6 +110,7 @@ class HandlerThreads:
         self._out = 0  # handed over, not yet given back
         self._collector: asyncio.TimerHandle | None = None
         self._seen: Call | None = None  # the oldest finished call at the last look
+        self._wake_soon = False  # a wake-up for queued calls is due this step
 
     def start(self, calls: list[Call]) -> None:
         """Queue ``calls`` for the threads; loop thread only. Each call's ``then``
@@ -126,8 +128,11 @@ class HandlerThreads:
             if self._closed:
                 raise RuntimeError("the handler threads are shut down")
             self._jobs.extend(calls)
-            if not self._waking:  # no thread on its way to the queue
-                self._wake()
+        if not self._wake_soon:
+            # woken at the end of this step of the loop, just before it waits: a
+            # thread woken now would find the GIL held and sleep on it once more
+            self._wake_soon = True
+            loop.call_soon(self._wake_queued)
         self._out += len(calls)
         if self._collector is None:
             self._collector = loop.call_later(START_S, self._collect)
@@ -191,23 +196,22 @@ class HandlerThreads:
             return True
         return False
 
+    def _wake_queued(self) -> None:
+        """Make sure a thread is on its way to the queued calls (on the loop)."""
+        self._wake_soon = False
+        with self._lock:
+            if self._jobs and not self._waking and not self._closed:
+                self._wake()
+
     def _work(self) -> None:
         parker = threading.Lock()
         parker.acquire()
         lock, jobs, finished = self._lock, self._jobs, self._finished
         popleft, keep = jobs.popleft, finished.append
-        call: Call | None
+        with lock:
+            self._waking -= 1  # started: looking at the jobs now
+            call = popleft() if jobs else None
         while True:
-            with lock:
-                self._waking -= 1  # woken (or started): looking at the jobs now
-                call = popleft() if jobs else None
-                if call is None:
-                    if self._closed:
-                        return
-                    self._parked.append(parker)
-            if call is None:
-                parker.acquire()  # released by _wake or shutdown (counted there)
-                continue
             while call is not None:
                 if not call.dropped:  # else settled already: its handler must not run
                     try:
@@ -217,17 +221,28 @@ class HandlerThreads:
                 keep(call)
                 try:
                     call = popleft()  # more queued: run it, keep the result
-                    continue
                 except IndexError:
-                    pass
-                with lock:  # none left: hand over what is done, then look again
-                    call = popleft() if jobs else None
-                    hand_over = call is None and not self._hand_over_pending
-                    if hand_over:
-                        self._hand_over_pending = True
-                    self._waking += call is None  # counted as woken: it looks again
-                if hand_over:
-                    self._hand_over()
+                    call = None
+            with lock:  # none left: look again under the lock, else park
+                call = popleft() if jobs else None
+                if call is None:
+                    closed = self._closed
+                    if not closed:
+                        self._parked.append(parker)
+                    hand_over = bool(finished) and not self._hand_over_pending
+                    self._hand_over_pending |= hand_over
+            if call is not None:
+                continue
+            # the hand-over last, just before blocking: the loop it wakes then finds
+            # the GIL free instead of sleeping on it once more
+            if hand_over:
+                self._hand_over()
+            if closed:
+                return
+            parker.acquire()  # released by _wake or shutdown (counted in _waking)
+            with lock:
+                self._waking -= 1  # woken: looking at the jobs now
+                call = popleft() if jobs else None
 
     def _hand_over(self) -> None:
         loop = self._loop
