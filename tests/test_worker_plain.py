@@ -141,3 +141,21 @@ def test_calls_come_back_through_then_on_the_loop() -> None:
     assert sorted(back, key=lambda b: b[0]) == [
         (i, None if i == 5 else "KeyError" if i == 99 else i * 3, True) for i in [*range(19), 99]
     ]
+
+
+class _Abort(BaseException):
+    """Not an Exception: a task would have died of it, the job left in hand."""
+
+
+def test_a_plain_handler_raising_a_base_exception_fails_its_job(q: Queue, r: redis.Redis) -> None:
+    def handle(job: JobContext) -> None:
+        raise _Abort("stop here")
+
+    jid = q.enqueue("x", max_attempts=1)
+    with running(Worker(q, handle, config=FAST)) as w:
+        wait_until(lambda: q.job_state(jid) == "dead")
+    row = r.hgetall(q.keys.job(jid))
+    assert row["last_error"].startswith("_Abort: stop here\n\n")
+    assert row["failures"] == "1" and row["attempts"] == "1"
+    assert (w.stats.dead, w.stats.completed, w.stats.released) == (1, 0, 0)
+    assert not r.exists(q.keys.lock(jid)) and r.zcard(q.keys.active) == 0
