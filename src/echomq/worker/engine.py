@@ -52,7 +52,7 @@ from .job import CANCELLED, LEASE_LOST, SHUTDOWN, TIMEOUT, JobContext
 from .limits import Throttle
 from .outage import Outage
 from .pipeline import Pipeline
-from .routes import DEFAULT_ROUTE, Routes
+from .routes import Routes
 from .stats import WorkerStats
 from .threads import Call, HandlerThreads
 from .waker import Waker
@@ -376,12 +376,12 @@ class Engine:
             self.batcher.add(runs, pool)
             return
         timeout = self.config.job_timeout_ms
-        table, finish = self.routes.table, functools.partial(outcomes.finish_plain, self)
+        find, finish = self.routes.find, functools.partial(outcomes.finish_plain, self)
         calls: list[Call] = []
         for claimed in got:
             run = _Running(JobContext(claimed, aq, loop, thread))
             running[(claimed.id, claimed.token)] = run
-            route = table.get(claimed.name or DEFAULT_ROUTE) or table.get(DEFAULT_ROUTE)
+            route = find(claimed.name)
             if route is not None and not route[1]:
                 # a plain handler: straight to the threads, settled by finish_plain
                 # on the loop (no task or future per job: see threads.py)
