@@ -13,8 +13,12 @@ are interleaved ``--repeat`` times so the machine's drift hits them alike. Per r
 Then the plain/async ratios of the medians. The goal (issue 25): a plain handler at
 80% or more of the async one's rate, and at most 1/0.8 of its CPU.
 
+``--pin same`` or ``--pin other`` (2 CPUs or more) runs the loop on CPU 0 and the
+handler threads on CPU 0 or on CPU 1 (the server stays free): what the hand-over
+costs when the loop and its thread wake each other on one CPU or across two.
+
 Run: ``.venv/bin/python bench/plain_handlers.py`` (a private server unless ``EMQ_URL``
-is set); ``--concurrency``, ``--jobs``, ``--repeat``.
+is set); ``--concurrency``, ``--jobs``, ``--repeat``, ``--pin``.
 """
 
 from __future__ import annotations
@@ -26,8 +30,10 @@ import threading
 import time
 from typing import Any
 
+import echomq.worker
 from _common import bench_server, median, report
 from echomq import JobContext, Queue, Worker
+from echomq.worker.threads import HandlerThreads
 
 _SINK = os.open(os.devnull, os.O_WRONLY)
 _WRITE = True  # --body write: each job makes one small write(2), as the peers' jobs do
@@ -41,6 +47,17 @@ def plain(job: JobContext) -> None:
 async def async_handler(job: JobContext) -> None:
     if _WRITE:
         os.write(_SINK, b"0123456789abcdef")
+
+
+def pinned(cpu: int) -> type[HandlerThreads]:
+    """Handler threads that run on ``cpu`` only (``--pin``)."""
+
+    class Pinned(HandlerThreads):
+        def _work(self) -> None:
+            os.sched_setaffinity(0, {cpu})
+            super()._work()
+
+    return Pinned
 
 
 def cpu_s() -> float:
@@ -78,11 +95,16 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=20_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--body", choices=("write", "noop"), default="write")
+    ap.add_argument("--pin", choices=("none", "same", "other"), default="none")
     args = ap.parse_args()
     global _WRITE
     _WRITE = args.body == "write"
     got: dict[str, list[tuple[float, float]]] = {"async": [], "plain": []}
     with bench_server() as url:
+        if args.pin != "none":  # after the server started: it keeps every CPU
+            os.sched_setaffinity(0, {0})  # this thread runs the worker's loop
+            # the Worker makes its threads from its module's name
+            vars(echomq.worker)["HandlerThreads"] = pinned(0 if args.pin == "same" else 1)
         for run in range(args.repeat):
             for kind in got:
                 got[kind].append(one_run(url, kind, args.jobs, args.concurrency, run))
@@ -94,7 +116,14 @@ def main() -> None:
         rows.append([kind, med[kind][0], med[kind][1], detail])
     rate = med["plain"][0] / med["async"][0]
     cpu = med["plain"][1] / med["async"][1]
-    rows.append(["plain/async", rate, cpu, f"concurrency {args.concurrency}, body {args.body}"])
+    rows.append(
+        [
+            "plain/async",
+            rate,
+            cpu,
+            f"concurrency {args.concurrency}, body {args.body}, pin {args.pin}",
+        ]
+    )
     report(rows)
 
 

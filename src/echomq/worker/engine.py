@@ -3,9 +3,11 @@ the wind-down of one :class:`~echomq.worker.Worker` run.
 
 The serve loop completes the jobs that finished and claims up to the free slots in
 two round trips (the completions pipelined with the pause-gate read, then one claim
-script call), and starts a task per job; a batch worker of two batches or more keeps
-two such round trips in flight (:meth:`Engine._overlap`). When nothing is ready it blocks on the
-queue's wake list (``BLPOP`` on a connection of its own, see
+script call), and starts a task per ``async def`` handler's job; a plain handler's
+jobs go to its threads as one list (:mod:`echomq.worker.threads`). A batch worker of
+two batches or more keeps two such round trips in flight (:meth:`Engine._overlap`).
+When nothing is ready it blocks on the queue's wake list (``BLPOP`` on a connection
+of its own, see
 :class:`~echomq.worker.waker.Waker`) instead of polling. The beat
 (:mod:`echomq.worker.beat`, one loop for every queue of the worker) extends every
 in-flight lease in one ``extend_locks`` call, in the same round trip as the worker's
@@ -26,12 +28,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
+import functools
 import logging
 import random
 import secrets
 import threading
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +56,7 @@ from .outage import Outage
 from .pipeline import Pipeline
 from .routes import Routes
 from .stats import WorkerStats
-from .threads import HandlerThreads
+from .threads import Call, HandlerThreads
 from .waker import Waker
 
 if TYPE_CHECKING:
@@ -75,6 +78,7 @@ class _Running:
     value: Any = None  # the handler's return value (sent with the completion)
     recorded: bool = False
     is_async: bool = False
+    call: Call | None = None  # a plain handler's call, while the threads have it
 
 
 class Engine:
@@ -410,12 +414,23 @@ class Engine:
             self.batcher.add(runs, pool)
             return
         timeout = self.config.job_timeout_ms
+        find, finish = self.routes.find, functools.partial(outcomes.finish_plain, self)
+        calls: list[Call] = []
         for claimed in got:
             run = _Running(JobContext(claimed, aq, loop, thread))
             running[(claimed.id, claimed.token)] = run
-            run.task = loop.create_task(self._execute(run, pool))
+            route = find(claimed.name)
+            if route is not None and not route[1]:
+                # a plain handler: straight to the threads, settled by finish_plain
+                # on the loop (no task or future per job: see threads.py)
+                run.call = Call(route[0], run.job, finish, run)
+                calls.append(run.call)
+            else:
+                run.task = loop.create_task(self._execute(run))
             if timeout is not None:
                 run.timer = loop.call_later(timeout / 1000, self._cancel, run, TIMEOUT)
+        if calls:
+            pool.start(calls)
 
     def _cancel(self, run: _Running, reason: str) -> None:
         run.job._cancel(reason)
@@ -426,22 +441,28 @@ class Engine:
         # at its next await, as for the other reasons
         if reason == CANCELLED and not run.is_async:
             return
-        if run.task is not None and not run.task.done():
-            run.task.cancel()
+        if run.task is not None:
+            if not run.task.done():
+                run.task.cancel()
+        elif run.call is not None and not run.recorded:
+            # a plain handler's job: settled now, as a cancelled task would be (the
+            # thread cannot be interrupted: a call not started yet never starts, a
+            # running one's value is dropped when it comes back)
+            run.call.dropped = True
+            outcomes.settle_plain(self, run, asyncio.CancelledError())
 
-    async def _execute(self, run: _Running, pool: HandlerThreads) -> None:
+    async def _execute(self, run: _Running, value: Awaitable[Any] | None = None) -> None:
+        """An ``async def`` handler's job (one with no handler fails), or with
+        ``value``, a plain handler's that returned an awaitable: awaited here."""
         job = run.job
         outcome, error = "done", ""
         try:
-            fn, is_async = self.routes.pick(job.name)
-            run.is_async = is_async
-            if is_async:
+            if value is None:
+                fn, is_async = self.routes.pick(job.name)
+                run.is_async = is_async
                 run.value = await fn(job)
             else:
-                result = await pool.submit(fn, job)
-                if inspect.isawaitable(result):
-                    result = await result
-                run.value = result
+                run.value = await value
             job.raise_marked()
         except (asyncio.CancelledError, Exception) as exc:
             outcome, error = outcomes.classify(self, job, exc)

@@ -1,5 +1,6 @@
 """What the engine does with a job's outcome: the outcome a handler's exception means
-(:func:`classify`), and sending the outcomes that are not plain completions (releases,
+(:func:`classify`), a plain handler's job back from the threads (:func:`finish_plain`,
+no task per job), and sending the outcomes that are not plain completions (releases,
 failures, cancels, a handler's ``RateLimited``) until the server answered each
 (:func:`send`, and at shutdown :func:`send_at_shutdown`).
 
@@ -11,6 +12,7 @@ work on the engine's own queues of outcomes (its ``_other``, ``_running``,
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from typing import TYPE_CHECKING
 
@@ -21,13 +23,14 @@ from ..errors import EchoMQError, JobGone, RateLimited, StaleToken
 from ..flows.relay import relay_flows
 from ..lifecycle.settle import DEAD_RELAY
 from . import plans
-from .job import CANCELLED, TIMEOUT, JobCancelled, JobContext
+from .job import CANCELLED, LEASE_LOST, TIMEOUT, JobCancelled, JobContext
 from .limits import hand_back
 from .routes import failure_text
 
 if TYPE_CHECKING:
     from ..queue import AsyncQueue
-    from .engine import Engine
+    from .engine import Engine, _Running
+    from .threads import Call
 
 log = logging.getLogger("echomq.worker")
 
@@ -59,6 +62,44 @@ def classify(eng: Engine, job: JobContext, exc: BaseException) -> tuple[str, str
     if isinstance(exc, JobCancelled):
         return "failed", f"JobCancelled: {exc}"
     return "failed", failure_text(exc, eng.config.error_max_chars)
+
+
+def finish_plain(eng: Engine, call: Call) -> None:
+    """A plain handler's call came back from the threads: record its job's outcome
+    (on the loop; the ``then`` of the calls the engine hands over)."""
+    run: _Running = call.owner
+    run.call = None
+    if run.recorded:
+        return  # settled when its timeout, the shutdown or a lost lease came
+    error = call.error
+    if error is None:
+        if call.dropped:  # the threads shut down before it started
+            error = asyncio.CancelledError()
+        elif call.value is not None and inspect.isawaitable(call.value):
+            # a plain function that returned an awaitable: awaited on the loop
+            run.task = asyncio.get_running_loop().create_task(eng._execute(run, call.value))
+            return
+        else:
+            run.value = call.value
+            error = run.job.marked
+    elif isinstance(error, SystemExit | KeyboardInterrupt):
+        raise error  # as from a task: it ends the loop
+    if error is not None:
+        settle_plain(eng, run, error)
+        return
+    if run.timer is not None:
+        run.timer.cancel()
+    eng.record(run, "lost" if run.job.cancel_reason == LEASE_LOST else "done", "")
+
+
+def settle_plain(eng: Engine, run: _Running, error: BaseException) -> None:
+    """Record the outcome of a plain handler's job that raised ``error``, or that the
+    worker gave up on (``CancelledError``: a timeout, a shutdown, a lost lease)."""
+    if run.timer is not None:
+        run.timer.cancel()
+    job = run.job
+    outcome, text = classify(eng, job, error)
+    eng.record(run, "lost" if job.cancel_reason == LEASE_LOST else outcome, text)
 
 
 async def send(eng: Engine, aq: AsyncQueue) -> None:

@@ -31,13 +31,17 @@ class Routes:
                 raise InvalidArgument(f"handler for {name!r} is not callable")
         self.table = {k: (fn, is_async(fn)) for k, fn in table.items()}
 
+    def find(self, name: str | None) -> tuple[Handler, bool] | None:
+        """The handler for a job name and whether it is ``async``, or ``None``."""
+        return self.table.get(name or DEFAULT_ROUTE) or self.table.get(DEFAULT_ROUTE)
+
     def pick(self, name: str | None) -> tuple[Handler, bool]:
         """The handler for a job name and whether it is ``async``.
 
         Raises:
             LookupError: no handler for that name and no fallback (the job fails).
         """
-        found = self.table.get(name or DEFAULT_ROUTE) or self.table.get(DEFAULT_ROUTE)
+        found = self.find(name)
         if found is None:
             raise LookupError(f"no handler for job name {name!r}")
         return found
