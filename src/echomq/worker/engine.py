@@ -5,7 +5,7 @@ The serve loop completes the jobs that finished and claims up to the free slots 
 two round trips (the completions pipelined with the pause-gate read, then one claim
 script call), and starts a task per ``async def`` handler's job; a plain handler's
 jobs go to its threads as one list (:mod:`echomq.worker.threads`). A batch worker of
-two batches or more keeps two such round trips in flight (:meth:`Engine._overlap`).
+two batches or more keeps two such round trips in flight (:mod:`echomq.worker.serving`).
 When nothing is ready it blocks on the queue's wake list (``BLPOP`` on a connection
 of its own, see
 :class:`~echomq.worker.waker.Waker`) instead of polling. The beat
@@ -33,7 +33,6 @@ import logging
 import random
 import secrets
 import threading
-import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -47,7 +46,7 @@ from ..errors import (
 from ..lifecycle import Claimed
 from ..observability.worker import WorkerObserver
 from ..queue import AsyncQueue
-from . import outcomes, plans
+from . import outcomes, serving
 from .beat import Beats
 from .config import WorkerConfig
 from .job import CANCELLED, LEASE_LOST, SHUTDOWN, TIMEOUT, JobContext
@@ -66,8 +65,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("echomq.worker")
 
 _RECOVERABLE = outcomes.RECOVERABLE
-#: The pause after a server error before a loop tries again, doubling to the cap.
-_ERROR_PAUSE_S, _ERROR_PAUSE_CAP_S = 0.05, 2.0
 
 
 @dataclass(slots=True)
@@ -152,7 +149,7 @@ class Engine:
         beats.start()
         try:
             ready.set()
-            await self._serve(aq, blocker, pool)
+            await serving.serve(self, aq, pool)
             await self._wind_down(aq)
         finally:
             if own:
@@ -189,181 +186,12 @@ class Engine:
             except ServerUnavailable as exc:
                 self.stats.errors += 1
                 self._outage.failed(exc, "the version check")
-                await self._pause(min(_ERROR_PAUSE_CAP_S, _ERROR_PAUSE_S * 2**failures))
+                await self._pause(serving.error_pause(failures))
                 failures = min(failures + 1, 10)
             else:
                 self._outage.ok("the version check")
                 return True
         return False
-
-    # ---- the serve loop -----------------------------------------------------------
-
-    async def _serve(self, aq: AsyncQueue, blocker: Any, pool: HandlerThreads) -> None:
-        loop = asyncio.get_running_loop()
-        wake: asyncio.Task[None] | None = None
-        rounds: set[asyncio.Task[None]] = set()  # round trips in flight (overlapping)
-        limit = self._overlap()
-        failures = 0
-        try:
-            while not self.stop_requested:
-                try:
-                    await outcomes.send(self, aq)
-                    self._take_done()
-                    free = self.free()
-                    # while a wake task exists `_more` is False: only it claims then
-                    want = self.want(free) if self._more else 0
-                    if (self._completing or want) and len(rounds) < limit:
-                        done, self._completing = self._completing, []
-                        if limit == 1:
-                            await self._round(aq, pool, done, want)
-                            failures = 0
-                        else:
-                            rounds.add(loop.create_task(self._round(aq, pool, done, want)))
-                        continue
-                    assert self._nudged is not None
-                    waits: list[asyncio.Future[Any]] = [self._nudged, *rounds]
-                    if rounds:
-                        pass  # a claim in flight answers whether the queue has more
-                    elif self.coord is not None:
-                        # one wait over every queue: a queue with no known work waits
-                        # even with no slot free, so its work counts as demand at once
-                        if not self._more:
-                            wake = wake or loop.create_task(self.coord.idle(self))
-                            waits.append(wake)
-                    elif free > 0:
-                        wake = wake or loop.create_task(self._wake_then_claim(aq, pool))
-                        waits.append(wake)
-                    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-                    if self._nudged.done():
-                        self._nudged = loop.create_future()
-                    ended = [task for task in rounds if task.done()]
-                    if ended:
-                        rounds.difference_update(ended)
-                        errors = [task.exception() for task in ended]
-                        for error in errors:
-                            if error is not None:
-                                raise error
-                    if wake is not None and wake.done():
-                        finished, wake = wake, None
-                        finished.result()
-                        self._outage.ok("serving")
-                        if self.coord is not None:
-                            self.coord.changed(self)
-                    failures = 0
-                except Exception as exc:
-                    # a server error, or a payload the serializer cannot read: the
-                    # worker stays up; outcomes not answered are sent again; leased
-                    # jobs it could not start come back when their leases run out
-                    # (and a repeat staller ends up dead)
-                    self.stats.errors += 1
-                    self._outage.failed(exc, "serving")
-                    await self._pause(min(_ERROR_PAUSE_CAP_S, _ERROR_PAUSE_S * 2**failures))
-                    failures = min(failures + 1, 10)
-        finally:
-            if rounds:  # their claims join the jobs in hand, which the wind-down settles
-                await asyncio.gather(*rounds, return_exceptions=True)
-            if wake is not None:
-                await self._end_wait(aq, wake)
-
-    def _overlap(self) -> int:
-        """How many round trips the serve loop keeps in flight: two for a batch worker
-        of two batches or more on one queue, so the server works on one batch's
-        completion and the next claim while this process starts and settles another
-        (a batch of 100 costs the worker about as much as the server: in turn they
-        add up, overlapped the slower sets the pace); one otherwise, where the handler
-        tasks already overlap the round trip."""
-        if self.batcher is not None and self.coord is None and self.config.concurrency > 1:
-            return 2
-        return 1
-
-    async def _round(
-        self, aq: AsyncQueue, pool: HandlerThreads, done: list[tuple[str, int]], want: int
-    ) -> None:
-        """One round trip pair: complete ``done`` and claim up to ``want``. On a failure
-        the completions go back to the queue of unanswered ones (sent again)."""
-        cfg = self.config
-        plan = plans.complete_and_claim(aq.ctx, done, want, cfg.lease_ms, cfg.lock, self._results)
-        t0 = time.perf_counter()
-        self.claiming += want
-        try:
-            if self.pipeline is not None:  # with the other queues'
-                got = await self.pipeline.drive(aq, plan)
-            else:
-                got = await aq.runner.drive(plan)
-        except BaseException:
-            self._completing[:0] = done
-            raise
-        finally:
-            self.claiming -= want
-        if want:
-            self.observer.claimed(len(got.claimed), time.perf_counter() - t0)
-        self._count_completions(done, got.stale)
-        outcomes.relay_soon(self, aq, got.relay)
-        self._claimed(aq, got.claimed, want, pool)
-        self._outage.ok("serving")
-        if self.coord is not None:
-            if want and self._more:  # work: out of the idle wait
-                self.coord.busy(self)
-            self.coord.changed(self)
-
-    async def _end_wait(self, aq: AsyncQueue, wake: asyncio.Task[None]) -> None:
-        """Stop the idle wait as its state says (:class:`~echomq.worker.waker.WaitState`):
-        with no claim behind it, it is cancelled (nothing is lost); with a claim behind
-        it, it is unblocked so the claim's answer is read and its jobs wound down like
-        the others; mid-claim, it finishes. A server that answers nothing for a beat
-        and more gets the wait cancelled all the same."""
-        if self.coord is not None:
-            # the shared wait carries no claim: cancelling it loses nothing (bounded:
-            # a cancel swallowed below it must not hold the worker's end)
-            wake.cancel()
-            await asyncio.wait([wake], timeout=2.0)
-            if wake.done() and not wake.cancelled():
-                wake.exception()  # retrieved: the loop's error log stays quiet
-            return
-        assert self._waker is not None
-        loop = asyncio.get_running_loop()
-        give_up = loop.time() + self.config.beat / 1000 + 2.0
-        while not wake.done():
-            how = self._waker.state.to_end
-            if loop.time() > give_up or how == "cancel":
-                wake.cancel()
-            elif how == "unblock":
-                with contextlib.suppress(*_RECOVERABLE):  # the beat's timeout ends it anyway
-                    await self._waker.unblock(aq.client)
-            await asyncio.wait([wake], timeout=0.05)
-        await asyncio.gather(wake, return_exceptions=True)
-
-    async def _wake_then_claim(self, aq: AsyncQueue, pool: HandlerThreads) -> None:
-        """Wait on the wake list and claim, the claim riding behind the BLPOP.
-
-        A wake token or the beat's timeout both lead to one claim. With the gate open
-        the claim runs on the server the moment the BLPOP returns (see
-        :class:`~echomq.worker.waker.Waker`), so a job that wakes an idle worker costs
-        it no further round trip; otherwise the gate read rides behind the BLPOP and
-        the claim follows when it reads open. When the server refuses the claim
-        behind the wait (a transaction refused as a whole, e.g. at ``maxmemory``),
-        the worker claims plainly instead.
-        """
-        cfg = self.config
-        waker = self._waker
-        assert waker is not None
-        want = self.want(self.free())
-        if want <= 0:
-            self._more = True
-            return
-        waited = self.stats.limited_ms
-        if await self.throttle.wait_out(self.stats):
-            self.observer.limited((self.stats.limited_ms - waited) / 1000)
-            self._more = True  # the wait a held claim answered is over: claim now
-            return
-        op = lifecycle.claim_op(aq.ctx, want, cfg.lease_ms, cfg.lock)
-        woke = await waker.wait(self.throttle.timeout(cfg.beat / 1000), aq.runner.command(op))
-        try:
-            if woke.claim_sent or not self.stop_requested:
-                plan = plans.claim_after_wait(aq.ctx, woke, want, cfg.lease_ms, cfg.lock)
-                self._claimed(aq, await aq.runner.drive(plan), want, pool)
-        finally:
-            waker.done()
 
     def free(self) -> int:
         """The job slots this engine may fill now (the coordinator's share when the
