@@ -48,10 +48,18 @@ def lua_keys() -> str:
         f"local HIST_WAIT_UNIT_MS = {schema.HIST_WAIT_UNIT_MS}",
         *(f"local HIST_{n.upper()}_AT = {schema.HIST_AT[n]}" for n, _ in schema.HIST_FIELDS),
         *(f"local HIST_{n.upper()}_T = '{schema.HIST_TYPE[n]}'" for n, _ in schema.HIST_FIELDS),
-        "-- the busiest lanes' history: hl:<hour> (schema.HIST_LANE*)",
-        f"local HIST_LANES_CAP = {schema.HIST_LANES_CAP}",
-        f"local HIST_LANES_TRIM = {schema.HIST_LANES_TRIM}",
-        f"local HIST_LANE_NAME_MAX = {schema.HIST_LANE_NAME_MAX}",
+        "-- the busiest lanes' table in the hour key (schema.HIST_LANE*)",
+        f"local HIST_LANES = {schema.HIST_LANES}",
+        f"local HIST_LANES_AT = {schema.HIST_LANES_AT}",
+        f"local HIST_LANE_BITS = {schema.HIST_LANE_BITS}",
+        *(
+            f"local HIST_LANE_{n.upper()}_AT = {schema.HIST_LANE_AT[n]}"
+            for n, _ in schema.HIST_LANE_FIELDS
+        ),
+        *(
+            f"local HIST_LANE_{n.upper()}_T = '{schema.HIST_LANE_TYPE[n]}'"
+            for n, _ in schema.HIST_LANE_FIELDS
+        ),
     ]
     return "\n".join(lines) + "\n"
 
@@ -84,10 +92,18 @@ def c_header() -> str:
         f"#define EMQ_HIST_WAIT_UNIT_MS {schema.HIST_WAIT_UNIT_MS}LL",
         *(f"#define EMQ_HIST_{n.upper()}_AT {schema.HIST_AT[n]}LL" for n, _ in schema.HIST_FIELDS),
         *(f'#define EMQ_HIST_{n.upper()}_T "{schema.HIST_TYPE[n]}"' for n, _ in schema.HIST_FIELDS),
-        "/* the busiest lanes' history: hl:<hour> (schema.HIST_LANE*) */",
-        f"#define EMQ_HIST_LANES_CAP {schema.HIST_LANES_CAP}LL",
-        f"#define EMQ_HIST_LANES_TRIM {schema.HIST_LANES_TRIM}LL",
-        f"#define EMQ_HIST_LANE_NAME_MAX {schema.HIST_LANE_NAME_MAX}",
+        "/* the busiest lanes' table in the hour key (schema.HIST_LANE*) */",
+        f"#define EMQ_HIST_LANES {schema.HIST_LANES}",
+        f"#define EMQ_HIST_LANES_AT {schema.HIST_LANES_AT}LL",
+        f"#define EMQ_HIST_LANE_BITS {schema.HIST_LANE_BITS}LL",
+        *(
+            f"#define EMQ_HIST_LANE_{n.upper()}_AT {schema.HIST_LANE_AT[n]}LL"
+            for n, _ in schema.HIST_LANE_FIELDS
+        ),
+        *(
+            f'#define EMQ_HIST_LANE_{n.upper()}_T "{schema.HIST_LANE_TYPE[n]}"'
+            for n, _ in schema.HIST_LANE_FIELDS
+        ),
     ]
     lines += ["", "#endif", ""]
     return "\n".join(lines)

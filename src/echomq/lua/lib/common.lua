@@ -379,28 +379,119 @@ local function job_times(id, started, last, enq, now)
   return wait, run
 end
 
+-- a lane's hash in the hour's table (schema.HIST_LANE_FIELDS): djb2 of its name's bytes,
+-- 32 bits, never 0 (0 marks an empty slot)
+local function lane_hash(g)
+  local h, byte = 5381, string.byte
+  for i = 1, #g do h = (h * 33 + byte(g, i)) % 4294967296 end
+  if h == 0 then return 1 end
+  return h
+end
+
+-- the busiest lanes' writes for the hour key hk, appended to ops (count_metric's
+-- BITFIELD, after its minute's operations): lanes is one lane's name (its figures the
+-- metric's) or a list of {name, n, wait, run}; dead: whether the endings are deaths.
+-- One BITFIELD_RO reads the slots' hashes and endeds; each lane adds to its slot, else
+-- takes the first empty one, else takes over the fewest-ended (the first of equals),
+-- starting it afresh. A lane that takes a slot is named in LANENAMES (score now); the
+-- hour's first lane (its first slot empty: slots fill in order and never empty) trims
+-- the names older than the series keeps
+local function lane_ops(hk, ops, lanes, n, wait, run, dead, now)
+  local fmt = string.format
+  local gets, k = {}, 0
+  for i = 0, HIST_LANES - 1 do
+    local s = HIST_LANES_AT + i * HIST_LANE_BITS
+    gets[k + 1], gets[k + 2], gets[k + 3] = 'GET', HIST_LANE_HASH_T, s + HIST_LANE_HASH_AT
+    gets[k + 4], gets[k + 5], gets[k + 6] = 'GET', HIST_LANE_ENDED_T, s + HIST_LANE_ENDED_AT
+    k = k + 6
+  end
+  local cur = redis.call('BITFIELD_RO', hk, unpack(gets))
+  if type(lanes) == 'string' then lanes = {{lanes, n, wait, run}} end
+  for _, lane in ipairs(lanes) do
+    local g, m = lane[1], lane[2]
+    local h = lane_hash(g)
+    local pick, empty, low = nil, nil, nil
+    for i = 1, 2 * HIST_LANES, 2 do
+      local got = cur[i]
+      if got == h then pick = i break end
+      if got == 0 then
+        if not empty then empty = i end
+      elseif not low or cur[i + 1] < cur[low + 1] then
+        low = i
+      end
+    end
+    local s = HIST_LANES_AT + (((pick or empty or low) - 1) / 2) * HIST_LANE_BITS
+    local by = m == 1 and '1' or fmt('%d', m)
+    local units = fmt('%d', math.floor((lane[3] + HIST_WAIT_UNIT_MS / 2) / HIST_WAIT_UNIT_MS))
+    local ms = fmt('%d', lane[4])
+    local j = #ops
+    if pick then
+      ops[j + 1], ops[j + 2], ops[j + 3], ops[j + 4] = 'INCRBY', HIST_LANE_ENDED_T,
+        fmt('%d', s + HIST_LANE_ENDED_AT), by
+      ops[j + 5], ops[j + 6], ops[j + 7], ops[j + 8] = 'INCRBY', HIST_LANE_WAIT_T,
+        fmt('%d', s + HIST_LANE_WAIT_AT), units
+      ops[j + 9], ops[j + 10], ops[j + 11], ops[j + 12] = 'INCRBY', HIST_LANE_RUN_MS_T,
+        fmt('%d', s + HIST_LANE_RUN_MS_AT), ms
+      if dead then
+        ops[j + 13], ops[j + 14], ops[j + 15], ops[j + 16] = 'INCRBY', HIST_LANE_DEAD_T,
+          fmt('%d', s + HIST_LANE_DEAD_AT), by
+      end
+      -- the ended count as the server will hold it (saturating), for the next lane
+      cur[pick + 1] = math.min(cur[pick + 1] + m, 1048575)
+    else
+      local i = empty or low
+      -- the hour's first lane: the names no hour kept any longer go
+      if empty == 1 then
+        redis.call('ZREMRANGEBYSCORE', B .. LANENAMES, '-inf',
+          fmt('(%d', now - HIST_KEEP_MS - 3600000))
+      end
+      ops[j + 1], ops[j + 2], ops[j + 3], ops[j + 4] = 'SET', HIST_LANE_HASH_T,
+        fmt('%d', s + HIST_LANE_HASH_AT), fmt('%d', h)
+      ops[j + 5], ops[j + 6], ops[j + 7], ops[j + 8] = 'SET', HIST_LANE_ENDED_T,
+        fmt('%d', s + HIST_LANE_ENDED_AT), by
+      ops[j + 9], ops[j + 10], ops[j + 11], ops[j + 12] = 'SET', HIST_LANE_DEAD_T,
+        fmt('%d', s + HIST_LANE_DEAD_AT), dead and by or '0'
+      ops[j + 13], ops[j + 14], ops[j + 15], ops[j + 16] = 'SET', HIST_LANE_WAIT_T,
+        fmt('%d', s + HIST_LANE_WAIT_AT), units
+      ops[j + 17], ops[j + 18], ops[j + 19], ops[j + 20] = 'SET', HIST_LANE_RUN_MS_T,
+        fmt('%d', s + HIST_LANE_RUN_MS_AT), ms
+      redis.call('ZADD', B .. LANENAMES, fmt('%d', now), g)
+      cur[i], cur[i + 1] = h, math.min(m, 1048575)
+    end
+  end
+end
+
 -- count n jobs that ended now (mk: B .. METRICS_COMPLETED or METRICS_FAILED, the dead)
 -- with their summed wait and run (ms): the metric's all-time `count`, the minute's slot
 -- of the queue-hour's history key (schema.HIST_FIELDS: completed or dead + n, the wait
 -- in HIST_WAIT_UNIT_MS units (rounded), the run in ms; saturating), the key's expiry on
 -- its first write (the marker bit's old value 0: PEXPIREAT the hour's end +
--- HIST_KEEP_MS). Returns the hour as text (count_lane's key). Every number argument costs the server a format: the constants go as
--- text, '1' for one job (the hot path)
-local function count_metric(mk, n, now, wait, run)
+-- HIST_KEEP_MS). lanes (grouped endings only): the busiest lanes' table of the same key
+-- (lane_ops), written by the same BITFIELD. Every number argument costs the server a
+-- format: the constants go as text, '1' for one job (the hot path)
+local function count_metric(mk, n, now, wait, run, lanes)
   -- one job (the hot path) counts by the text '1': a number argument costs a format
   local by = n == 1 and '1' or n
   redis.call('HINCRBY', mk, 'count', by)
   local hour = math.floor(now / 3600000)
   local at = math.floor(now / 60000) % 60 * HIST_SLOT_BITS
-  -- the hour as text once: count_lane names its key with it too
-  local ht = hour .. ''
-  local hk = B .. HIST .. ht
+  local hk = B .. HIST .. hour
   -- the offsets and sums as %d text: a number argument would be formatted as %.17g
   local fmt = string.format
   local wsum = fmt('%d', math.floor((wait + HIST_WAIT_UNIT_MS / 2) / HIST_WAIT_UNIT_MS))
   local rsum = fmt('%d', run)
+  local done = mk == B .. METRICS_COMPLETED
   local r
-  if mk == B .. METRICS_COMPLETED then
+  if lanes then
+    local ops = {'OVERFLOW', 'SAT',
+      'INCRBY', done and HIST_COMPLETED_T or HIST_DEAD_T,
+      fmt('%d', at + (done and HIST_COMPLETED_AT or HIST_DEAD_AT)), by,
+      'INCRBY', HIST_WAIT_T, fmt('%d', at + HIST_WAIT_AT), wsum,
+      'INCRBY', HIST_RUN_MS_T, fmt('%d', at + HIST_RUN_MS_AT), rsum,
+      'SET', 'u1', HIST_MARK_ARG, '1'}
+    lane_ops(hk, ops, lanes, n, wait, run, not done, now)
+    r = redis.call('BITFIELD', hk, unpack(ops))
+  elseif done then
     r = redis.call('BITFIELD', hk, 'OVERFLOW', 'SAT', 'INCRBY', HIST_COMPLETED_T,
       fmt('%d', at + HIST_COMPLETED_AT), by, 'INCRBY', HIST_WAIT_T,
       fmt('%d', at + HIST_WAIT_AT), wsum, 'INCRBY', HIST_RUN_MS_T,
@@ -413,50 +504,5 @@ local function count_metric(mk, n, now, wait, run)
   end
   if r[4] == 0 then
     redis.call('PEXPIREAT', hk, (hour + 1) * 3600000 + HIST_KEEP_MS)
-  end
-  return ht
-end
-
--- count one lane's endings (a job's group) in the hour's lane key (schema.HIST_LANE*):
--- n jobs ended, `dead` of them dead, their summed wait and run (ms), added to the
--- lane's field 'ended dead wait_ms run_ms'. A lane new to the hour counts the fields:
--- the first makes the key's expiry (PEXPIREAT the hour's end + HIST_KEEP_MS), past
--- HIST_LANES_CAP the HIST_LANES_TRIM fewest-ended of the others go (ties: the earlier
--- in the hash, which keeps its fields in the order they came). ht: the hour as text,
--- count_metric's answer for the same now. Grouped endings only
-local function count_lane(now, ht, g, n, dead, wait, run)
-  if #g > HIST_LANE_NAME_MAX then
-    -- a long id kept bounded: its head, '~' and a hash of the whole (djb2, 32 bits)
-    local h, byte = 5381, string.byte
-    for i = 1, #g do h = (h * 33 + byte(g, i)) % 4294967296 end
-    g = string.sub(g, 1, HIST_LANE_NAME_MAX - 9) .. '~' .. string.format('%08x', h)
-  end
-  local hl = B .. HLANES .. ht
-  local old = redis.call('HGET', hl, g)
-  if old then
-    -- digits only: the sums coerce the text (cheaper than tonumber)
-    local e, d, w, r = string.match(old, '^(%d+) (%d+) (%d+) (%d+)$')
-    if e then n, dead, wait, run = n + e, dead + d, wait + w, run + r end
-  end
-  redis.call('HSET', hl, g, string.format('%d %d %d %d', n, dead, wait, run))
-  if old then return end
-  local fields = redis.call('HLEN', hl)
-  if fields == 1 then
-    redis.call('PEXPIREAT', hl, (math.floor(now / 3600000) + 1) * 3600000 + HIST_KEEP_MS)
-  elseif fields > HIST_LANES_CAP then
-    local all = redis.call('HGETALL', hl)
-    local others = {}
-    for i = 1, #all, 2 do
-      if all[i] ~= g then
-        others[#others + 1] = {tonumber(string.match(all[i + 1], '^%d+')) or 0, i, all[i]}
-      end
-    end
-    table.sort(others, function(x, y)
-      if x[1] ~= y[1] then return x[1] < y[1] end
-      return x[2] < y[2]
-    end)
-    local gone = {}
-    for i = 1, HIST_LANES_TRIM do gone[i] = others[i][3] end
-    redis.call('HDEL', hl, unpack(gone))
   end
 end

@@ -21,6 +21,8 @@ local WAKE = 'wake'
 local RING = 'ring'
 -- every group that has a lane
 local GROUPS = 'groups'
+-- lanes in an hour's table; score = took a slot (ms)
+local LANENAMES = 'lanenames'
 -- per-group in-flight count
 local GACTIVE = 'gactive'
 -- the lanes' jobs, at their lane score (browsing across lanes)
@@ -99,8 +101,6 @@ local REPEAT_RECORD = 'repeat:'
 local GSTARTS = 'gs:'
 -- one hour of per-minute history (HIST_*): B .. HIST .. (ms // 3600000), 7 days
 local HIST = 'hist:'
--- one hour of the busiest lanes (HIST_LANE_*): lane -> 'ended dead wait_ms run_ms'
-local HLANES = 'hl:'
 -- a group's lane: B .. LANE .. group .. LANE_END
 local LANE = 'g:'
 -- the end of a lane's key (see LANE)
@@ -113,8 +113,8 @@ local PRIORITY_MAX = 1048576
 local DEDUP_HOLD = 4503599627370496
 -- the history series: a queue-hour's key, 60 minute slots (schema.HIST_FIELDS)
 local HIST_SLOT_BITS = 101
-local HIST_MARK = 6060
-local HIST_MARK_ARG = '6060'
+local HIST_MARK = 7125
+local HIST_MARK_ARG = '7125'
 local HIST_KEEP_MS = 604800000
 local HIST_WAIT_UNIT_MS = 4
 local HIST_COMPLETED_AT = 0
@@ -125,7 +125,17 @@ local HIST_COMPLETED_T = 'u20'
 local HIST_DEAD_T = 'u16'
 local HIST_WAIT_T = 'u34'
 local HIST_RUN_MS_T = 'u31'
--- the busiest lanes' history: hl:<hour> (schema.HIST_LANE*)
-local HIST_LANES_CAP = 10
-local HIST_LANES_TRIM = 5
-local HIST_LANE_NAME_MAX = 40
+-- the busiest lanes' table in the hour key (schema.HIST_LANE*)
+local HIST_LANES = 8
+local HIST_LANES_AT = 6061
+local HIST_LANE_BITS = 133
+local HIST_LANE_HASH_AT = 0
+local HIST_LANE_ENDED_AT = 32
+local HIST_LANE_DEAD_AT = 52
+local HIST_LANE_WAIT_AT = 68
+local HIST_LANE_RUN_MS_AT = 102
+local HIST_LANE_HASH_T = 'u32'
+local HIST_LANE_ENDED_T = 'u20'
+local HIST_LANE_DEAD_T = 'u16'
+local HIST_LANE_WAIT_T = 'u34'
+local HIST_LANE_RUN_MS_T = 'u31'
