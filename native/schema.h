@@ -113,7 +113,7 @@
 #define EMQ_DEDUP_HOLD 4503599627370496LL
 /* the history series: a queue-hour's key, 60 minute slots (schema.HIST_FIELDS) */
 #define EMQ_HIST_SLOT_BITS 101LL
-#define EMQ_HIST_MARK 7125LL
+#define EMQ_HIST_MARK 7117LL
 #define EMQ_HIST_KEEP_MS 604800000LL
 #define EMQ_HIST_WAIT_UNIT_MS 4LL
 #define EMQ_HIST_COMPLETED_AT 0LL
@@ -127,15 +127,15 @@
 /* the busiest lanes' table in the hour key (schema.HIST_LANE*) */
 #define EMQ_HIST_LANES 8
 #define EMQ_HIST_LANES_AT 6061LL
-#define EMQ_HIST_LANE_BITS 133LL
+#define EMQ_HIST_LANE_BITS 132LL
 #define EMQ_HIST_LANE_HASH_AT 0LL
 #define EMQ_HIST_LANE_ENDED_AT 32LL
 #define EMQ_HIST_LANE_DEAD_AT 52LL
-#define EMQ_HIST_LANE_WAIT_AT 68LL
-#define EMQ_HIST_LANE_RUN_MS_AT 102LL
+#define EMQ_HIST_LANE_WAIT_AT 67LL
+#define EMQ_HIST_LANE_RUN_MS_AT 101LL
 #define EMQ_HIST_LANE_HASH_T "u32"
 #define EMQ_HIST_LANE_ENDED_T "u20"
-#define EMQ_HIST_LANE_DEAD_T "u16"
+#define EMQ_HIST_LANE_DEAD_T "u15"
 #define EMQ_HIST_LANE_WAIT_T "u34"
 #define EMQ_HIST_LANE_RUN_MS_T "u31"
 

@@ -250,7 +250,7 @@ FLOW_OUTCOMES: tuple[str, ...] = (
 #: (completed or dead): its wait, from its enqueue (a kept row's ``enqueued_at``, else its
 #: id's time) to its first start, in units of ``HIST_WAIT_UNIT_MS`` (rounded), and its
 #: run, from its last start to its end, in ms. 101 bits a minute; with the busiest
-#: lanes' table (below) 891 bytes an hour, in the server's 896-byte allocation class.
+#: lanes' table (below) 890 bytes an hour, in the server's 896-byte allocation class.
 HIST_FIELDS: tuple[tuple[str, int], ...] = (
     ("completed", 20),
     ("dead", 16),
@@ -287,7 +287,7 @@ HIST_TYPE: dict[str, str] = {name: f"u{w}" for name, w in HIST_FIELDS}
 HIST_LANE_FIELDS: tuple[tuple[str, int], ...] = (
     ("hash", 32),
     ("ended", 20),
-    ("dead", 16),
+    ("dead", 15),
     ("wait", 34),
     ("run_ms", 31),
 )
@@ -305,7 +305,9 @@ HIST_LANE_TYPE: dict[str, str] = {name: f"u{w}" for name, w in HIST_LANE_FIELDS}
 HIST_LANES_AT = 60 * HIST_SLOT_BITS + 1
 #: The marker bit's offset (past the lanes' table).
 HIST_MARK = HIST_LANES_AT + HIST_LANES * HIST_LANE_BITS
-#: A history key's length in bytes (891: in the server's 896-byte allocation class).
+#: A history key's length in bytes: 890, with the string's 5-byte header and its
+#: terminating zero exactly the server's 896-byte allocation class (one more byte would
+#: take the 1,024-byte class: hence 132 bits a lane, ``dead`` the field one bit short).
 HIST_BYTES = HIST_MARK // 8 + 1
 #: The first layout's length (no lanes' table): such a key still reads (its lanes empty).
 HIST_BYTES_V1 = 60 * HIST_SLOT_BITS // 8 + 1
