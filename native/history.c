@@ -223,80 +223,99 @@ static RedisModuleString *forever(const char *text) {
 }
 
 /* lib/common's lane_ops: the busiest lanes' writes for the hour key (schema.HIST_LANE*),
- * appended to ops (the BITFIELD that counts the minute): one BITFIELD_RO of the slots'
- * hashes and endeds; each lane adds to its slot, else takes the first empty one, else
- * takes over the fewest-ended (the first of equals), starting it afresh; a lane taking a
- * slot is ZADDed to lanenames, the hour's first lane trims lanenames by age. Returns the
- * number of ops written */
+ * appended to ops (the BITFIELD that counts the minute): one GETRANGE of the slots'
+ * hashes; each lane adds to its slot, else takes the first empty one, else takes over
+ * the fewest-ended (the first of equals; the endeds read then, once: one BITFIELD_RO),
+ * starting it afresh; a lane taking a slot is ZADDed to lanenames, the hour's first lane
+ * trims lanenames by age. Returns the number of ops written */
 static size_t lane_ops(Queue *queue, Str hist, RedisModuleString **ops, const LaneEnd *lanes,
                        size_t nlanes, int dead, long long now) {
-    static RedisModuleString *gets[6 * EMQ_HIST_LANES], *incrby, *set, *types[5], *zero;
+    static RedisModuleString *gets[3 * EMQ_HIST_LANES], *incrby, *set, *hash_t, *types[4], *zero;
     RedisModuleCtx *ctx = queue->ctx;
     if (!incrby) {
         incrby = forever("INCRBY");
         set = forever("SET");
         zero = forever("0");
-        const char *names[5] = {EMQ_HIST_LANE_HASH_T, EMQ_HIST_LANE_ENDED_T,
-                                EMQ_HIST_LANE_DEAD_T, EMQ_HIST_LANE_WAIT_T,
-                                EMQ_HIST_LANE_RUN_MS_T};
-        for (int t = 0; t < 5; t++) types[t] = forever(names[t]);
+        hash_t = forever(EMQ_HIST_LANE_HASH_T);
+        const char *names[4] = {EMQ_HIST_LANE_ENDED_T, EMQ_HIST_LANE_DEAD_T,
+                                EMQ_HIST_LANE_WAIT_T, EMQ_HIST_LANE_RUN_MS_T};
+        for (int t = 0; t < 4; t++) types[t] = forever(names[t]);
         RedisModuleString *get = forever("GET");
         for (int i = 0; i < EMQ_HIST_LANES; i++) {
-            long long at = EMQ_HIST_LANES_AT + i * EMQ_HIST_LANE_BITS;
-            gets[6 * i] = gets[6 * i + 3] = get;
-            gets[6 * i + 1] = types[0];
-            gets[6 * i + 2] = llstr(NULL, at + EMQ_HIST_LANE_HASH_AT);
-            gets[6 * i + 4] = types[1];
-            gets[6 * i + 5] = llstr(NULL, at + EMQ_HIST_LANE_ENDED_AT);
+            gets[3 * i] = get;
+            gets[3 * i + 1] = types[0];
+            gets[3 * i + 2] = llstr(NULL, EMQ_HIST_LANES_AT + i * EMQ_HIST_LANE_BITS +
+                                              EMQ_HIST_LANE_ENDED_AT);
         }
     }
-    long long cur[2 * EMQ_HIST_LANES] = {0};
-    Reply *got = RedisModule_Call(ctx, "BITFIELD_RO", "bv", hist.ptr, hist.len, gets,
-                                  (size_t)(6 * EMQ_HIST_LANES));
-    if (got && RedisModule_CallReplyType(got) == REDISMODULE_REPLY_ARRAY &&
-        RedisModule_CallReplyLength(got) == 2 * EMQ_HIST_LANES)
-        for (int i = 0; i < 2 * EMQ_HIST_LANES; i++)
-            cur[i] = RedisModule_CallReplyInteger(RedisModule_CallReplyArrayElement(got, i));
+    /* each slot's hash (big-endian, as BITFIELD's u32); all empty for a new key or one
+     * of the first layout, which ends before the table */
+    long long cur[EMQ_HIST_LANES] = {0};
+    Str raw = reply_str(RedisModule_Call(ctx, "GETRANGE", "bll", hist.ptr, hist.len,
+                                         EMQ_HIST_LANE_HASH_BYTE,
+                                         EMQ_HIST_LANE_HASH_BYTE + 4 * EMQ_HIST_LANES - 1));
+    if (raw.ptr && raw.len == 4 * EMQ_HIST_LANES)
+        for (int i = 0; i < EMQ_HIST_LANES; i++) {
+            const unsigned char *b = (const unsigned char *)raw.ptr + 4 * i;
+            cur[i] = ((long long)b[0] << 24) | (b[1] << 16) | (b[2] << 8) | b[3];
+        }
+    /* the endeds, read only when a lane must take over a slot; until then this call's own
+     * changes: fresh slots taken over (their old count gone), delta added */
+    long long ended[EMQ_HIST_LANES] = {0}, delta[EMQ_HIST_LANES] = {0};
+    int fresh[EMQ_HIST_LANES] = {0}, have_ended = 0;
     Str names = queue_key(queue, EMQ_K_LANENAMES), stamp = num(queue, (double)now);
     size_t n = 0;
     for (size_t k = 0; k < nlanes; k++) {
         long long h = lane_hash(lanes[k].group), m = lanes[k].n;
-        int pick = -1, empty = -1, low = -1;
-        for (int i = 0; i < 2 * EMQ_HIST_LANES; i += 2) {
+        int pick = -1, empty = -1;
+        for (int i = 0; i < EMQ_HIST_LANES; i++) {
             if (cur[i] == h) {
                 pick = i;
                 break;
             }
-            if (cur[i] == 0) {
-                if (empty < 0) empty = i;
-            } else if (low < 0 || cur[i + 1] < cur[low + 1]) {
-                low = i;
-            }
+            if (cur[i] == 0 && empty < 0) empty = i;
         }
-        int slot = pick >= 0 ? pick : empty >= 0 ? empty : low;
-        long long at = EMQ_HIST_LANES_AT + (slot / 2) * EMQ_HIST_LANE_BITS;
         double units = floor((lanes[k].wait + EMQ_HIST_WAIT_UNIT_MS / 2.0) /
                              (double)EMQ_HIST_WAIT_UNIT_MS);
-        RedisModuleString *by = llstr(ctx, m),
-                          *wait = llstr(ctx, (long long)units),
-                          *run = llstr(ctx,
-                                                                      (long long)lanes[k].run);
-#define OP(verb, t, off, value)                                                                \
+        RedisModuleString *by = llstr(ctx, m), *wait = llstr(ctx, (long long)units),
+                          *run = llstr(ctx, (long long)lanes[k].run);
+#define OP(verb, type, off, value)                                                             \
     do {                                                                                       \
         ops[n++] = (verb);                                                                     \
-        ops[n++] = types[t];                                                                   \
-        ops[n++] = llstr(ctx, at + (off));                      \
+        ops[n++] = (type);                                                                     \
+        ops[n++] = llstr(ctx, (off));                                                          \
         ops[n++] = (value);                                                                    \
     } while (0)
         if (pick >= 0) {
-            OP(incrby, 1, EMQ_HIST_LANE_ENDED_AT, by);
-            OP(incrby, 3, EMQ_HIST_LANE_WAIT_AT, wait);
-            OP(incrby, 4, EMQ_HIST_LANE_RUN_MS_AT, run);
-            if (dead) OP(incrby, 2, EMQ_HIST_LANE_DEAD_AT, by);
-            /* the ended count as the server will hold it (saturating), for the next lane */
-            cur[pick + 1] = cur[pick + 1] + m < 1048575 ? cur[pick + 1] + m : 1048575;
+            long long at = EMQ_HIST_LANES_AT + pick * EMQ_HIST_LANE_BITS;
+            OP(incrby, types[0], at + EMQ_HIST_LANE_ENDED_AT, by);
+            OP(incrby, types[2], at + EMQ_HIST_LANE_WAIT_AT, wait);
+            OP(incrby, types[3], at + EMQ_HIST_LANE_RUN_MS_AT, run);
+            if (dead) OP(incrby, types[1], at + EMQ_HIST_LANE_DEAD_AT, by);
+            delta[pick] += m;
+            /* the count as the server will hold it (saturating), for a later takeover */
+            if (have_ended) ended[pick] = ended[pick] + m < 1048575 ? ended[pick] + m : 1048575;
         } else {
-            if (empty == 0) {
+            int i = empty;
+            if (i < 0) {
+                if (!have_ended) {
+                    Reply *got = RedisModule_Call(ctx, "BITFIELD_RO", "bv", hist.ptr, hist.len,
+                                                  gets, (size_t)(3 * EMQ_HIST_LANES));
+                    for (int s = 0; s < EMQ_HIST_LANES; s++) {
+                        long long was = 0;
+                        if (got && RedisModule_CallReplyType(got) == REDISMODULE_REPLY_ARRAY &&
+                            RedisModule_CallReplyLength(got) == EMQ_HIST_LANES)
+                            was = RedisModule_CallReplyInteger(
+                                RedisModule_CallReplyArrayElement(got, s));
+                        long long v = (fresh[s] ? 0 : was) + delta[s];
+                        ended[s] = v < 1048575 ? v : 1048575;
+                    }
+                    have_ended = 1;
+                }
+                i = 0;
+                for (int s = 1; s < EMQ_HIST_LANES; s++)
+                    if (ended[s] < ended[i]) i = s;
+            } else if (i == 0) {
                 /* the hour's first lane: the names no hour keeps any longer go */
                 char upto[32];
                 int len = snprintf(upto, sizeof(upto), "(%lld",
@@ -304,15 +323,18 @@ static size_t lane_ops(Queue *queue, Str hist, RedisModuleString **ops, const La
                 RedisModule_Call(ctx, "ZREMRANGEBYSCORE", "!bcb", names.ptr, names.len, "-inf",
                                  upto, (size_t)len);
             }
-            OP(set, 0, EMQ_HIST_LANE_HASH_AT, llstr(ctx, h));
-            OP(set, 1, EMQ_HIST_LANE_ENDED_AT, by);
-            OP(set, 2, EMQ_HIST_LANE_DEAD_AT, dead ? by : zero);
-            OP(set, 3, EMQ_HIST_LANE_WAIT_AT, wait);
-            OP(set, 4, EMQ_HIST_LANE_RUN_MS_AT, run);
+            long long at = EMQ_HIST_LANES_AT + i * EMQ_HIST_LANE_BITS;
+            OP(set, hash_t, EMQ_HIST_LANE_HASH_AT + 32LL * i, llstr(ctx, h));
+            OP(set, types[0], at + EMQ_HIST_LANE_ENDED_AT, by);
+            OP(set, types[1], at + EMQ_HIST_LANE_DEAD_AT, dead ? by : zero);
+            OP(set, types[2], at + EMQ_HIST_LANE_WAIT_AT, wait);
+            OP(set, types[3], at + EMQ_HIST_LANE_RUN_MS_AT, run);
             RedisModule_Call(ctx, "ZADD", "!bbb", names.ptr, names.len, stamp.ptr, stamp.len,
                              lanes[k].group.ptr, lanes[k].group.len);
-            cur[slot] = h;
-            cur[slot + 1] = m < 1048575 ? m : 1048575;
+            cur[i] = h;
+            fresh[i] = 1;
+            delta[i] = m;
+            if (have_ended) ended[i] = m < 1048575 ? m : 1048575;
         }
 #undef OP
     }

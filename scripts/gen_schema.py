@@ -51,15 +51,14 @@ def lua_keys() -> str:
         "-- the busiest lanes' table in the hour key (schema.HIST_LANE*)",
         f"local HIST_LANES = {schema.HIST_LANES}",
         f"local HIST_LANES_AT = {schema.HIST_LANES_AT}",
+        f"local HIST_LANE_HASH_AT = {schema.HIST_LANE_HASH_AT}",
+        f"local HIST_LANE_HASH_BYTE = {schema.HIST_LANE_HASH_AT // 8}",
         f"local HIST_LANE_BITS = {schema.HIST_LANE_BITS}",
         *(
             f"local HIST_LANE_{n.upper()}_AT = {schema.HIST_LANE_AT[n]}"
             for n, _ in schema.HIST_LANE_FIELDS
         ),
-        *(
-            f"local HIST_LANE_{n.upper()}_T = '{schema.HIST_LANE_TYPE[n]}'"
-            for n, _ in schema.HIST_LANE_FIELDS
-        ),
+        *(f"local HIST_LANE_{n.upper()}_T = '{t}'" for n, t in schema.HIST_LANE_TYPE.items()),
     ]
     return "\n".join(lines) + "\n"
 
@@ -95,15 +94,14 @@ def c_header() -> str:
         "/* the busiest lanes' table in the hour key (schema.HIST_LANE*) */",
         f"#define EMQ_HIST_LANES {schema.HIST_LANES}",
         f"#define EMQ_HIST_LANES_AT {schema.HIST_LANES_AT}LL",
+        f"#define EMQ_HIST_LANE_HASH_AT {schema.HIST_LANE_HASH_AT}LL",
+        f"#define EMQ_HIST_LANE_HASH_BYTE {schema.HIST_LANE_HASH_AT // 8}LL",
         f"#define EMQ_HIST_LANE_BITS {schema.HIST_LANE_BITS}LL",
         *(
             f"#define EMQ_HIST_LANE_{n.upper()}_AT {schema.HIST_LANE_AT[n]}LL"
             for n, _ in schema.HIST_LANE_FIELDS
         ),
-        *(
-            f'#define EMQ_HIST_LANE_{n.upper()}_T "{schema.HIST_LANE_TYPE[n]}"'
-            for n, _ in schema.HIST_LANE_FIELDS
-        ),
+        *(f'#define EMQ_HIST_LANE_{n.upper()}_T "{t}"' for n, t in schema.HIST_LANE_TYPE.items()),
     ]
     lines += ["", "#endif", ""]
     return "\n".join(lines)

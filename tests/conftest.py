@@ -256,22 +256,15 @@ def pq(proxy: FaultProxy, qname: str) -> Iterator[Queue]:
 def hour_lanes(r: redis.Redis, key: str) -> list[tuple[int, int, int, int, int]]:
     """An hour key's busiest lanes' table, slot by slot: (hash, ended, dead, wait in
     ``HIST_WAIT_UNIT_MS`` units, run ms); an empty slot is all zeros."""
-    from echomq.schema import (
-        HIST_LANE_AT,
-        HIST_LANE_BITS,
-        HIST_LANE_FIELDS,
-        HIST_LANE_TYPE,
-        HIST_LANES,
-        HIST_LANES_AT,
-    )
+    from echomq.schema import HIST_LANE_FIELDS, HIST_LANE_TYPE, HIST_LANES, hist_lane_at
 
+    names = ["hash", *(name for name, _ in HIST_LANE_FIELDS)]
     ops: list[Any] = []
     for slot in range(HIST_LANES):
-        for name, _ in HIST_LANE_FIELDS:
-            at = HIST_LANES_AT + slot * HIST_LANE_BITS + HIST_LANE_AT[name]
-            ops += ["GET", HIST_LANE_TYPE[name], at]
+        for name in names:
+            ops += ["GET", HIST_LANE_TYPE[name], hist_lane_at(slot, name)]
     raw = [int(v) for v in r.execute_command("BITFIELD_RO", key, *ops)]
-    n = len(HIST_LANE_FIELDS)
+    n = len(names)
     return [tuple(raw[i * n : (i + 1) * n]) for i in range(HIST_LANES)]  # type: ignore[misc]
 
 
@@ -288,19 +281,11 @@ def plant_lane(
     (figures: ended, dead, wait units, run ms), and its name in ``lanenames`` at
     ``at_ms``: a test's own hour, or a name no enqueue takes."""
     from echomq.reads.series import lane_hash
-    from echomq.schema import (
-        HIST_LANE_AT,
-        HIST_LANE_BITS,
-        HIST_LANE_FIELDS,
-        HIST_LANE_TYPE,
-        HIST_LANES_AT,
-        HIST_MARK,
-    )
+    from echomq.schema import HIST_LANE_FIELDS, HIST_LANE_TYPE, HIST_MARK, hist_lane_at
 
-    values = (lane_hash(name), *figures)
+    names = ["hash", *(name for name, _ in HIST_LANE_FIELDS)]
     ops: list[Any] = []
-    for (field, _), value in zip(HIST_LANE_FIELDS, values):
-        at = HIST_LANES_AT + slot * HIST_LANE_BITS + HIST_LANE_AT[field]
-        ops += ["SET", HIST_LANE_TYPE[field], at, value]
+    for field, value in zip(names, (lane_hash(name), *figures)):
+        ops += ["SET", HIST_LANE_TYPE[field], hist_lane_at(slot, field), value]
     r.execute_command("BITFIELD", queue.keys.hist(hour), *ops, "SET", "u1", HIST_MARK, 1)
     r.zadd(queue.keys.lanenames, {name: at_ms})

@@ -47,6 +47,8 @@ def hist_layout() -> dict[str, str]:
     # the busiest lanes' table in the hour key
     out["HIST_LANES"] = str(schema.HIST_LANES)
     out["HIST_LANES_AT"] = str(schema.HIST_LANES_AT)
+    out["HIST_LANE_HASH_AT"] = str(schema.HIST_LANE_HASH_AT)
+    out["HIST_LANE_HASH_BYTE"] = str(schema.HIST_LANE_HASH_AT // 8)
     out["HIST_LANE_BITS"] = str(schema.HIST_LANE_BITS)
     for name, _ in schema.HIST_LANE_FIELDS:
         out[f"HIST_LANE_{name.upper()}_AT"] = str(schema.HIST_LANE_AT[name])
@@ -55,9 +57,7 @@ def hist_layout() -> dict[str, str]:
 
 def hist_texts() -> dict[str, str]:
     out = {f"HIST_{n.upper()}_T": schema.HIST_TYPE[n] for n, _ in schema.HIST_FIELDS}
-    out.update(
-        {f"HIST_LANE_{n.upper()}_T": schema.HIST_LANE_TYPE[n] for n, _ in schema.HIST_LANE_FIELDS}
-    )
+    out.update({f"HIST_LANE_{n.upper()}_T": t for n, t in schema.HIST_LANE_TYPE.items()})
     out["HIST_MARK_ARG"] = str(schema.HIST_MARK)
     return out
 

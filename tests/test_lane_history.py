@@ -24,9 +24,8 @@ from echomq.schema import (
     HIST_BYTES,
     HIST_BYTES_V1,
     HIST_KEEP_MS,
-    HIST_LANE_AT,
     HIST_LANE_BITS,
-    HIST_LANE_FIELDS,
+    HIST_LANE_HASH_AT,
     HIST_LANE_TYPE,
     HIST_LANES,
     HIST_LANES_AT,
@@ -34,6 +33,7 @@ from echomq.schema import (
     HIST_SLOT_BITS,
     HIST_TYPE,
     HIST_WAIT_UNIT_MS,
+    hist_lane_at,
 )
 
 pytestmark = [pytest.mark.both_executors]
@@ -88,9 +88,12 @@ def test_the_lane_hash_is_djb2_never_zero() -> None:
     for b in b"tenant-0042":
         h = (h * 33 + b) % 2**32
     assert lane_hash("tenant-0042") == lane_hash(b"tenant-0042") == h
-    assert HIST_LANE_BITS == 132 and HIST_LANES == 8
-    # the string's header (5 bytes) and its terminating zero: the 896-byte class exactly
-    assert HIST_LANES_AT == 60 * HIST_SLOT_BITS + 1 and HIST_BYTES + 6 == 896
+    assert HIST_LANE_BITS == 99 and HIST_LANES == 8
+    # the string's header (5 bytes) and its terminating zero: within the 896-byte class
+    assert HIST_BYTES == 890 and HIST_BYTES + 6 <= 896
+    # the hashes from the first whole byte past the first layout's marker bit
+    assert HIST_LANE_HASH_AT == 6064 == 60 * HIST_SLOT_BITS + 4
+    assert HIST_LANES_AT == HIST_LANE_HASH_AT + 32 * HIST_LANES
     assert HIST_MARK == HIST_LANES_AT + HIST_LANES * HIST_LANE_BITS
 
 
@@ -367,11 +370,10 @@ def _table_bytes(r: redis.Redis, key: str) -> bytes:
     r.copy(key, copy)
     ops: list[Any] = []
     for slot in range(HIST_LANES):
-        at = HIST_LANES_AT + slot * HIST_LANE_BITS
         for name in ("wait", "run_ms"):
-            ops += ["SET", HIST_LANE_TYPE[name], at + HIST_LANE_AT[name], 0]
+            ops += ["SET", HIST_LANE_TYPE[name], hist_lane_at(slot, name), 0]
     r.execute_command("BITFIELD", copy, *ops)
-    raw = r.getrange(copy, HIST_LANES_AT // 8, HIST_MARK // 8)
+    raw = r.getrange(copy, HIST_LANE_HASH_AT // 8, HIST_MARK // 8)
     r.delete(copy)
     assert isinstance(raw, bytes)
     return raw
@@ -385,7 +387,6 @@ def test_native_writes_the_bytes_the_scripts_write(server: EmbeddedServer, qname
     r = redis.Redis.from_url(server.url)
     rs = redis.Redis.from_url(server.url, decode_responses=True)
     pictures = []
-    assert len(HIST_LANE_FIELDS) == 5
     for executor in ("scripts", "native"):
         with Queue(f"{qname}-{executor}", url=server.url, executor=executor) as q:
             groups: list[str | None] = [f"g{i % 14}" for i in range(40)] + ["g3"] * 5 + [None]

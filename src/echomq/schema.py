@@ -269,46 +269,60 @@ HIST_AT: dict[str, int] = {
 HIST_TYPE: dict[str, str] = {name: f"u{w}" for name, w in HIST_FIELDS}
 #: The busiest lanes' table (issue 29 item 5), in the same hour key past the 60 slots
 #: and the bit at 60 * HIST_SLOT_BITS (the marker of the first layout, set in the keys
-#: it wrote: the table starts one bit past it so an old key's lanes read empty):
-#: ``HIST_LANES`` slots of :data:`HIST_LANE_FIELDS` (name, bit width) in order, slot i at
-#: ``HIST_LANES_AT + i * HIST_LANE_BITS``. ``hash`` is the lane's (a job's ``group``)
-#: 32-bit djb2 (``h = (h * 33 + byte) % 2**32`` from 5381, over the name's bytes; 0 is
-#: taken as 1), 0 for an empty slot; ``ended`` its jobs that ended in the hour (completed
-#: or dead), ``dead`` the dead among them, ``wait`` their summed wait in
-#: ``HIST_WAIT_UNIT_MS`` units and ``run_ms`` their summed run (saturating, as the
-#: minutes). A grouped ending reads the slots' hashes and endeds (one ``BITFIELD_RO``),
-#: adds to its lane's slot, else takes an empty one, else takes over the slot with the
-#: fewest endings (ties: the first), starting it afresh (no count inherited): a lane's
-#: figures are exact from when it took its slot in the hour, low if it lost it; those
-#: writes go in the BITFIELD that counts the minute. The names: a lane that takes a slot
-#: is added to the queue's ``lanenames`` (score: that time), whose members older than
-#: ``HIST_KEEP_MS`` + an hour go on an hour key's first write; a read names each hash from
-#: it (``#`` and 8 hex digits where none matches). Flat jobs write none of this.
+#: it wrote: the table starts past it, so an old key's lanes read empty). First the
+#: ``HIST_LANES`` slots' hashes, 32 bits each from the byte-aligned bit
+#: ``HIST_LANE_HASH_AT`` (so one ``GETRANGE`` reads them all, a cheaper call than a
+#: ``GET`` per slot): a lane's (a job's ``group``) 32-bit djb2 (``h = (h * 33 + byte) %
+#: 2**32`` from 5381, over the name's bytes; 0 taken as 1), 0 for an empty slot. Then the
+#: slots' sums, :data:`HIST_LANE_FIELDS` (name, bit width) in order, slot i's at
+#: ``HIST_LANES_AT + i * HIST_LANE_BITS`` (:func:`hist_lane_at`): ``ended``, its jobs
+#: that ended in the hour (completed or dead), ``dead`` the dead among them, ``wait``
+#: their summed wait in ``HIST_WAIT_UNIT_MS`` units and ``run_ms`` their summed run
+#: (saturating, as the minutes). A grouped ending reads the hashes, adds to its lane's
+#: slot, else takes the first empty one, else (reading the endeds, one ``BITFIELD_RO``)
+#: takes over the slot with the fewest endings (ties: the first), starting it afresh (no
+#: count inherited): a lane's figures are exact from when it took its slot in the hour,
+#: low if it lost it; those writes go in the BITFIELD that counts the minute. The names:
+#: a lane that takes a slot is added to the queue's ``lanenames`` (score: that time),
+#: whose members older than ``HIST_KEEP_MS`` + an hour go when an hour's first lane
+#: takes its slot; a read names each hash from it (``#`` and 8 hex digits where none
+#: matches). Flat jobs write none of this.
 HIST_LANE_FIELDS: tuple[tuple[str, int], ...] = (
-    ("hash", 32),
     ("ended", 20),
     ("dead", 15),
-    ("wait", 34),
+    ("wait", 33),
     ("run_ms", 31),
 )
 #: How many lanes an hour keeps.
 HIST_LANES = 8
-#: One lane's slot in bits.
+#: The first slot's hash (bit offset, a whole byte: ``HIST_LANE_HASH_AT // 8``).
+HIST_LANE_HASH_AT = (60 * HIST_SLOT_BITS + 1 + 7) // 8 * 8
+#: One lane's sums in bits.
 HIST_LANE_BITS = sum(w for _, w in HIST_LANE_FIELDS)
-#: Each lane field's bit offset in its slot, by name.
+#: Each lane sum's bit offset in its slot, by name.
 HIST_LANE_AT: dict[str, int] = {
     name: sum(w for _, w in HIST_LANE_FIELDS[:i]) for i, (name, _) in enumerate(HIST_LANE_FIELDS)
 }
-#: Each lane field's BITFIELD type, by name.
-HIST_LANE_TYPE: dict[str, str] = {name: f"u{w}" for name, w in HIST_LANE_FIELDS}
-#: The lanes' table's first bit (one past the first layout's marker bit).
-HIST_LANES_AT = 60 * HIST_SLOT_BITS + 1
+#: Each lane field's BITFIELD type, by name (``hash`` included).
+HIST_LANE_TYPE: dict[str, str] = {"hash": "u32", **{n: f"u{w}" for n, w in HIST_LANE_FIELDS}}
+#: The first slot's sums (past the hashes).
+HIST_LANES_AT = HIST_LANE_HASH_AT + HIST_LANES * 32
 #: The marker bit's offset (past the lanes' table).
 HIST_MARK = HIST_LANES_AT + HIST_LANES * HIST_LANE_BITS
 #: A history key's length in bytes: 890, with the string's 5-byte header and its
-#: terminating zero exactly the server's 896-byte allocation class (one more byte would
-#: take the 1,024-byte class: hence 132 bits a lane, ``dead`` the field one bit short).
+#: terminating zero within the server's 896-byte allocation class (one byte more would
+#: take the 1,024-byte class: hence 99 bits of sums a lane).
 HIST_BYTES = HIST_MARK // 8 + 1
+
+
+def hist_lane_at(slot: int, name: str) -> int:
+    """The bit offset of lane slot ``slot``'s field ``name`` (``hash`` or one of
+    :data:`HIST_LANE_FIELDS`) in an hour key."""
+    if name == "hash":
+        return HIST_LANE_HASH_AT + 32 * slot
+    return HIST_LANES_AT + slot * HIST_LANE_BITS + HIST_LANE_AT[name]
+
+
 #: The first layout's length (no lanes' table): such a key still reads (its lanes empty).
 HIST_BYTES_V1 = 60 * HIST_SLOT_BITS // 8 + 1
 #: How long an hour's key stays after its hour ends.

@@ -23,15 +23,13 @@ from ..results.views import BusiestLanes, History, LaneStat, Series, Throughput
 from ..schema import (
     HIST_AT,
     HIST_FIELDS,
-    HIST_LANE_AT,
-    HIST_LANE_BITS,
     HIST_LANE_FIELDS,
     HIST_LANE_TYPE,
     HIST_LANES,
-    HIST_LANES_AT,
     HIST_SLOT_BITS,
     HIST_TYPE,
     HIST_WAIT_UNIT_MS,
+    hist_lane_at,
 )
 from ..scripts import Batch, Cmd, Plan
 from . import decode
@@ -49,17 +47,15 @@ _OPS: tuple[Any, ...] = tuple(
     for part in ("GET", HIST_TYPE[name], slot * HIST_SLOT_BITS + HIST_AT[name])
 )
 _NFIELDS = len(HIST_FIELDS)
+#: A slot's fields as the read takes them: its hash, then its sums.
+_LANE_READ = ("hash", *(name for name, _ in HIST_LANE_FIELDS))
 _LANE_OPS: tuple[Any, ...] = tuple(
     part
     for slot in range(HIST_LANES)
-    for name, _ in HIST_LANE_FIELDS
-    for part in (
-        "GET",
-        HIST_LANE_TYPE[name],
-        HIST_LANES_AT + slot * HIST_LANE_BITS + HIST_LANE_AT[name],
-    )
+    for name in _LANE_READ
+    for part in ("GET", HIST_LANE_TYPE[name], hist_lane_at(slot, name))
 )
-_NLANE = len(HIST_LANE_FIELDS)
+_NLANE = len(_LANE_READ)
 #: How many names a read of the lanes looks at, at most, to name the hashes (pages of
 #: ``_NAMES_PAGE``, newest first): past it a hash shows as ``#`` and its hex digits.
 _NAMES_MAX = 100_000

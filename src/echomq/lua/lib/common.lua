@@ -391,41 +391,47 @@ end
 -- the busiest lanes' writes for the hour key hk, appended to ops (count_metric's
 -- BITFIELD, after its minute's operations): lanes is one lane's name (its figures the
 -- metric's) or a list of {name, n, wait, run}; dead: whether the endings are deaths.
--- One BITFIELD_RO reads the slots' hashes and endeds; each lane adds to its slot, else
--- takes the first empty one, else takes over the fewest-ended (the first of equals),
--- starting it afresh. A lane that takes a slot is named in LANENAMES (score now); the
--- hour's first lane (its first slot empty: slots fill in order and never empty) trims
--- the names older than the series keeps
+-- One GETRANGE reads the slots' hashes (a GET per slot costs the server far more);
+-- each lane adds to its slot, else takes the first empty one, else takes over the
+-- fewest-ended (the first of equals; the endeds read then, once), starting it afresh.
+-- A lane that takes a slot is named in LANENAMES (score now); the hour's first lane
+-- (its first slot empty: slots fill in order and never empty) trims the names older
+-- than the series keeps
 local function lane_ops(hk, ops, lanes, n, wait, run, dead, now)
   local fmt = string.format
-  local gets, k = {}, 0
-  for i = 0, HIST_LANES - 1 do
-    local s = HIST_LANES_AT + i * HIST_LANE_BITS
-    gets[k + 1], gets[k + 2], gets[k + 3] = 'GET', HIST_LANE_HASH_T, s + HIST_LANE_HASH_AT
-    gets[k + 4], gets[k + 5], gets[k + 6] = 'GET', HIST_LANE_ENDED_T, s + HIST_LANE_ENDED_AT
-    k = k + 6
+  local raw = redis.call('GETRANGE', hk, HIST_LANE_HASH_BYTE,
+    HIST_LANE_HASH_BYTE + 4 * HIST_LANES - 1)
+  -- each slot's hash (big-endian, as BITFIELD's u32); '' (all empty) for a new key or
+  -- one of the first layout, which ends before the table
+  local cur = {}
+  if #raw == 4 * HIST_LANES then
+    local b = {string.byte(raw, 1, -1)}
+    for i = 1, HIST_LANES do
+      local k = 4 * i - 3
+      cur[i] = ((b[k] * 256 + b[k + 1]) * 256 + b[k + 2]) * 256 + b[k + 3]
+    end
+  else
+    for i = 1, HIST_LANES do cur[i] = 0 end
   end
-  local cur = redis.call('BITFIELD_RO', hk, unpack(gets))
+  -- the endeds, read only when a lane must take over a slot; until then this call's
+  -- own changes: `fresh` slots taken over (their old count gone), `delta` added
+  local ended, fresh, delta = nil, {}, {}
   if type(lanes) == 'string' then lanes = {{lanes, n, wait, run}} end
   for _, lane in ipairs(lanes) do
     local g, m = lane[1], lane[2]
     local h = lane_hash(g)
-    local pick, empty, low = nil, nil, nil
-    for i = 1, 2 * HIST_LANES, 2 do
+    local pick, empty = nil, nil
+    for i = 1, HIST_LANES do
       local got = cur[i]
       if got == h then pick = i break end
-      if got == 0 then
-        if not empty then empty = i end
-      elseif not low or cur[i + 1] < cur[low + 1] then
-        low = i
-      end
+      if got == 0 and not empty then empty = i end
     end
-    local s = HIST_LANES_AT + (((pick or empty or low) - 1) / 2) * HIST_LANE_BITS
     local by = m == 1 and '1' or fmt('%d', m)
     local units = fmt('%d', math.floor((lane[3] + HIST_WAIT_UNIT_MS / 2) / HIST_WAIT_UNIT_MS))
     local ms = fmt('%d', lane[4])
     local j = #ops
     if pick then
+      local s = HIST_LANES_AT + (pick - 1) * HIST_LANE_BITS
       ops[j + 1], ops[j + 2], ops[j + 3], ops[j + 4] = 'INCRBY', HIST_LANE_ENDED_T,
         fmt('%d', s + HIST_LANE_ENDED_AT), by
       ops[j + 5], ops[j + 6], ops[j + 7], ops[j + 8] = 'INCRBY', HIST_LANE_WAIT_T,
@@ -436,17 +442,35 @@ local function lane_ops(hk, ops, lanes, n, wait, run, dead, now)
         ops[j + 13], ops[j + 14], ops[j + 15], ops[j + 16] = 'INCRBY', HIST_LANE_DEAD_T,
           fmt('%d', s + HIST_LANE_DEAD_AT), by
       end
-      -- the ended count as the server will hold it (saturating), for the next lane
-      cur[pick + 1] = math.min(cur[pick + 1] + m, 1048575)
+      delta[pick] = (delta[pick] or 0) + m
+      -- the count as the server will hold it (saturating), for a later takeover
+      if ended then ended[pick] = math.min(ended[pick] + m, 1048575) end
     else
-      local i = empty or low
-      -- the hour's first lane: the names no hour kept any longer go
-      if empty == 1 then
+      local i = empty
+      if not i then
+        if not ended then
+          local get = {}
+          for k = 1, HIST_LANES do
+            get[3 * k - 2], get[3 * k - 1] = 'GET', HIST_LANE_ENDED_T
+            get[3 * k] = HIST_LANES_AT + (k - 1) * HIST_LANE_BITS + HIST_LANE_ENDED_AT
+          end
+          ended = redis.call('BITFIELD_RO', hk, unpack(get))
+          for k = 1, HIST_LANES do
+            ended[k] = math.min((fresh[k] and 0 or ended[k]) + (delta[k] or 0), 1048575)
+          end
+        end
+        i = 1
+        for k = 2, HIST_LANES do
+          if ended[k] < ended[i] then i = k end
+        end
+      elseif i == 1 then
+        -- the hour's first lane: the names no hour keeps any longer go
         redis.call('ZREMRANGEBYSCORE', B .. LANENAMES, '-inf',
           fmt('(%d', now - HIST_KEEP_MS - 3600000))
       end
+      local s = HIST_LANES_AT + (i - 1) * HIST_LANE_BITS
       ops[j + 1], ops[j + 2], ops[j + 3], ops[j + 4] = 'SET', HIST_LANE_HASH_T,
-        fmt('%d', s + HIST_LANE_HASH_AT), fmt('%d', h)
+        fmt('%d', HIST_LANE_HASH_AT + 32 * (i - 1)), fmt('%d', h)
       ops[j + 5], ops[j + 6], ops[j + 7], ops[j + 8] = 'SET', HIST_LANE_ENDED_T,
         fmt('%d', s + HIST_LANE_ENDED_AT), by
       ops[j + 9], ops[j + 10], ops[j + 11], ops[j + 12] = 'SET', HIST_LANE_DEAD_T,
@@ -456,7 +480,8 @@ local function lane_ops(hk, ops, lanes, n, wait, run, dead, now)
       ops[j + 17], ops[j + 18], ops[j + 19], ops[j + 20] = 'SET', HIST_LANE_RUN_MS_T,
         fmt('%d', s + HIST_LANE_RUN_MS_AT), ms
       redis.call('ZADD', B .. LANENAMES, fmt('%d', now), g)
-      cur[i], cur[i + 1] = h, math.min(m, 1048575)
+      cur[i], fresh[i], delta[i] = h, true, m
+      if ended then ended[i] = math.min(m, 1048575) end
     end
   end
 end
