@@ -223,8 +223,8 @@ static RedisModuleString *forever(const char *text) {
 }
 
 /* lib/common's lane_ops: the busiest lanes' writes for the hour key (schema.HIST_LANE*),
- * appended to ops (the BITFIELD that counts the minute): one GETRANGE of the slots'
- * hashes; each lane adds to its slot, else takes the first empty one, else takes over
+ * appended to ops (the BITFIELD that counts the minute): the slots' hashes read in
+ * place (key API; the scripts' GETRANGE); each lane adds to its slot, else takes the first empty one, else takes over
  * the fewest-ended (the first of equals; the endeds read then, once: one BITFIELD_RO),
  * starting it afresh; a lane taking a slot is ZADDed to lanenames, the hour's first lane
  * trims lanenames by age. Returns the number of ops written */
@@ -251,14 +251,19 @@ static size_t lane_ops(Queue *queue, Str hist, RedisModuleString **ops, const La
     /* each slot's hash (big-endian, as BITFIELD's u32); all empty for a new key or one
      * of the first layout, which ends before the table */
     long long cur[EMQ_HIST_LANES] = {0};
-    Str raw = reply_str(RedisModule_Call(ctx, "GETRANGE", "bll", hist.ptr, hist.len,
-                                         EMQ_HIST_LANE_HASH_BYTE,
-                                         EMQ_HIST_LANE_HASH_BYTE + 4 * EMQ_HIST_LANES - 1));
-    if (raw.ptr && raw.len == 4 * EMQ_HIST_LANES)
-        for (int i = 0; i < EMQ_HIST_LANES; i++) {
-            const unsigned char *b = (const unsigned char *)raw.ptr + 4 * i;
-            cur[i] = ((long long)b[0] << 24) | (b[1] << 16) | (b[2] << 8) | b[3];
-        }
+    RedisModuleKey *open = RedisModule_OpenKey(ctx, mkstr(ctx, hist), REDISMODULE_READ);
+    if (open && RedisModule_KeyType(open) == REDISMODULE_KEYTYPE_STRING) {
+        /* read in place (the scripts' GETRANGE): no command, no copy */
+        size_t len = 0;
+        const unsigned char *all = (const unsigned char *)RedisModule_StringDMA(open, &len,
+                                                                                REDISMODULE_READ);
+        if (all && len >= (size_t)(EMQ_HIST_LANE_HASH_BYTE + 4 * EMQ_HIST_LANES))
+            for (int i = 0; i < EMQ_HIST_LANES; i++) {
+                const unsigned char *b = all + EMQ_HIST_LANE_HASH_BYTE + 4 * i;
+                cur[i] = ((long long)b[0] << 24) | (b[1] << 16) | (b[2] << 8) | b[3];
+            }
+    }
+    if (open) RedisModule_CloseKey(open);
     /* the endeds, read only when a lane must take over a slot; until then this call's own
      * changes: fresh slots taken over (their old count gone), delta added */
     long long ended[EMQ_HIST_LANES] = {0}, delta[EMQ_HIST_LANES] = {0};

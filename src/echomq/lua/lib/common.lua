@@ -382,10 +382,33 @@ end
 -- a lane's hash in the hour's table (schema.HIST_LANE_FIELDS): djb2 of its name's bytes,
 -- 32 bits, never 0 (0 marks an empty slot)
 local function lane_hash(g)
-  local h, byte = 5381, string.byte
-  for i = 1, #g do h = (h * 33 + byte(g, i)) % 4294967296 end
+  -- the bytes in one call (a call per byte costs more than the arithmetic)
+  local h, b = 5381, {string.byte(g, 1, -1)}
+  for i = 1, #b do h = (h * 33 + b[i]) % 4294967296 end
   if h == 0 then return 1 end
   return h
+end
+
+-- a hash as the table holds it: 4 bytes, big-endian (BITFIELD's u32)
+local function be32(h)
+  local b4 = h % 256
+  h = (h - b4) / 256
+  local b3 = h % 256
+  h = (h - b3) / 256
+  local b2 = h % 256
+  return string.char((h - b2) / 256, b2, b3, b4)
+end
+
+-- the slot (1-based) whose hash is the 4 bytes `pat` in the hashes' bytes, or nil: a
+-- plain find (one C call), taken only at a slot's boundary
+local function slot_of(raw, pat)
+  local at = 1
+  while true do
+    local p = string.find(raw, pat, at, true)
+    if not p then return nil end
+    if (p - 1) % 4 == 0 then return (p + 3) / 4 end
+    at = p + 1
+  end
 end
 
 -- the busiest lanes' writes for the hour key hk, appended to ops (count_metric's
@@ -401,18 +424,9 @@ local function lane_ops(hk, ops, lanes, n, wait, run, dead, now)
   local fmt = string.format
   local raw = redis.call('GETRANGE', hk, HIST_LANE_HASH_BYTE,
     HIST_LANE_HASH_BYTE + 4 * HIST_LANES - 1)
-  -- each slot's hash (big-endian, as BITFIELD's u32); '' (all empty) for a new key or
-  -- one of the first layout, which ends before the table
-  local cur = {}
-  if #raw == 4 * HIST_LANES then
-    local b = {string.byte(raw, 1, -1)}
-    for i = 1, HIST_LANES do
-      local k = 4 * i - 3
-      cur[i] = ((b[k] * 256 + b[k + 1]) * 256 + b[k + 2]) * 256 + b[k + 3]
-    end
-  else
-    for i = 1, HIST_LANES do cur[i] = 0 end
-  end
+  -- the hashes' bytes; '' for a new key or one of the first layout (which ends before
+  -- the table): all empty
+  if #raw ~= 4 * HIST_LANES then raw = string.rep('\0', 4 * HIST_LANES) end
   -- the endeds, read only when a lane must take over a slot; until then this call's
   -- own changes: `fresh` slots taken over (their old count gone), `delta` added
   local ended, fresh, delta = nil, {}, {}
@@ -420,12 +434,9 @@ local function lane_ops(hk, ops, lanes, n, wait, run, dead, now)
   for _, lane in ipairs(lanes) do
     local g, m = lane[1], lane[2]
     local h = lane_hash(g)
-    local pick, empty = nil, nil
-    for i = 1, HIST_LANES do
-      local got = cur[i]
-      if got == h then pick = i break end
-      if got == 0 and not empty then empty = i end
-    end
+    local pat = be32(h)
+    local pick = slot_of(raw, pat)
+    local empty = not pick and slot_of(raw, '\0\0\0\0')
     local by = m == 1 and '1' or fmt('%d', m)
     local units = fmt('%d', math.floor((lane[3] + HIST_WAIT_UNIT_MS / 2) / HIST_WAIT_UNIT_MS))
     local ms = fmt('%d', lane[4])
@@ -480,7 +491,8 @@ local function lane_ops(hk, ops, lanes, n, wait, run, dead, now)
       ops[j + 17], ops[j + 18], ops[j + 19], ops[j + 20] = 'SET', HIST_LANE_RUN_MS_T,
         fmt('%d', s + HIST_LANE_RUN_MS_AT), ms
       redis.call('ZADD', B .. LANENAMES, fmt('%d', now), g)
-      cur[i], fresh[i], delta[i] = h, true, m
+      raw = string.sub(raw, 1, 4 * i - 4) .. pat .. string.sub(raw, 4 * i + 1)
+      fresh[i], delta[i] = true, m
       if ended then ended[i] = math.min(m, 1048575) end
     end
   end
