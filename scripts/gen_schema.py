@@ -23,6 +23,7 @@ GENERATED = "generated from src/echomq/schema.py by scripts/gen_schema.py; do no
 
 
 def lua_keys() -> str:
+    HL = schema.HIST_LANES
     lines = [
         f"-- lib/keys: the scripts' key names, {GENERATED}.",
         "-- Every key of a queue is its base B (emq:{q}:, KEYS[1]) followed by one of these",
@@ -53,6 +54,9 @@ def lua_keys() -> str:
         f"local HIST_LANES_AT = {schema.HIST_LANES_AT}",
         f"local HIST_LANE_HASH_AT = {schema.HIST_LANE_HASH_AT}",
         f"local HIST_LANE_HASH_BYTE = {schema.HIST_LANE_HASH_AT // 8}",
+        "-- the hashes' bytes as GETRANGE's text arguments (a number argument costs a format)",
+        f"local HIST_LANE_HASH_FIRST_ARG = '{schema.HIST_LANE_HASH_AT // 8}'",
+        f"local HIST_LANE_HASH_LAST_ARG = '{schema.HIST_LANE_HASH_AT // 8 + 4 * HL - 1}'",
         f"local HIST_LANE_BITS = {schema.HIST_LANE_BITS}",
         *(
             f"local HIST_LANE_{n.upper()}_AT = {schema.HIST_LANE_AT[n]}"

@@ -422,8 +422,7 @@ end
 -- than the series keeps
 local function lane_ops(hk, ops, lanes, n, wait, run, dead, now)
   local fmt = string.format
-  local raw = redis.call('GETRANGE', hk, HIST_LANE_HASH_BYTE,
-    HIST_LANE_HASH_BYTE + 4 * HIST_LANES - 1)
+  local raw = redis.call('GETRANGE', hk, HIST_LANE_HASH_FIRST_ARG, HIST_LANE_HASH_LAST_ARG)
   -- the hashes' bytes; '' for a new key or one of the first layout (which ends before
   -- the table): all empty
   if #raw ~= 4 * HIST_LANES then raw = string.rep('\0', 4 * HIST_LANES) end

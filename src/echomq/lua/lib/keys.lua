@@ -130,6 +130,9 @@ local HIST_LANES = 8
 local HIST_LANES_AT = 6320
 local HIST_LANE_HASH_AT = 6064
 local HIST_LANE_HASH_BYTE = 758
+-- the hashes' bytes as GETRANGE's text arguments (a number argument costs a format)
+local HIST_LANE_HASH_FIRST_ARG = '758'
+local HIST_LANE_HASH_LAST_ARG = '789'
 local HIST_LANE_BITS = 99
 local HIST_LANE_ENDED_AT = 0
 local HIST_LANE_DEAD_AT = 20
