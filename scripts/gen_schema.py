@@ -22,6 +22,13 @@ from echomq import schema  # noqa: E402
 GENERATED = "generated from src/echomq/schema.py by scripts/gen_schema.py; do not edit"
 
 
+def _lane_args(name: str) -> str:
+    """Each lane slot's offset of sum ``name``, as 4 digits each, in slot order."""
+    out = [str(schema.hist_lane_at(slot, name)) for slot in range(schema.HIST_LANES)]
+    assert all(len(x) == 4 for x in out), out
+    return "".join(out)
+
+
 def lua_keys() -> str:
     HL = schema.HIST_LANES
     lines = [
@@ -58,6 +65,11 @@ def lua_keys() -> str:
         f"local HIST_LANE_HASH_FIRST_ARG = '{schema.HIST_LANE_HASH_AT // 8}'",
         f"local HIST_LANE_HASH_LAST_ARG = '{schema.HIST_LANE_HASH_AT // 8 + 4 * HL - 1}'",
         f"local HIST_LANE_BITS = {schema.HIST_LANE_BITS}",
+        "-- each slot's offset of a sum, 4 digits a slot (the scripts cut the slot's out)",
+        *(
+            f"local HIST_LANE_{n.upper()}_ARGS = '{_lane_args(n)}'"
+            for n, _ in schema.HIST_LANE_FIELDS
+        ),
         *(
             f"local HIST_LANE_{n.upper()}_AT = {schema.HIST_LANE_AT[n]}"
             for n, _ in schema.HIST_LANE_FIELDS

@@ -59,6 +59,9 @@ def hist_texts() -> dict[str, str]:
     out = {f"HIST_{n.upper()}_T": schema.HIST_TYPE[n] for n, _ in schema.HIST_FIELDS}
     out.update({f"HIST_LANE_{n.upper()}_T": t for n, t in schema.HIST_LANE_TYPE.items()})
     out["HIST_MARK_ARG"] = str(schema.HIST_MARK)
+    for name, _ in schema.HIST_LANE_FIELDS:
+        at = [f"{schema.hist_lane_at(slot, name):04d}" for slot in range(schema.HIST_LANES)]
+        out[f"HIST_LANE_{name.upper()}_ARGS"] = "".join(at)
     out["HIST_LANE_HASH_FIRST_ARG"] = str(schema.HIST_LANE_HASH_AT // 8)
     out["HIST_LANE_HASH_LAST_ARG"] = str(schema.HIST_LANE_HASH_AT // 8 + 4 * schema.HIST_LANES - 1)
     return out
