@@ -379,9 +379,11 @@ local function job_times(id, started, last, enq, now)
   return wait, run
 end
 
--- a lane's hash in the hour's table (schema.HIST_LANE_FIELDS): djb2 of its name's bytes,
--- 32 bits, never 0 (0 marks an empty slot)
-local function lane_hash(g)
+-- a lane's hash in the hour's table (schema.HIST_LANE_HASH_AT): djb2 of its name's
+-- bytes, 32 bits, never 0 (0 marks an empty slot); answers its 4 bytes as the table
+-- holds them (big-endian, BITFIELD's u32) and the number. One function, not three: each
+-- helper costs every call of the script a closure, flat endings too
+local function lane_pat(g)
   -- the bytes in one call (a call per byte costs more than the arithmetic)
   local h, b = 5381, {string.byte(g, 1, -1)}
   -- the modulo once every 4 bytes: h * 33^4 + ... stays under 2^53, exact in a double
@@ -390,18 +392,13 @@ local function lane_hash(g)
     if i % 4 == 0 then h = h % 4294967296 end
   end
   h = h % 4294967296
-  if h == 0 then return 1 end
-  return h
-end
-
--- a hash as the table holds it: 4 bytes, big-endian (BITFIELD's u32)
-local function be32(h)
+  if h == 0 then h = 1 end
   local b4 = h % 256
-  h = (h - b4) / 256
-  local b3 = h % 256
-  h = (h - b3) / 256
-  local b2 = h % 256
-  return string.char((h - b2) / 256, b2, b3, b4)
+  local x = (h - b4) / 256
+  local b3 = x % 256
+  x = (x - b3) / 256
+  local b2 = x % 256
+  return string.char((x - b2) / 256, b2, b3, b4), h
 end
 
 -- the slot (1-based) whose hash is the 4 bytes `pat` in the hashes' bytes, or nil: a
@@ -416,20 +413,11 @@ local function slot_of(raw, pat)
   end
 end
 
--- the slots' hashes' bytes in the hour key hk: one GETRANGE (a BITFIELD GET per slot
--- costs the server far more); '' for a new key or one of the first layout (which ends
--- before the table) reads as all empty
-local function lane_hashes(hk)
-  local raw = redis.call('GETRANGE', hk, HIST_LANE_HASH_FIRST_ARG, HIST_LANE_HASH_LAST_ARG)
-  if #raw ~= 4 * HIST_LANES then return string.rep('\0', 4 * HIST_LANES) end
-  return raw
-end
-
 -- the busiest lanes' writes for the hour key hk, appended to ops (count_metric's
 -- BITFIELD, after its minute's operations): lanes is one lane's name (its figures the
 -- metric's) or a list of {name, n, wait, run}; dead: whether the endings are deaths.
--- raw: the slots' hashes' bytes (lane_hashes); each lane adds to its slot, else takes the first empty one, else takes over the
--- fewest-ended (the first of equals; the endeds read then, once), starting it afresh.
+-- raw: the slots' hashes' bytes (count_metric's GETRANGE); each lane adds to its slot,
+-- else takes the first empty one, else takes over the fewest-ended (the first of equals; the endeds read then, once), starting it afresh.
 -- A lane that takes a slot is named in LANENAMES (score now); the hour's first lane
 -- (its first slot empty: slots fill in order and never empty) trims the names older
 -- than the series keeps
@@ -441,8 +429,7 @@ local function lane_ops(hk, raw, ops, lanes, n, wait, run, dead, now)
   if type(lanes) == 'string' then lanes = {{lanes, n, wait, run}} end
   for _, lane in ipairs(lanes) do
     local g, m = lane[1], lane[2]
-    local h = lane_hash(g)
-    local pat = be32(h)
+    local pat, h = lane_pat(g)
     local pick = slot_of(raw, pat)
     local empty = not pick and slot_of(raw, '\0\0\0\0')
     local by = m == 1 and '1' or fmt('%d', m)
@@ -527,10 +514,15 @@ local function count_metric(mk, n, now, wait, run, lanes)
   local rsum = fmt('%d', run)
   local done = mk == B .. METRICS_COMPLETED
   local r
-  local raw = lanes and lane_hashes(hk)
+  -- the slots' hashes' bytes: one GETRANGE (a BITFIELD GET per slot costs the server
+  -- far more); '' for a new key or one of the first layout (which ends before the
+  -- table) reads as all empty
+  local raw = lanes and redis.call('GETRANGE', hk, HIST_LANE_HASH_FIRST_ARG,
+    HIST_LANE_HASH_LAST_ARG)
+  if raw and #raw ~= 4 * HIST_LANES then raw = string.rep('\0', 4 * HIST_LANES) end
   -- the hot path: one job whose lane holds a slot: its sums go in the minute's call as
   -- written here (an ops table and unpack cost more), the offsets cut from text
-  local pick = type(lanes) == 'string' and slot_of(raw, be32(lane_hash(lanes)))
+  local pick = type(lanes) == 'string' and slot_of(raw, (lane_pat(lanes)))
   if pick then
     local sub, k = string.sub, 4 * pick
     if done then
