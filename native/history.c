@@ -230,7 +230,8 @@ static RedisModuleString *forever(const char *text) {
  * trims lanenames by age. Returns the number of ops written */
 static size_t lane_ops(Queue *queue, Str hist, RedisModuleString **ops, const LaneEnd *lanes,
                        size_t nlanes, int dead, long long now) {
-    static RedisModuleString *gets[3 * EMQ_HIST_LANES], *incrby, *set, *hash_t, *types[4], *zero;
+    static RedisModuleString *gets[3 * EMQ_HIST_LANES], *incrby, *set, *hash_t, *types[4], *zero,
+        *one, *hash_at[EMQ_HIST_LANES], *sum_at[4][EMQ_HIST_LANES];
     RedisModuleCtx *ctx = queue->ctx;
     if (!incrby) {
         incrby = forever("INCRBY");
@@ -240,6 +241,15 @@ static size_t lane_ops(Queue *queue, Str hist, RedisModuleString **ops, const La
         const char *names[4] = {EMQ_HIST_LANE_ENDED_T, EMQ_HIST_LANE_DEAD_T,
                                 EMQ_HIST_LANE_WAIT_T, EMQ_HIST_LANE_RUN_MS_T};
         for (int t = 0; t < 4; t++) types[t] = forever(names[t]);
+        one = forever("1");
+        /* every slot's offsets, made once (formatting them per ending costs more) */
+        static const long long SUM_AT[4] = {EMQ_HIST_LANE_ENDED_AT, EMQ_HIST_LANE_DEAD_AT,
+                                            EMQ_HIST_LANE_WAIT_AT, EMQ_HIST_LANE_RUN_MS_AT};
+        for (int i = 0; i < EMQ_HIST_LANES; i++) {
+            hash_at[i] = llstr(NULL, EMQ_HIST_LANE_HASH_AT + 32LL * i);
+            for (int t = 0; t < 4; t++)
+                sum_at[t][i] = llstr(NULL, EMQ_HIST_LANES_AT + i * EMQ_HIST_LANE_BITS + SUM_AT[t]);
+        }
         RedisModuleString *get = forever("GET");
         for (int i = 0; i < EMQ_HIST_LANES; i++) {
             gets[3 * i] = get;
@@ -282,21 +292,20 @@ static size_t lane_ops(Queue *queue, Str hist, RedisModuleString **ops, const La
         }
         double units = floor((lanes[k].wait + EMQ_HIST_WAIT_UNIT_MS / 2.0) /
                              (double)EMQ_HIST_WAIT_UNIT_MS);
-        RedisModuleString *by = llstr(ctx, m), *wait = llstr(ctx, (long long)units),
+        RedisModuleString *by = m == 1 ? one : llstr(ctx, m), *wait = llstr(ctx, (long long)units),
                           *run = llstr(ctx, (long long)lanes[k].run);
 #define OP(verb, type, off, value)                                                             \
     do {                                                                                       \
         ops[n++] = (verb);                                                                     \
         ops[n++] = (type);                                                                     \
-        ops[n++] = llstr(ctx, (off));                                                          \
+        ops[n++] = (off);                                                                      \
         ops[n++] = (value);                                                                    \
     } while (0)
         if (pick >= 0) {
-            long long at = EMQ_HIST_LANES_AT + pick * EMQ_HIST_LANE_BITS;
-            OP(incrby, types[0], at + EMQ_HIST_LANE_ENDED_AT, by);
-            OP(incrby, types[2], at + EMQ_HIST_LANE_WAIT_AT, wait);
-            OP(incrby, types[3], at + EMQ_HIST_LANE_RUN_MS_AT, run);
-            if (dead) OP(incrby, types[1], at + EMQ_HIST_LANE_DEAD_AT, by);
+            OP(incrby, types[0], sum_at[0][pick], by);
+            OP(incrby, types[2], sum_at[2][pick], wait);
+            OP(incrby, types[3], sum_at[3][pick], run);
+            if (dead) OP(incrby, types[1], sum_at[1][pick], by);
             delta[pick] += m;
             /* the count as the server will hold it (saturating), for a later takeover */
             if (have_ended) ended[pick] = ended[pick] + m < 1048575 ? ended[pick] + m : 1048575;
@@ -328,12 +337,11 @@ static size_t lane_ops(Queue *queue, Str hist, RedisModuleString **ops, const La
                 RedisModule_Call(ctx, "ZREMRANGEBYSCORE", "!bcb", names.ptr, names.len, "-inf",
                                  upto, (size_t)len);
             }
-            long long at = EMQ_HIST_LANES_AT + i * EMQ_HIST_LANE_BITS;
-            OP(set, hash_t, EMQ_HIST_LANE_HASH_AT + 32LL * i, llstr(ctx, h));
-            OP(set, types[0], at + EMQ_HIST_LANE_ENDED_AT, by);
-            OP(set, types[1], at + EMQ_HIST_LANE_DEAD_AT, dead ? by : zero);
-            OP(set, types[2], at + EMQ_HIST_LANE_WAIT_AT, wait);
-            OP(set, types[3], at + EMQ_HIST_LANE_RUN_MS_AT, run);
+            OP(set, hash_t, hash_at[i], llstr(ctx, h));
+            OP(set, types[0], sum_at[0][i], by);
+            OP(set, types[1], sum_at[1][i], dead ? by : zero);
+            OP(set, types[2], sum_at[2][i], wait);
+            OP(set, types[3], sum_at[3][i], run);
             RedisModule_Call(ctx, "ZADD", "!bbb", names.ptr, names.len, stamp.ptr, stamp.len,
                              lanes[k].group.ptr, lanes[k].group.len);
             cur[i] = h;
