@@ -320,6 +320,8 @@ typedef struct {
 } LaneEnd;
 void count_metric(Queue *queue, const char *metric_key, long long count, long long now,
                   double wait, double run, const LaneEnd *lanes, size_t nlanes);
+size_t lane_ops(Queue *queue, Str hist, RedisModuleString **ops, const LaneEnd *lanes,
+                size_t nlanes, int dead, long long now);
 void job_times(Str id, Str started, Str last, Str enqueued, long long now, double *wait,
                double *run);
 void row_times(Queue *queue, Str id, Str row, long long now, double *wait, double *run);

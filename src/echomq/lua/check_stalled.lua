@@ -17,6 +17,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include history
 local maxs = tonumber(ARGV[1])
 local now = now_ms()

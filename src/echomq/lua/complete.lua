@@ -21,14 +21,14 @@
 --          released, its tombstone in `settled` (one ZADD for the call; expired ones
 --          trimmed from the oldest end, by time, lib/common; a kept row leaves none: it
 --          stays, and its trim leaves one later); metrics:completed counted
---          once by the number completed, with the history series (lib/common
+--          once by the number completed, with the history series (lib/series
 --          count_metric: the minute's slot of hist:<hour>, completed + n and the jobs'
 --          summed wait and run read from their rows' started_at, last_started_at and
 --          enqueued_at; its expiry on the key's first write); a grouped job's lane in
---          the same key's busiest lanes' table (lib/common lane_ops: one BITFIELD_RO of
---          the slots, the lane's slot written in the same BITFIELD, a batch once per
---          lane; a lane taking a slot is ZADDed to lanenames, the hour's first lane
---          trims lanenames by age); under a concurrency cap
+--          the same key's busiest lanes' table (lib/series lane_ops: one GETRANGE of
+--          the slots' hashes, the lane's slot written in the same BITFIELD, a batch once
+--          per lane; a lane taking a slot over reads the endeds (BITFIELD_RO) and is
+--          ZADDed to lanenames, the hour's first lane trims lanenames by age); under a concurrency cap
 --          (meta `concurrency`) one wake token per job; event 'completed' per job, in order. A repeat
 --          answers -1 / 'gone'.
 --          A flow child (field `parent`): its ending, outcome completed with the
@@ -49,6 +49,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include history
 -- a kept row stays as history: state completed, finished_at, result (when sent),
 -- indexed in `completed` (and `keepuntil` for its own keep_ms); then the completed

@@ -10,7 +10,7 @@
 --          token.
 -- Writes:  failures+1, last_error, ZREM active, lane slot back (+ ring), lock deleted,
 --          schedule or dead (+ metrics:failed and the history series' dead count, wait
---          and run, lib/common count_metric; a grouped job's lane in the same key's
+--          and run, lib/series count_metric; a grouped job's lane in the same key's
 --          lanes' table, + lanenames when it takes a slot; its dedup key released), a wake token
 --          under a concurrency cap (meta `concurrency`); event 'retrying' or 'dead'.
 --          A kept row (field `keep`) also appends {attempt, time, error} to its capped
@@ -22,6 +22,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include history
 local id, token, err = ARGV[1], ARGV[2], ARGV[3]
 local jk = KEYS[2]
