@@ -41,6 +41,7 @@ from echomq.schema import (
     HIST_BYTES,
     HIST_KEEP_MS,
     HIST_LANE_BITS,
+    HIST_LANE_HASH_AT,
     HIST_LANES,
     HIST_MARK,
     HIST_SLOT_BITS,
@@ -175,8 +176,9 @@ def main() -> None:
                     pass
         report(rows)
         print(
-            f"\nlayout: {HIST_SLOT_BITS} bits a minute x 60 + 1 + {HIST_LANES} lanes x"
-            f" {HIST_LANE_BITS} bits + a marker bit = {HIST_BYTES} bytes"
+            f"\nlayout: {HIST_SLOT_BITS} bits a minute x 60, {HIST_LANES} lane hashes x 32"
+            f" bits from bit {HIST_LANE_HASH_AT}, {HIST_LANES} lanes x {HIST_LANE_BITS} bits"
+            f" of sums, a marker bit = {HIST_BYTES} bytes"
             f" of data; server {r.info('server')['redis_version']}"
         )
 
