@@ -17,10 +17,11 @@ This measures, on a private server (``EMQ_URL`` for another):
   ``metrics:failed`` (the record this replaces: a field per minute for a day in each
   hash) cost per queue-hour, a day of them written and divided by 24;
 - ``7 days``: a queue's whole series (168 hour keys);
-- ``busiest lanes``: ``MEMORY USAGE`` of the hour's lane key (``hl:<hour>``, issue 29
-  item 5) after ``--lane-jobs`` real grouped jobs over ``--lanes`` lanes completed (one
-  in 50 dead; lane ids like ``tenant-0042``), and the same with lane ids of the longest
-  kept form (40 bytes), and the queue's series plus lanes per queue-hour.
+- ``busiest lanes``: ``MEMORY USAGE`` of the hour key after ``--lane-jobs`` real grouped
+  jobs over ``--lanes`` lanes completed (one in 50 dead; lane ids like ``tenant-0042``,
+  then ids of the longest form, 128 bytes): the lanes' table (issue 29 item 5) is inside
+  the hour key, so this is the whole history of the queue-hour; and the queue's
+  ``lanenames`` (every lane that took a slot, per queue, not per hour).
 
 Run: ``.venv/bin/python bench/history_series.py``. Deterministic (no timing).
 """
@@ -39,7 +40,9 @@ from echomq.schema import (
     HIST_AT,
     HIST_BYTES,
     HIST_KEEP_MS,
-    HIST_LANE_NAME_MAX,
+    HIST_LANE_BITS,
+    HIST_LANE_HASH_AT,
+    HIST_LANES,
     HIST_MARK,
     HIST_SLOT_BITS,
     HIST_TYPE,
@@ -134,14 +137,14 @@ def main() -> None:
         rows.append(["old buckets: a day of both metrics hashes", day, round(day / 24)])
         r.delete(*old)
         rows.append(["7 days of the series (168 hour keys)", 168 * full, full])
-        # the busiest lanes: real grouped jobs over many lanes, then the hour's lane key
-        lane_sizes = []
-        for label, width in (("tenant-0042", 0), (f"{HIST_LANE_NAME_MAX}-byte ids", 1)):
+        # the busiest lanes: real grouped jobs over many lanes, then the hour key (series
+        # and lanes' table in one), and the queue's names of the lanes
+        for label, width in (("tenant-0042", 0), ("128-byte ids", 1)):
             with Queue(f"lanes{width}", url=url) as q:
 
                 def lane(i: int, width: int = width) -> str:
                     name = f"tenant-{i % args.lanes:04d}"
-                    return name.ljust(HIST_LANE_NAME_MAX, "x") if width else name
+                    return name.ljust(128, "x") if width else name
 
                 for start in range(0, args.lane_jobs, 500):
                     n = min(500, args.lane_jobs - start)
@@ -154,26 +157,28 @@ def main() -> None:
                         else:
                             q.complete(job.id, job.token)
                 hour = int(r.time()[0]) // 3600
-                key = q.keys.lanes_hist(hour)
+                key = q.keys.hist(hour)
                 size = int(r.memory_usage(key, samples=0))
-                lane_sizes.append(size)
+                assert int(r.strlen(key)) == HIST_BYTES
+                rows.append(
+                    [f"hour key with lanes {key} ({args.lanes:,} lanes, {label})", size, size]
+                )
+                names = int(r.memory_usage(q.keys.lanenames, samples=0))
                 rows.append(
                     [
-                        f"busiest lanes {key} ({args.lanes:,} lanes, {label}, {r.hlen(key)} kept)",
-                        size,
-                        size,
+                        f"  lanenames ({r.zcard(q.keys.lanenames):,} names, per queue)",
+                        names,
+                        "",
                     ]
                 )
                 q.pause()
                 while not q.obliterate(budget=5000):
                     pass
-        rows.append(
-            ["the series + the lanes (lane ids like tenant-0042)", "", full + lane_sizes[0]]
-        )
-        rows.append(["the series + the lanes (40-byte lane ids)", "", full + lane_sizes[1]])
         report(rows)
         print(
-            f"\nlayout: {HIST_SLOT_BITS} bits a minute x 60 + a marker bit = {HIST_BYTES} bytes"
+            f"\nlayout: {HIST_SLOT_BITS} bits a minute x 60, {HIST_LANES} lane hashes x 32"
+            f" bits from bit {HIST_LANE_HASH_AT}, {HIST_LANES} lanes x {HIST_LANE_BITS} bits"
+            f" of sums, a marker bit = {HIST_BYTES} bytes"
             f" of data; server {r.info('server')['redis_version']}"
         )
 

@@ -7,15 +7,16 @@ its steady state, and prints the server's instructions per job in the ending's c
 (``complete`` or ``retry``):
 
 - ``flat``: jobs with no group (they must pay nothing for the lanes);
-- ``grouped, 8 lanes``: each ending's lane already in the hour's key (its field read
-  and written: ``HGET``, ``HSET``);
+- ``grouped, 8 lanes``: each ending's lane already in the hour's table (the common
+  case: the hashes read, ``GETRANGE`` or in place natively, and the slot's sums added in
+  the ``BITFIELD`` that counts the minute);
 - ``grouped, 1,000 lanes``: a new lane nearly every ending (1,000 lanes taken in turn,
-  over the cap): the add, the cap check (``HLEN``) and, about every ``HIST_LANES_TRIM``
-  new lanes, the trim (``HGETALL``, ``HDEL``): the worst case;
+  far more than the table's 8 slots): the endeds read (``BITFIELD_RO``), the fewest-ended
+  slot taken over and the lane named in ``lanenames`` (``ZADD``): the worst case;
 - ``dead, 1,000 lanes``: as above, each job failing its only attempt.
 
 Run: ``.venv/bin/python bench/lane_history.py --callgrind`` (a few minutes; needs
-valgrind). Compare with the same script on a checkout without the lanes' history.
+valgrind). Compare with the same script on another checkout (``PYTHONPATH=<it>/src``).
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def callgrind(n: int) -> None:
         with Callgrind(module=executor == "native") as cg:
             for k, (label, lanes, dead) in enumerate(ROWS):
                 with Queue(f"bench-lanes-{k}", url=cg.url, executor=executor) as q:
-                    run(q, 300, lanes, dead, 0, None)  # warm-up: the keys at their cap
+                    run(q, 300, lanes, dead, 0, None)  # warm-up: the table full
                     ir = run(q, n, lanes, dead, 300, cg)
                     rows.append([executor, label, ir / n])
     report(rows)

@@ -173,31 +173,22 @@ static int settle(Queue *queue, Done *jobs, size_t ndone) {
     for (size_t i = 0; i < nrows; i += 1000)
         RedisModule_Call(ctx, "DEL", "!v", rows + i, nrows - i < 1000 ? nrows - i : 1000);
     if (ngone > 0) tombstones(queue, id_list, ids, ngone, now);
-    count_metric(queue, EMQ_K_METRICS_COMPLETED, (long long)ndone, now, waits, runs);
-    /* the busiest lanes' history: each lane once, in the order its first job came, with
-     * its jobs' counts and sums (as complete.lua's batch gathers them) */
+    /* the busiest lanes: each lane once, in the order its first job came, with its
+     * jobs' counts and sums (as complete.lua's batch gathers them) */
     size_t nlanes = 0;
-    Str *lane_of = NULL;
-    double *lane_sums = NULL; /* per lane: jobs, wait, run */
+    LaneEnd *lanes = NULL;
     for (size_t i = 0; i < ndone; i++) {
         if (!jobs[i].group.ptr) continue;
-        if (!lane_of) {
-            lane_of = RedisModule_PoolAlloc(ctx, sizeof(*lane_of) * ndone);
-            lane_sums = RedisModule_PoolAlloc(ctx, sizeof(*lane_sums) * 3 * ndone);
-        }
+        if (!lanes) lanes = RedisModule_PoolAlloc(ctx, sizeof(*lanes) * ndone);
         size_t k = 0;
-        while (k < nlanes && !str_eq(lane_of[k], jobs[i].group)) k++;
-        if (k == nlanes) {
-            lane_of[nlanes++] = jobs[i].group;
-            lane_sums[3 * k] = lane_sums[3 * k + 1] = lane_sums[3 * k + 2] = 0;
-        }
-        lane_sums[3 * k] += 1;
-        lane_sums[3 * k + 1] += job_wait[i];
-        lane_sums[3 * k + 2] += job_run[i];
+        while (k < nlanes && !str_eq(lanes[k].group, jobs[i].group)) k++;
+        if (k == nlanes) lanes[nlanes++] = (LaneEnd){jobs[i].group, 0, 0, 0};
+        lanes[k].n += 1;
+        lanes[k].wait += job_wait[i];
+        lanes[k].run += job_run[i];
     }
-    for (size_t k = 0; k < nlanes; k++)
-        count_lane(queue, lane_of[k], now, (long long)lane_sums[3 * k], 0, lane_sums[3 * k + 1],
-                   lane_sums[3 * k + 2]);
+    count_metric(queue, EMQ_K_METRICS_COMPLETED, (long long)ndone, now, waits, runs, lanes,
+                 nlanes);
     cap_freed(queue, (long long)ndone);
     for (size_t i = 0; i < ndone; i++) emit(queue, event_json(queue, "completed", jobs[i].id));
     return relay;

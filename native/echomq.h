@@ -312,10 +312,16 @@ void unhold(Queue *queue, Str held);
 void make_ready(Queue *queue, Str id, Str row, Str group, Str score);
 void release_dedup(Queue *queue, Str id, Str dedup);
 void delete_row(Queue *queue, Str id, Str row, Str dedup, int kids);
+/* a lane's endings for the hour's busiest lanes' table: its group, jobs, wait and run */
+typedef struct {
+    Str group;
+    long long n;
+    double wait, run;
+} LaneEnd;
 void count_metric(Queue *queue, const char *metric_key, long long count, long long now,
-                  double wait, double run);
-void count_lane(Queue *queue, Str group, long long now, long long count, long long dead,
-                double wait, double run);
+                  double wait, double run, const LaneEnd *lanes, size_t nlanes);
+size_t lane_ops(Queue *queue, Str hist, RedisModuleString **ops, const LaneEnd *lanes,
+                size_t nlanes, int dead, long long now);
 void job_times(Str id, Str started, Str last, Str enqueued, long long now, double *wait,
                double *run);
 void row_times(Queue *queue, Str id, Str row, long long now, double *wait, double *run);

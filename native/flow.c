@@ -94,7 +94,7 @@ static void flow_fail(Queue *queue, Str pid, Str pk, Str err, Str *gp, Str *gpol
     Str dedup = reply_str(reply_elem(f, 0));
     if (dedup.ptr) release_dedup(queue, pid, dedup);
     /* a parent that never ran: no wait or run to add */
-    count_metric(queue, EMQ_K_METRICS_FAILED, 1, now, 0, 0);
+    count_metric(queue, EMQ_K_METRICS_FAILED, 1, now, 0, 0, NULL, 0);
     /* cjson.encode({event = 'dead', job = pid, error = err}), lua-cjson's key order */
     Str json = cat3(queue, str_c("{\"error\":"), json_str(queue, err),
                     str_c(",\"event\":\"dead\",\"job\":"));

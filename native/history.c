@@ -161,7 +161,7 @@ void delete_row(Queue *queue, Str id, Str row, Str dedup, int kids) {
 }
 
 /* a job id's mint time (ids.py: the top 41 bits of the 63-bit snowflake, ms since the
- * ids' epoch), from its first 8 digits as lib/common's id_ms reads it (the last 3 weigh
+ * ids' epoch), from its first 8 digits as lib/series' id_ms reads it (the last 3 weigh
  * under 0.06 ms), in a double */
 static double id_ms(Str id) {
     double v = 0;
@@ -173,7 +173,7 @@ static double id_ms(Str id) {
     return floor(v * 238328 / 4194304.0) + 1704067200000.0;
 }
 
-/* lib/common's job_times: an ending job's wait (enqueue, a kept row's enqueued_at or else
+/* lib/series' job_times: an ending job's wait (enqueue, a kept row's enqueued_at or else
  * its id's time, to its first start; at most EMQ_HIST_KEEP_MS) and run (last start to now),
  * in ms; 0 and 0 for a row with no start time */
 void job_times(Str id, Str started, Str last, Str enqueued, long long now, double *wait,
@@ -189,7 +189,7 @@ void job_times(Str id, Str started, Str last, Str enqueued, long long now, doubl
     *run = (double)now - l > 0 ? (double)now - l : 0;
 }
 
-/* the ending's fields lib/common's job_times reads, from the row (key API) */
+/* the ending's fields lib/series' job_times reads, from the row (key API) */
 void row_times(Queue *queue, Str id, Str row, long long now, double *wait, double *run) {
     static const int FIELDS[] = {FIELD_STARTED_AT, FIELD_LAST_STARTED_AT, FIELD_ENQUEUED_AT};
     Str times[3];
@@ -197,11 +197,12 @@ void row_times(Queue *queue, Str id, Str row, long long now, double *wait, doubl
     job_times(id, times[0], times[1], times[2], now, wait, run);
 }
 
-/* lib/common's count_metric: count jobs that ended now (metric_key: EMQ_K_METRICS_*) with
+/* lib/series' count_metric: count jobs that ended now (metric_key: EMQ_K_METRICS_*) with
  * their summed wait and run: the metric's total and the minute's slot of the queue-hour's
- * history key (its expiry on its first write) */
+ * history key (its expiry on its first write); lanes (grouped endings: each its jobs,
+ * wait and run) in the same key's busiest lanes' table, by the same BITFIELD */
 void count_metric(Queue *queue, const char *metric_key, long long count, long long now,
-                  double wait, double run) {
+                  double wait, double run, const LaneEnd *lanes, size_t nlanes) {
     RedisModuleCtx *ctx = queue->ctx;
     Str key = queue_key(queue, metric_key);
     Str count_text = num14(queue, (double)count);
@@ -217,128 +218,23 @@ void count_metric(Queue *queue, const char *metric_key, long long count, long lo
         wait_at = num(queue, (double)(at + EMQ_HIST_WAIT_AT)),
         run_at = num(queue, (double)(at + EMQ_HIST_RUN_MS_AT)), units_text = num(queue, units),
         run_text = num(queue, run), mark = num(queue, (double)EMQ_HIST_MARK);
+    RedisModuleString **ops = NULL;
+    size_t nops = 0;
+    if (nlanes > 0) {
+        ops = RedisModule_PoolAlloc(ctx, sizeof(*ops) * 20 * nlanes);
+        nops = lane_ops(queue, hist, ops, lanes, nlanes, !completed, now);
+    }
     RedisModuleCallReply *r = RedisModule_Call(
-        ctx, "BITFIELD", "!bccccbbccbbccbbccbc", hist.ptr, hist.len, "OVERFLOW", "SAT", "INCRBY",
-        completed ? EMQ_HIST_COMPLETED_T : EMQ_HIST_DEAD_T, col_at.ptr, col_at.len,
+        ctx, "BITFIELD", "!bccccbbccbbccbbccbcv", hist.ptr, hist.len, "OVERFLOW", "SAT",
+        "INCRBY", completed ? EMQ_HIST_COMPLETED_T : EMQ_HIST_DEAD_T, col_at.ptr, col_at.len,
         count_text.ptr, count_text.len, "INCRBY", EMQ_HIST_WAIT_T, wait_at.ptr, wait_at.len,
         units_text.ptr, units_text.len, "INCRBY", EMQ_HIST_RUN_MS_T, run_at.ptr, run_at.len,
-        run_text.ptr, run_text.len, "SET", "u1", mark.ptr, mark.len, "1");
+        run_text.ptr, run_text.len, "SET", "u1", mark.ptr, mark.len, "1", ops, nops);
     if (r && RedisModule_CallReplyType(r) == REDISMODULE_REPLY_ARRAY &&
-        RedisModule_CallReplyLength(r) == 4 &&
+        RedisModule_CallReplyLength(r) == 4 + nops / 4 &&
         RedisModule_CallReplyInteger(RedisModule_CallReplyArrayElement(r, 3)) == 0) {
         Str until = num(queue, (double)((hour + 1) * 3600000 + EMQ_HIST_KEEP_MS));
         RedisModule_Call(ctx, "PEXPIREAT", "!bb", hist.ptr, hist.len, until.ptr, until.len);
-    }
-}
-
-/* a lane's field 'ended dead wait_ms run_ms' as four numbers; 0 when it is not one */
-static int lane_sums(Str text, long long out[4]) {
-    char buf[96];
-    if (!text.ptr || text.len == 0 || text.len >= sizeof(buf)) return 0;
-    memcpy(buf, text.ptr, text.len);
-    buf[text.len] = '\0';
-    const char *at = buf;
-    for (int k = 0; k < 4; k++) {
-        if (k > 0 && *at++ != ' ') return 0;
-        if (*at < '0' || *at > '9') return 0;
-        long long v = 0;
-        while (*at >= '0' && *at <= '9') v = v * 10 + (*at++ - '0');
-        out[k] = v;
-    }
-    return *at == '\0';
-}
-
-/* lib/common's count_lane: one lane's endings in the hour's lane key (schema.HIST_LANE*):
- * count jobs ended, dead of them dead, their summed wait and run (ms), added to the lane's
- * field through the key API (replicated as the HSET it is); a lane new to the hour counts
- * the fields: the first makes the key's expiry, past the cap the fewest-ended of the
- * others go (ties: the earlier in the hash) */
-void count_lane(Queue *queue, Str group, long long now, long long count, long long dead,
-                double wait, double run) {
-    RedisModuleCtx *ctx = queue->ctx;
-    Str name = group;
-    if (group.len > EMQ_HIST_LANE_NAME_MAX) {
-        /* a long id kept bounded: its head, '~' and a hash of the whole (djb2, 32 bits) */
-        uint32_t h = 5381;
-        for (size_t i = 0; i < group.len; i++) h = h * 33 + (unsigned char)group.ptr[i];
-        char tail[16];
-        snprintf(tail, sizeof(tail), "~%08x", (unsigned)h);
-        Str head = {group.ptr, EMQ_HIST_LANE_NAME_MAX - 9};
-        name = cat3(queue, head, str_c(tail), NONE);
-    }
-    long long hour = now / 3600000;
-    Str lanes = cat3(queue, queue->base, str_c(EMQ_K_HLANES), num(queue, (double)hour));
-    RedisModuleString *key = mkstr(ctx, lanes), *field = mkstr(ctx, name);
-    RedisModuleKey *open = RedisModule_OpenKey(ctx, key, REDISMODULE_READ | REDISMODULE_WRITE);
-    if (!open) return;
-    int type = RedisModule_KeyType(open);
-    if (type != REDISMODULE_KEYTYPE_HASH && type != REDISMODULE_KEYTYPE_EMPTY) {
-        RedisModule_CloseKey(open); /* another type: HGET's error, nothing written */
-        return;
-    }
-    RedisModuleString *old = NULL;
-    if (type == REDISMODULE_KEYTYPE_HASH)
-        RedisModule_HashGet(open, REDISMODULE_HASH_NONE, field, &old, NULL);
-    long long sums[4] = {count, dead, (long long)wait, (long long)run}, had[4];
-    if (old && lane_sums(str_of(old), had))
-        for (int k = 0; k < 4; k++) sums[k] += had[k];
-    /* "%lld %lld %lld %lld" written by hand: snprintf costs more than the rest */
-    char text[96];
-    size_t len = 0;
-    for (int k = 0; k < 4; k++) {
-        char rev[24];
-        int n = 0;
-        unsigned long long v = sums[k] > 0 ? (unsigned long long)sums[k] : 0;
-        do {
-            rev[n++] = (char)('0' + v % 10);
-            v /= 10;
-        } while (v);
-        if (k) text[len++] = ' ';
-        while (n) text[len++] = rev[--n];
-    }
-    RedisModuleString *value = RedisModule_CreateString(ctx, text, len);
-    RedisModule_HashSet(open, REDISMODULE_HASH_NONE, field, value, NULL);
-    RedisModule_Replicate(ctx, "HSET", "sss", key, field, value);
-    size_t fields = RedisModule_ValueLength(open);
-    RedisModule_CloseKey(open);
-    if (old) return;
-    if (fields == 1) {
-        Str until = num(queue, (double)((hour + 1) * 3600000 + EMQ_HIST_KEEP_MS));
-        RedisModule_Call(ctx, "PEXPIREAT", "!bb", lanes.ptr, lanes.len, until.ptr, until.len);
-    } else if (fields > EMQ_HIST_LANES_CAP) {
-        Reply *all = RedisModule_Call(ctx, "HGETALL", "b", lanes.ptr, lanes.len);
-        size_t n = reply_len(all) / 2, m = 0;
-        /* the others, as (ended, position): sorted by both, the first TRIM go */
-        long long *ended = RedisModule_PoolAlloc(ctx, sizeof(*ended) * (n + 1));
-        size_t *at = RedisModule_PoolAlloc(ctx, sizeof(*at) * (n + 1));
-        for (size_t i = 0; i < n; i++) {
-            Str f = reply_str(reply_elem(all, 2 * i));
-            if (str_eq(f, name)) continue;
-            long long got[4];
-            Str v = reply_str(reply_elem(all, 2 * i + 1));
-            /* Lua's tonumber(match('^%d+')): the leading digits, else 0 */
-            long long lead = 0;
-            if (!lane_sums(v, got)) {
-                for (size_t c = 0; c < v.len && v.ptr[c] >= '0' && v.ptr[c] <= '9'; c++)
-                    lead = lead * 10 + (v.ptr[c] - '0');
-            } else {
-                lead = got[0];
-            }
-            /* insertion sort: at most HIST_LANES_CAP of them */
-            size_t j = m++;
-            while (j > 0 && ended[j - 1] > lead) {
-                ended[j] = ended[j - 1];
-                at[j] = at[j - 1];
-                j--;
-            }
-            ended[j] = lead;
-            at[j] = i;
-        }
-        size_t drop = m < (size_t)EMQ_HIST_LANES_TRIM ? m : (size_t)EMQ_HIST_LANES_TRIM;
-        if (drop == 0) return;
-        RedisModuleString **gone = RedisModule_PoolAlloc(ctx, sizeof(*gone) * drop);
-        for (size_t k = 0; k < drop; k++) gone[k] = mkstr(ctx, reply_str(reply_elem(all, 2 * at[k])));
-        RedisModule_Call(ctx, "HDEL", "!bv", lanes.ptr, lanes.len, gone, drop);
     }
 }
 

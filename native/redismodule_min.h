@@ -35,6 +35,7 @@
 #define REDISMODULE_HASH_NONE 0
 #define REDISMODULE_HASH_CFIELDS (1 << 2)
 #define REDISMODULE_KEYTYPE_EMPTY 0
+#define REDISMODULE_KEYTYPE_STRING 1
 #define REDISMODULE_KEYTYPE_HASH 3
 #define REDISMODULE_KEYTYPE_ZSET 5
 
@@ -160,6 +161,7 @@ typedef struct {
     X(void, CloseKey, (RedisModuleKey *))                                                 \
     X(int, KeyType, (RedisModuleKey *))                                                   \
     X(size_t, ValueLength, (RedisModuleKey *))                                            \
+    X(char *, StringDMA, (RedisModuleKey *, size_t *, int))                               \
     X(int, HashGet, (RedisModuleKey *, int, ...))                                         \
     X(int, HashSet, (RedisModuleKey *, int, ...))                                         \
     X(int, Replicate, (RedisModuleCtx *, const char *, const char *, ...))                \

@@ -24,8 +24,8 @@ static int dead_letter(Queue *queue, Str id, Str row, Str error, int kept, long 
         trim_settled(queue, dead, limits, 0, now, TRIM_STEP, NONE);
     double wait, run;
     row_times(queue, id, row, now, &wait, &run);
-    count_metric(queue, EMQ_K_METRICS_FAILED, 1, now, wait, run);
-    if (group.ptr) count_lane(queue, group, now, 1, 1, wait, run);
+    LaneEnd lane = {group, 1, wait, run};
+    count_metric(queue, EMQ_K_METRICS_FAILED, 1, now, wait, run, &lane, group.ptr ? 1 : 0);
     /* lua-cjson's key order for this table (its hash order, fixed for these keys) */
     Str json = cat3(queue, str_c("{\"error\":"), error_json, str_c(",\"failures\":"));
     json = cat3(queue, json, failures, str_c(",\"event\":\"dead\",\"job\":"));

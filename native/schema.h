@@ -12,6 +12,7 @@
 #define EMQ_K_WAKE "wake"
 #define EMQ_K_RING "ring"
 #define EMQ_K_GROUPS "groups"
+#define EMQ_K_LANENAMES "lanenames"
 #define EMQ_K_GACTIVE "gactive"
 #define EMQ_K_GINDEX "gindex"
 #define EMQ_K_GLIMIT "glimit"
@@ -51,7 +52,6 @@
 #define EMQ_K_REPEAT_RECORD "repeat:"
 #define EMQ_K_GSTARTS "gs:"
 #define EMQ_K_HIST "hist:"
-#define EMQ_K_HLANES "hl:"
 #define EMQ_K_LANE "g:"
 #define EMQ_K_LANE_END ":pending"
 
@@ -113,7 +113,7 @@
 #define EMQ_DEDUP_HOLD 4503599627370496LL
 /* the history series: a queue-hour's key, 60 minute slots (schema.HIST_FIELDS) */
 #define EMQ_HIST_SLOT_BITS 101LL
-#define EMQ_HIST_MARK 6060LL
+#define EMQ_HIST_MARK 7112LL
 #define EMQ_HIST_KEEP_MS 604800000LL
 #define EMQ_HIST_WAIT_UNIT_MS 4LL
 #define EMQ_HIST_COMPLETED_AT 0LL
@@ -124,9 +124,20 @@
 #define EMQ_HIST_DEAD_T "u16"
 #define EMQ_HIST_WAIT_T "u34"
 #define EMQ_HIST_RUN_MS_T "u31"
-/* the busiest lanes' history: hl:<hour> (schema.HIST_LANE*) */
-#define EMQ_HIST_LANES_CAP 10LL
-#define EMQ_HIST_LANES_TRIM 5LL
-#define EMQ_HIST_LANE_NAME_MAX 40
+/* the busiest lanes' table in the hour key (schema.HIST_LANE*) */
+#define EMQ_HIST_LANES 8
+#define EMQ_HIST_LANES_AT 6320LL
+#define EMQ_HIST_LANE_HASH_AT 6064LL
+#define EMQ_HIST_LANE_HASH_BYTE 758LL
+#define EMQ_HIST_LANE_BITS 99LL
+#define EMQ_HIST_LANE_ENDED_AT 0LL
+#define EMQ_HIST_LANE_DEAD_AT 20LL
+#define EMQ_HIST_LANE_WAIT_AT 35LL
+#define EMQ_HIST_LANE_RUN_MS_AT 68LL
+#define EMQ_HIST_LANE_HASH_T "u32"
+#define EMQ_HIST_LANE_ENDED_T "u20"
+#define EMQ_HIST_LANE_DEAD_T "u15"
+#define EMQ_HIST_LANE_WAIT_T "u33"
+#define EMQ_HIST_LANE_RUN_MS_T "u31"
 
 #endif

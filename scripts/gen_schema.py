@@ -22,7 +22,15 @@ from echomq import schema  # noqa: E402
 GENERATED = "generated from src/echomq/schema.py by scripts/gen_schema.py; do not edit"
 
 
+def _lane_args(name: str) -> str:
+    """Each lane slot's offset of sum ``name``, as 4 digits each, in slot order."""
+    out = [str(schema.hist_lane_at(slot, name)) for slot in range(schema.HIST_LANES)]
+    assert all(len(x) == 4 for x in out), out
+    return "".join(out)
+
+
 def lua_keys() -> str:
+    HL = schema.HIST_LANES
     lines = [
         f"-- lib/keys: the scripts' key names, {GENERATED}.",
         "-- Every key of a queue is its base B (emq:{q}:, KEYS[1]) followed by one of these",
@@ -48,10 +56,25 @@ def lua_keys() -> str:
         f"local HIST_WAIT_UNIT_MS = {schema.HIST_WAIT_UNIT_MS}",
         *(f"local HIST_{n.upper()}_AT = {schema.HIST_AT[n]}" for n, _ in schema.HIST_FIELDS),
         *(f"local HIST_{n.upper()}_T = '{schema.HIST_TYPE[n]}'" for n, _ in schema.HIST_FIELDS),
-        "-- the busiest lanes' history: hl:<hour> (schema.HIST_LANE*)",
-        f"local HIST_LANES_CAP = {schema.HIST_LANES_CAP}",
-        f"local HIST_LANES_TRIM = {schema.HIST_LANES_TRIM}",
-        f"local HIST_LANE_NAME_MAX = {schema.HIST_LANE_NAME_MAX}",
+        "-- the busiest lanes' table in the hour key (schema.HIST_LANE*)",
+        f"local HIST_LANES = {schema.HIST_LANES}",
+        f"local HIST_LANES_AT = {schema.HIST_LANES_AT}",
+        f"local HIST_LANE_HASH_AT = {schema.HIST_LANE_HASH_AT}",
+        f"local HIST_LANE_HASH_BYTE = {schema.HIST_LANE_HASH_AT // 8}",
+        "-- the hashes' bytes as GETRANGE's text arguments (a number argument costs a format)",
+        f"local HIST_LANE_HASH_FIRST_ARG = '{schema.HIST_LANE_HASH_AT // 8}'",
+        f"local HIST_LANE_HASH_LAST_ARG = '{schema.HIST_LANE_HASH_AT // 8 + 4 * HL - 1}'",
+        f"local HIST_LANE_BITS = {schema.HIST_LANE_BITS}",
+        "-- each slot's offset of a sum, 4 digits a slot (the scripts cut the slot's out)",
+        *(
+            f"local HIST_LANE_{n.upper()}_ARGS = '{_lane_args(n)}'"
+            for n, _ in schema.HIST_LANE_FIELDS
+        ),
+        *(
+            f"local HIST_LANE_{n.upper()}_AT = {schema.HIST_LANE_AT[n]}"
+            for n, _ in schema.HIST_LANE_FIELDS
+        ),
+        *(f"local HIST_LANE_{n.upper()}_T = '{t}'" for n, t in schema.HIST_LANE_TYPE.items()),
     ]
     return "\n".join(lines) + "\n"
 
@@ -84,10 +107,17 @@ def c_header() -> str:
         f"#define EMQ_HIST_WAIT_UNIT_MS {schema.HIST_WAIT_UNIT_MS}LL",
         *(f"#define EMQ_HIST_{n.upper()}_AT {schema.HIST_AT[n]}LL" for n, _ in schema.HIST_FIELDS),
         *(f'#define EMQ_HIST_{n.upper()}_T "{schema.HIST_TYPE[n]}"' for n, _ in schema.HIST_FIELDS),
-        "/* the busiest lanes' history: hl:<hour> (schema.HIST_LANE*) */",
-        f"#define EMQ_HIST_LANES_CAP {schema.HIST_LANES_CAP}LL",
-        f"#define EMQ_HIST_LANES_TRIM {schema.HIST_LANES_TRIM}LL",
-        f"#define EMQ_HIST_LANE_NAME_MAX {schema.HIST_LANE_NAME_MAX}",
+        "/* the busiest lanes' table in the hour key (schema.HIST_LANE*) */",
+        f"#define EMQ_HIST_LANES {schema.HIST_LANES}",
+        f"#define EMQ_HIST_LANES_AT {schema.HIST_LANES_AT}LL",
+        f"#define EMQ_HIST_LANE_HASH_AT {schema.HIST_LANE_HASH_AT}LL",
+        f"#define EMQ_HIST_LANE_HASH_BYTE {schema.HIST_LANE_HASH_AT // 8}LL",
+        f"#define EMQ_HIST_LANE_BITS {schema.HIST_LANE_BITS}LL",
+        *(
+            f"#define EMQ_HIST_LANE_{n.upper()}_AT {schema.HIST_LANE_AT[n]}LL"
+            for n, _ in schema.HIST_LANE_FIELDS
+        ),
+        *(f'#define EMQ_HIST_LANE_{n.upper()}_T "{t}"' for n, t in schema.HIST_LANE_TYPE.items()),
     ]
     lines += ["", "#endif", ""]
     return "\n".join(lines)

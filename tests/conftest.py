@@ -251,3 +251,41 @@ def pq(proxy: FaultProxy, qname: str) -> Iterator[Queue]:
     q = Queue(qname, url=proxy.url)
     yield q
     q.close()
+
+
+def hour_lanes(r: redis.Redis, key: str) -> list[tuple[int, int, int, int, int]]:
+    """An hour key's busiest lanes' table, slot by slot: (hash, ended, dead, wait in
+    ``HIST_WAIT_UNIT_MS`` units, run ms); an empty slot is all zeros."""
+    from echomq.schema import HIST_LANE_FIELDS, HIST_LANE_TYPE, HIST_LANES, hist_lane_at
+
+    names = ["hash", *(name for name, _ in HIST_LANE_FIELDS)]
+    ops: list[Any] = []
+    for slot in range(HIST_LANES):
+        for name in names:
+            ops += ["GET", HIST_LANE_TYPE[name], hist_lane_at(slot, name)]
+    raw = [int(v) for v in r.execute_command("BITFIELD_RO", key, *ops)]
+    n = len(names)
+    return [tuple(raw[i * n : (i + 1) * n]) for i in range(HIST_LANES)]  # type: ignore[misc]
+
+
+def plant_lane(
+    r: redis.Redis,
+    queue: Queue | AsyncQueue,
+    hour: int,
+    slot: int,
+    name: str,
+    figures: tuple[int, int, int, int],
+    at_ms: int,
+) -> None:
+    """Write a lane into slot ``slot`` of an hour's table, as a grouped ending would
+    (figures: ended, dead, wait units, run ms), and its name in ``lanenames`` at
+    ``at_ms``: a test's own hour, or a name no enqueue takes."""
+    from echomq.reads.series import lane_hash
+    from echomq.schema import HIST_LANE_FIELDS, HIST_LANE_TYPE, HIST_MARK, hist_lane_at
+
+    names = ["hash", *(name for name, _ in HIST_LANE_FIELDS)]
+    ops: list[Any] = []
+    for field, value in zip(names, (lane_hash(name), *figures)):
+        ops += ["SET", HIST_LANE_TYPE[field], hist_lane_at(slot, field), value]
+    r.execute_command("BITFIELD", queue.keys.hist(hour), *ops, "SET", "u1", HIST_MARK, 1)
+    r.zadd(queue.keys.lanenames, {name: at_ms})

@@ -24,7 +24,7 @@ import pytest
 import redis
 from playwright.sync_api import Browser, Page, Request, sync_playwright
 
-from conftest import dump, queue_keys
+from conftest import dump, plant_lane, queue_keys
 from console_support import serving as serving_port
 from echomq import Queue, registry
 from echomq.cli.times import utc_text
@@ -833,8 +833,9 @@ def test_the_history_panel_lists_the_busiest_lanes(
     for c in q.claim_many(3, lock_ms=60_000):
         q.complete(c.id, c.token)
     # a lane name no enqueue would take, written by someone else: shown as text
-    hour = int(r.time()[0]) // 3600
-    r.hset(q.keys.lanes_hist(hour), "<img src=x onerror=alert(1)>\u202e", "1 1 5 5")
+    sec, usec = r.time()
+    now = int(sec) * 1000 + int(usec) // 1000
+    plant_lane(r, q, now // 3_600_000, 7, "<img src=x onerror=alert(1)>\u202e", (1, 1, 1, 5), now)
     before = dump(r, q)
     page = open_page(f"{console_url}#/q/{q.name}")
     page.wait_for_selector("#history-lanes table tbody tr")

@@ -44,16 +44,26 @@ def hist_layout() -> dict[str, str]:
     }
     for name, _ in schema.HIST_FIELDS:
         out[f"HIST_{name.upper()}_AT"] = str(schema.HIST_AT[name])
-    # the busiest lanes' history (hl:<hour>)
-    out["HIST_LANES_CAP"] = str(schema.HIST_LANES_CAP)
-    out["HIST_LANES_TRIM"] = str(schema.HIST_LANES_TRIM)
-    out["HIST_LANE_NAME_MAX"] = str(schema.HIST_LANE_NAME_MAX)
+    # the busiest lanes' table in the hour key
+    out["HIST_LANES"] = str(schema.HIST_LANES)
+    out["HIST_LANES_AT"] = str(schema.HIST_LANES_AT)
+    out["HIST_LANE_HASH_AT"] = str(schema.HIST_LANE_HASH_AT)
+    out["HIST_LANE_HASH_BYTE"] = str(schema.HIST_LANE_HASH_AT // 8)
+    out["HIST_LANE_BITS"] = str(schema.HIST_LANE_BITS)
+    for name, _ in schema.HIST_LANE_FIELDS:
+        out[f"HIST_LANE_{name.upper()}_AT"] = str(schema.HIST_LANE_AT[name])
     return out
 
 
 def hist_texts() -> dict[str, str]:
     out = {f"HIST_{n.upper()}_T": schema.HIST_TYPE[n] for n, _ in schema.HIST_FIELDS}
+    out.update({f"HIST_LANE_{n.upper()}_T": t for n, t in schema.HIST_LANE_TYPE.items()})
     out["HIST_MARK_ARG"] = str(schema.HIST_MARK)
+    for name, _ in schema.HIST_LANE_FIELDS:
+        at = [f"{schema.hist_lane_at(slot, name):04d}" for slot in range(schema.HIST_LANES)]
+        out[f"HIST_LANE_{name.upper()}_ARGS"] = "".join(at)
+    out["HIST_LANE_HASH_FIRST_ARG"] = str(schema.HIST_LANE_HASH_AT // 8)
+    out["HIST_LANE_HASH_LAST_ARG"] = str(schema.HIST_LANE_HASH_AT // 8 + 4 * schema.HIST_LANES - 1)
     return out
 
 
@@ -95,7 +105,6 @@ COMPOSED: dict[str, tuple[tuple[str, ...], Callable[[Keyspace], str], str]] = {
     "claim_request": (("CLAIMREQ",), lambda k: k.claim_request("0123abcd"), "0123abcd"),
     "worker": (("WORKER",), lambda k: k.worker("0123abcd"), "0123abcd"),
     "hist": (("HIST",), lambda k: k.hist(498971), "498971"),
-    "lanes_hist": (("HLANES",), lambda k: k.lanes_hist(498971), "498971"),
 }
 #: Keyspace members that are not keys of the queue's schema.
 NOT_KEYS = {"name", "base", "state_set", "pattern"}
@@ -168,7 +177,6 @@ def _named(k: Keyspace, key: str) -> str | None:
         (r"g:(.+):pending", k.lane),
         (r"repeat:(.+)", k.repeat_record),
         (r"hist:(\d+)", lambda h: k.hist(int(h))),
-        (r"hl:(\d+)", lambda h: k.lanes_hist(int(h))),
     ):
         m = re.fullmatch(pattern, rest)
         if m and build(m.group(1)) == key:

@@ -1,8 +1,9 @@
-"""The busiest lanes' history (issue 29, item 5): per queue-hour, one small hash of the
-lanes (a job's ``group``) that ended the most jobs, kept 7 days in bounded space.
+"""The busiest lanes' history (issue 29, item 5): per queue-hour, a table of the lanes
+(a job's ``group``) that ended the most jobs, inside the hour's history key
+(``schema.HIST_LANE_FIELDS``), their names in the queue's ``lanenames``.
 
 Every test runs under both executors (the native complete and retry write the same
-keys and values as the scripts) and asserts the reply and the keys left.
+bytes as the scripts) and asserts the reply and the keys left.
 """
 
 from __future__ import annotations
@@ -14,14 +15,25 @@ from typing import Any
 import pytest
 import redis
 
-from conftest import _built, dump, queue_keys
+from conftest import _built, dump, hour_lanes, plant_lane, queue_keys
 from echomq import AsyncQueue, BusiestLanes, InvalidArgument, Queue, StaleToken
 from echomq.embedded import EmbeddedServer
+from echomq.reads.series import lane_hash
 from echomq.schema import (
+    HIST_AT,
+    HIST_BYTES,
+    HIST_BYTES_V1,
     HIST_KEEP_MS,
-    HIST_LANE_NAME_MAX,
-    HIST_LANES_CAP,
-    HIST_LANES_TRIM,
+    HIST_LANE_BITS,
+    HIST_LANE_HASH_AT,
+    HIST_LANE_TYPE,
+    HIST_LANES,
+    HIST_LANES_AT,
+    HIST_MARK,
+    HIST_SLOT_BITS,
+    HIST_TYPE,
+    HIST_WAIT_UNIT_MS,
+    hist_lane_at,
 )
 
 pytestmark = [pytest.mark.both_executors]
@@ -32,21 +44,30 @@ def now_ms(r: redis.Redis) -> int:
     return int(sec) * 1000 + int(usec) // 1000
 
 
-def lane_keys(r: redis.Redis, q: Queue) -> set[str]:
-    return {k for k in queue_keys(r, q) if k.startswith(q.keys.base + "hl:")}
+def hist_keys(r: redis.Redis, q: Queue) -> set[str]:
+    return {k for k in queue_keys(r, q) if k.startswith(q.keys.base + "hist:")}
 
 
-def lanes(r: redis.Redis, q: Queue) -> dict[str, list[int]]:
-    """Every lane of the queue's hour keys: [ended, dead, wait_ms, run_ms], summed over
-    the hours (two when the hour turned during the test)."""
-    out: dict[str, list[int]] = {}
-    for key in lane_keys(r, q):
-        fields: dict[str, str] = r.hgetall(key)  # type: ignore[assignment]
-        for lane, value in fields.items():
-            cell = out.setdefault(lane, [0, 0, 0, 0])
-            for k, part in enumerate(value.split()):
-                cell[k] += int(part)
+def lanes(r: redis.Redis, q: Queue) -> dict[int, list[int]]:
+    """Every lane of the queue's hour keys by hash: [ended, dead, wait units, run_ms],
+    summed over the hours (two when the hour turned during the test)."""
+    out: dict[int, list[int]] = {}
+    for key in hist_keys(r, q):
+        for h, *figures in hour_lanes(r, key):
+            if h:
+                cell = out.setdefault(h, [0, 0, 0, 0])
+                for k, v in enumerate(figures):
+                    cell[k] += v
     return out
+
+
+def counts(r: redis.Redis, q: Queue) -> dict[int, list[int]]:
+    """:func:`lanes`' ended and dead only (wait and run are timing)."""
+    return {h: v[:2] for h, v in lanes(r, q).items()}
+
+
+def H(name: str) -> int:
+    return lane_hash(name)
 
 
 def run_jobs(q: Queue, groups: list[str | None], *, dead: bool = False) -> list[str]:
@@ -61,10 +82,26 @@ def run_jobs(q: Queue, groups: list[str | None], *, dead: bool = False) -> list[
     return ids
 
 
-def test_flat_jobs_write_no_lane_key(q: Queue, r: redis.Redis) -> None:
+def test_the_lane_hash_is_djb2_never_zero() -> None:
+    assert lane_hash("") == 5381
+    h = 5381
+    for b in b"tenant-0042":
+        h = (h * 33 + b) % 2**32
+    assert lane_hash("tenant-0042") == lane_hash(b"tenant-0042") == h
+    assert HIST_LANE_BITS == 99 and HIST_LANES == 8
+    # the string's header (5 bytes) and its terminating zero: within the 896-byte class
+    assert HIST_BYTES == 890 and HIST_BYTES + 6 <= 896
+    # the hashes from the first whole byte past the first layout's marker bit
+    assert HIST_LANE_HASH_AT == 6064 == 60 * HIST_SLOT_BITS + 4
+    assert HIST_LANES_AT == HIST_LANE_HASH_AT + 32 * HIST_LANES
+    assert HIST_MARK == HIST_LANES_AT + HIST_LANES * HIST_LANE_BITS
+
+
+def test_flat_jobs_write_no_lane(q: Queue, r: redis.Redis) -> None:
     run_jobs(q, [None, None])
     run_jobs(q, [None], dead=True)
-    assert lane_keys(r, q) == set()
+    assert lanes(r, q) == {}
+    assert r.exists(q.keys.lanenames) == 0
     assert q.busiest_lanes("1h").lanes == []
 
 
@@ -76,18 +113,23 @@ def test_a_grouped_completion_counts_in_its_lane_with_wait_and_run(
     got = q.claim()
     assert got is not None and got.id == job
     time.sleep(0.06)
+    before = now_ms(r)
     assert q.complete(job, got.token) is None
-    (key,) = lane_keys(r, q)
+    (key,) = hist_keys(r, q)
     hour = int(key.rsplit(":", 1)[1])
-    assert key == q.keys.lanes_hist(hour)
-    # the field: ended dead wait_ms run_ms
-    (value,) = r.hgetall(key).values()
-    ended, dead, wait, run = (int(x) for x in value.split())
-    assert (ended, dead) == (1, 0)
-    assert 30 <= wait < 5000 and 50 <= run < 5000
-    # expiring 7 days after its hour ends, like hist:<hour>
+    # one key: the minute's slot and the lane's, the key at its full length
+    assert r.strlen(key) == HIST_BYTES
+    table = hour_lanes(r, key)
+    h, ended, dead, wait, run = table[0]
+    assert (h, ended, dead) == (H("tenant-a"), 1, 0)
+    assert 30 <= wait * HIST_WAIT_UNIT_MS < 5000 and 50 <= run < 5000
+    assert table[1:] == [(0, 0, 0, 0, 0)] * (HIST_LANES - 1)
+    # expiring 7 days after its hour ends
     assert r.pexpiretime(key) == (hour + 1) * 3_600_000 + HIST_KEEP_MS
-    assert r.type(key) == "hash"
+    # the name, at the time it took its slot
+    ((name, score),) = r.zrange(q.keys.lanenames, 0, -1, withscores=True)
+    assert name == "tenant-a" and before <= score <= now_ms(r)
+    assert r.pttl(q.keys.lanenames) == -1
     # the read
     busy = q.busiest_lanes("1h")
     assert isinstance(busy, BusiestLanes)
@@ -97,10 +139,14 @@ def test_a_grouped_completion_counts_in_its_lane_with_wait_and_run(
         "tenant-a",
         1,
         0,
-        wait,
+        wait * HIST_WAIT_UNIT_MS,
         run,
     )
-    assert lane.averages() == (float(wait), float(run)) and busy.lanes_seen == 1
+    assert busy.lanes_seen == 1
+    # a second ending adds to the slot and names nothing new
+    run_jobs(q, ["tenant-a"])
+    assert counts(r, q) == {H("tenant-a"): [2, 0]}
+    assert r.zcard(q.keys.lanenames) == 1
 
 
 def test_batches_deaths_and_stalls_count_per_lane(q: Queue, r: redis.Redis) -> None:
@@ -108,7 +154,7 @@ def test_batches_deaths_and_stalls_count_per_lane(q: Queue, r: redis.Redis) -> N
     ids = [q.enqueue({"i": i}, group=g) for i, g in enumerate(["a", "b", "a", None, "a"])]
     got = q.claim_many(5, lock_ms=60_000)
     assert q.complete_many([(j.id, j.token) for j in got]) == []
-    assert {k: v[:2] for k, v in lanes(r, q).items()} == {"a": [3, 0], "b": [1, 0]}
+    assert counts(r, q) == {H("a"): [3, 0], H("b"): [1, 0]}
     assert all(r.exists(q.keys.job(i)) == 0 for i in ids)
     # retry to dead
     run_jobs(q, ["b"], dead=True)
@@ -118,50 +164,111 @@ def test_batches_deaths_and_stalls_count_per_lane(q: Queue, r: redis.Redis) -> N
     assert got1 is not None and got1.id == c
     time.sleep(0.01)
     assert q.check_stalled(max_stalled=0) == ([], [c])
-    assert {k: v[:2] for k, v in lanes(r, q).items()} == {"a": [3, 0], "b": [2, 1], "c": [1, 1]}
+    assert counts(r, q) == {H("a"): [3, 0], H("b"): [2, 1], H("c"): [1, 1]}
     busy = q.busiest_lanes("24h", top=2)
     assert [(x.lane, x.completed, x.dead) for x in busy.lanes] == [("a", 3, 0), ("b", 1, 1)]
     assert busy.lanes_seen == 3 and busy.end_hour - busy.first_hour + 1 in (24, 25)
     assert r.hget(q.keys.metrics_failed, "count") == "2"
+    assert set(r.zrange(q.keys.lanenames, 0, -1)) == {"a", "b", "c"}
 
 
-def test_the_cap_keeps_the_busiest_lanes(q: Queue, r: redis.Redis) -> None:
-    # a busy lane, then more lanes than the cap: the hour's key stays at the cap, the
-    # busy lane's count exact
-    run_jobs(q, ["busy"] * 6)
-    others = [f"l{i:02d}" for i in range(3 * HIST_LANES_CAP)]
+def test_more_lanes_than_slots_the_busiest_stay_exact(q: Queue, r: redis.Redis) -> None:
+    # two busy lanes, then many more lanes than slots: the table stays at its slots,
+    # the busy lanes' counts exact, the newest lane holds the slot it took over
+    run_jobs(q, ["busy"] * 6 + ["second"] * 4)
+    others = [f"l{i:02d}" for i in range(3 * HIST_LANES)]
     for name in others:
-        run_jobs(q, [name, "busy"])
-    keys = lane_keys(r, q)
-    if len(keys) == 1:  # the hour did not turn: exactly at or under the cap
+        run_jobs(q, [name, "busy", "second"])
+    keys = hist_keys(r, q)
+    got = counts(r, q)
+    assert got[H("busy")] == [6 + len(others), 0]
+    assert got[H("second")] == [4 + len(others), 0]
+    if len(keys) == 1:  # the hour did not turn
         (key,) = keys
-        n = r.hlen(key)
-        assert HIST_LANES_CAP - HIST_LANES_TRIM + 1 <= n <= HIST_LANES_CAP
-        # the newest lane is never the one trimmed
-        assert r.hexists(key, others[-1])
-    got = lanes(r, q)
-    assert got["busy"][:2] == [6 + len(others), 0]
+        table = hour_lanes(r, key)
+        assert all(slot[0] for slot in table) and len({s[0] for s in table}) == HIST_LANES
+        # the newest lane holds a slot, afresh: its own one ending
+        assert [s[1:3] for s in table if s[0] == H(others[-1])] == [(1, 0)]
+        assert r.strlen(key) == HIST_BYTES
     busy = q.busiest_lanes("1h", top=3)
-    assert busy.lanes[0].lane == "busy" and busy.lanes[0].completed == 6 + len(others)
+    assert [(x.lane, x.completed) for x in busy.lanes[:2]] == [
+        ("busy", 6 + len(others)),
+        ("second", 4 + len(others)),
+    ]
+    # every lane that took a slot is named: more names than slots
+    assert r.zcard(q.keys.lanenames) == 2 + len(others)
     assert busy.lanes_seen == len(got)
 
 
-def test_a_long_lane_id_is_kept_bounded(q: Queue, r: redis.Redis) -> None:
-    # a group name is at most 128 of [A-Za-z0-9._-] (checks.NAME_RE): the keys hold 40
+def test_a_batch_of_more_new_lanes_than_slots(q: Queue, r: redis.Redis) -> None:
+    names = [f"b{i:02d}" for i in range(HIST_LANES + 3)]
+    run_ids = [q.enqueue({"i": i}, group=g) for i, g in enumerate([*names, "b00"])]
+    got = q.claim_many(len(run_ids), lock_ms=60_000)
+    assert q.complete_many([(j.id, j.token) for j in got]) == []
+    got_counts = counts(r, q)
+    # b00 had two jobs: it stays; the others took over each other's slots in turn
+    assert got_counts[H("b00")] == [2, 0]
+    assert len(got_counts) <= HIST_LANES or len(hist_keys(r, q)) == 2
+    assert q.busiest_lanes("1h", top=1).lanes[0].lane == "b00"
+
+
+def test_long_and_odd_lane_names(q: Queue, r: redis.Redis) -> None:
+    # a group name is at most 128 of [A-Za-z0-9._-] (checks.NAME_RE): the table holds
+    # its hash only, whatever its length; the read names it in full
     long = "tenant." + "x" * 119 + "-z"
-    run_jobs(q, [long, long])
-    (name,) = lanes(r, q)
-    raw = long.encode()
-    h = 5381
-    for b in raw:
-        h = (h * 33 + b) % 2**32
-    assert name.encode() == raw[: HIST_LANE_NAME_MAX - 9] + b"~" + f"{h:08x}".encode()
-    assert len(name.encode()) == HIST_LANE_NAME_MAX
-    assert lanes(r, q)[name][:2] == [2, 0]
-    # exactly at the bound: kept as it is
-    edge = "e" * HIST_LANE_NAME_MAX
-    run_jobs(q, [edge])
-    assert edge in lanes(r, q)
+    odd = ["-", "...", "_._", "0", "A" * 128]
+    run_jobs(q, [long, long, *odd])
+    got = counts(r, q)
+    assert got[H(long)] == [2, 0] and all(got[H(n)] == [1, 0] for n in odd)
+    for key in hist_keys(r, q):
+        assert r.strlen(key) == HIST_BYTES
+    names = {x.lane: x.completed for x in q.busiest_lanes("1h", top=10).lanes}
+    assert names == {long: 2, **{n: 1 for n in odd}}
+
+
+def test_a_lane_no_longer_named_shows_as_its_hash(q: Queue, r: redis.Redis) -> None:
+    run_jobs(q, ["gone", "kept"])
+    r.zrem(q.keys.lanenames, "gone")
+    busy = q.busiest_lanes("1h")
+    assert sorted(x.lane for x in busy.lanes) == [f"#{H('gone'):08x}", "kept"]
+
+
+def test_the_hours_first_lane_trims_old_names(q: Queue, r: redis.Redis) -> None:
+    now = now_ms(r)
+    r.zadd(q.keys.lanenames, {"stale": now - HIST_KEEP_MS - 3_600_000 - 5, "recent": now - 9})
+    run_jobs(q, [None, "fresh"])
+    assert set(r.zrange(q.keys.lanenames, 0, -1)) == {"recent", "fresh"}
+    # later lanes of the same hour trim nothing
+    r.zadd(q.keys.lanenames, {"stale": 1})
+    run_jobs(q, ["fresh", "other"])
+    if len(hist_keys(r, q)) == 1:
+        assert set(r.zrange(q.keys.lanenames, 0, -1)) == {"recent", "fresh", "other", "stale"}
+
+
+def test_a_key_of_the_first_layout_reads_and_grows(q: Queue, r: redis.Redis) -> None:
+    # the first layout: 60 slots and the marker at 60 * HIST_SLOT_BITS, 758 bytes
+    hour = now_ms(r) // 3_600_000
+    key = q.keys.hist(hour)
+    minute = (now_ms(r) // 60000) % 60
+    at = minute * HIST_SLOT_BITS
+    r.execute_command(
+        "BITFIELD", key, "SET", HIST_TYPE["completed"], at + HIST_AT["completed"], 5,
+        "SET", "u1", 60 * HIST_SLOT_BITS, 1,
+    )  # fmt: skip
+    r.pexpireat(key, (hour + 1) * 3_600_000 + HIST_KEEP_MS)
+    assert r.strlen(key) == HIST_BYTES_V1 == 758
+    # its lanes read empty (the old marker bit is past no slot), its minutes as they were
+    assert hour_lanes(r, key) == [(0, 0, 0, 0, 0)] * HIST_LANES
+    assert q.busiest_lanes("1h").lanes == []
+    assert sum(q.history("1h").completed) == 5
+    # a grouped ending in that hour grows it to the new layout
+    run_jobs(q, ["g"])
+    if hist_keys(r, q) == {key}:
+        assert r.strlen(key) == HIST_BYTES
+        assert sum(q.history("1h").completed) == 6
+        assert counts(r, q) == {H("g"): [1, 0]}
+        assert [(x.lane, x.completed) for x in q.busiest_lanes("1h").lanes] == [("g", 1)]
+        assert r.pexpiretime(key) == (hour + 1) * 3_600_000 + HIST_KEEP_MS
 
 
 def test_a_refused_ending_changes_nothing(q: Queue, r: redis.Redis) -> None:
@@ -174,7 +281,7 @@ def test_a_refused_ending_changes_nothing(q: Queue, r: redis.Redis) -> None:
     with pytest.raises(StaleToken):
         q.retry(job, got.token + 7, "boom")
     assert dump(r, q) == before
-    assert lane_keys(r, q) == set()
+    assert hist_keys(r, q) == set() and r.exists(q.keys.lanenames) == 0
 
 
 def test_spans_and_arguments(q: Queue, r: redis.Redis) -> None:
@@ -185,28 +292,30 @@ def test_spans_and_arguments(q: Queue, r: redis.Redis) -> None:
     for top in (0, 101, "3"):
         with pytest.raises(InvalidArgument):
             q.busiest_lanes("1h", top=top)  # type: ignore[arg-type]
-    hour = now_ms(r) // 3_600_000
+    now = now_ms(r)
+    hour = now // 3_600_000
     for span, hours in (("1h", (1, 2)), ("24h", (24, 25)), ("7d", (168,))):
         busy = q.busiest_lanes(span)
         assert busy.span == span and busy.end_hour == hour
         assert busy.end_hour - busy.first_hour + 1 in hours
     # an hour key 3 days back counts in 7d, not in 24h
-    r.hset(q.keys.lanes_hist(hour - 72), "old", "4 1 40 80")
+    plant_lane(r, q, hour - 72, 0, "old", (4, 1, 10, 80), (hour - 72) * 3_600_000 + 5)
     assert [x.lane for x in q.busiest_lanes("7d").lanes] == ["old"]
     assert q.busiest_lanes("24h").lanes == []
     (old,) = q.busiest_lanes("7d").lanes
     assert (old.completed, old.dead, old.wait_ms, old.run_ms) == (3, 1, 40, 80)
-    r.delete(q.keys.lanes_hist(hour - 72))
+    r.delete(q.keys.hist(hour - 72), q.keys.lanenames)
     assert dump(r, q) == before
 
 
-def test_obliterate_removes_every_lane_hour_key(q: Queue, r: redis.Redis) -> None:
+def test_obliterate_leaves_nothing(q: Queue, r: redis.Redis) -> None:
     run_jobs(q, ["a", "b"])
     hour = now_ms(r) // 3_600_000
     for h in (hour - 72, hour - HIST_KEEP_MS // 3_600_000 - 1):
-        r.hset(q.keys.lanes_hist(h), "a", "1 0 0 0")
-        r.pexpireat(q.keys.lanes_hist(h), (h + 1) * 3_600_000 + HIST_KEEP_MS)
-    assert len(lane_keys(r, q)) >= 2  # the oldest one expired at once
+        plant_lane(r, q, h, 0, "a", (1, 0, 0, 0), h * 3_600_000)
+        r.pexpireat(q.keys.hist(h), (h + 1) * 3_600_000 + HIST_KEEP_MS)
+    assert len(hist_keys(r, q)) >= 2  # the oldest one expired at once
+    assert r.exists(q.keys.lanenames) == 1
     q.pause()
     while not q.obliterate():
         pass
@@ -230,11 +339,12 @@ def test_emq_stats_lanes_text_and_json(
 
     run_jobs(q, ["plain"])
     run_jobs(q, ["plain"], dead=True)
-    # a lane's name is job text to the tools: one no enqueue would take (written to the
-    # hour's key by someone else) prints escaped
+    # a lane's name is job text to the tools: one no enqueue would take (written by
+    # someone else) prints escaped
     evil = "\x1b[31mred\u202e"
-    hour = now_ms(r) // 3_600_000
-    r.hset(q.keys.lanes_hist(hour), evil, "2 0 10 20")
+    now = now_ms(r)
+    hour = now // 3_600_000
+    plant_lane(r, q, hour, HIST_LANES - 1, evil, (2, 0, 3, 20), now)
     before = dump(r, q)
     code, out = emq("stats", q.name, "--lanes")
     assert code == 0
@@ -251,14 +361,31 @@ def test_emq_stats_lanes_text_and_json(
     code, out = emq("--json", "stats", q.name, "--lanes", "0")
     assert code == 2
     assert dump(r, q) == before
-    r.hdel(q.keys.lanes_hist(hour), evil)
+
+
+def _table_bytes(r: redis.Redis, key: str) -> bytes:
+    """The hour key's lanes' table with each slot's wait and run zeroed (timing): the
+    bytes two executors must agree on for the same endings."""
+    copy = key + ":copy"
+    r.copy(key, copy)
+    ops: list[Any] = []
+    for slot in range(HIST_LANES):
+        for name in ("wait", "run_ms"):
+            ops += ["SET", HIST_LANE_TYPE[name], hist_lane_at(slot, name), 0]
+    r.execute_command("BITFIELD", copy, *ops)
+    raw = r.getrange(copy, HIST_LANE_HASH_AT // 8, HIST_MARK // 8)
+    r.delete(copy)
+    assert isinstance(raw, bytes)
+    return raw
 
 
 @pytest.mark.skipif(_built is None, reason="the echomq native module is not built")
-def test_native_writes_what_the_scripts_write(server: EmbeddedServer, qname: str) -> None:
-    """The same grouped workload on both executors: the same fields, in the same order,
-    with the same counts (wait and run are timing), the same expiry."""
-    r = redis.Redis.from_url(server.url, decode_responses=True)
+def test_native_writes_the_bytes_the_scripts_write(server: EmbeddedServer, qname: str) -> None:
+    """The same grouped workload on both executors (more lanes than slots, batches,
+    deaths, long names): the same bytes in the hour's lanes' table (wait and run zeroed:
+    timing), the same names, the same expiry."""
+    r = redis.Redis.from_url(server.url)
+    rs = redis.Redis.from_url(server.url, decode_responses=True)
     pictures = []
     for executor in ("scripts", "native"):
         with Queue(f"{qname}-{executor}", url=server.url, executor=executor) as q:
@@ -270,20 +397,17 @@ def test_native_writes_what_the_scripts_write(server: EmbeddedServer, qname: str
             for j in got[15:]:
                 assert q.retry(j.id, j.token, "boom") == "dead"
             run_jobs(q, ["y" * 60, "y" * 60 + "z"])
-            keys = sorted(lane_keys(r, q))
+            keys = sorted(hist_keys(rs, q))
             pictures.append(
-                [
-                    (
-                        k.rsplit(":", 1)[1],
-                        [(f, v.split()[:2]) for f, v in r.hgetall(k).items()],
-                        r.pexpiretime(k),
-                    )
-                    for k in keys
-                ]
+                (
+                    [(k.rsplit(":", 1)[1], _table_bytes(r, k), r.pexpiretime(k)) for k in keys],
+                    sorted(rs.zrange(q.keys.lanenames, 0, -1)),
+                )
             )
             q.pause()
             while not q.obliterate():
                 pass
-            assert queue_keys(r, q) == set()
-    if [p[0] for p in pictures[0]] == [p[0] for p in pictures[1]]:  # no hour turned between
+            assert queue_keys(rs, q) == set()
+    if [p[0] for p in pictures[0][0]] == [p[0] for p in pictures[1][0]]:  # no hour turned
         assert pictures[0] == pictures[1]
+        assert any(b.strip(b"\0") for _, b, _ in pictures[0][0])

@@ -30,7 +30,7 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import _built
+from conftest import _built, hour_lanes
 from echomq import Dedup, Flow, Queue, ids
 from echomq import journal as journal_mod
 from echomq.embedded import EmbeddedServer
@@ -89,19 +89,14 @@ def picture(r: redis.Redis, q: Queue) -> dict[bytes, Any]:
                 ops += ["GET", HIST_TYPE["dead"], at + HIST_AT["dead"]]
             raw = [int(v) for v in r.execute_command("BITFIELD_RO", key, *ops)]
             counts = [sum(raw[0::2]), sum(raw[1::2])]  # a minute may turn between the runs
+            # the busiest lanes' table: each lane's hash, ended and dead (wait and run
+            # are timing)
+            counts += [v for slot in hour_lanes(r, key) for v in slot[:3]]
             hour = q.keys.base.encode() + b"hist:T"
             prev = out.get(hour)
             if prev:
                 counts = [a + b for a, b in zip(prev[1], counts)]
             out[hour] = (kind, counts, r.pttl(key) > 0)
-            continue
-        if b":hl:" in key:
-            # the busiest lanes' hour: each lane's ended and dead compare, in the hash's
-            # order (its wait and run are timing); the hour is T, as for hist:<hour>
-            lanes = [(f, v.split()[:2]) for f, v in r.hgetall(key).items()]
-            hour = q.keys.base.encode() + b"hl:T"
-            prev = out.get(hour)
-            out[hour] = (kind, (prev[1] if prev else []) + lanes, r.pttl(key) > 0)
             continue
         if kind == b"string":
             value = norm(r.get(key) or b"")

@@ -31,6 +31,7 @@ import pytest
 import redis
 import redis.asyncio
 
+from conftest import hour_lanes
 from echomq import AsyncQueue, Backoff, Dedup, EchoMQError, Flow, Queue, Refused, Worker
 from echomq.embedded import EmbeddedServer
 from echomq.queue import verb_names
@@ -105,7 +106,10 @@ def hist_counts(r: redis.Redis, key: str) -> list[int]:
         at = slot * HIST_SLOT_BITS
         ops += ["GET", HIST_TYPE["completed"], at, "GET", HIST_TYPE["dead"], at + HIST_AT["dead"]]
     raw = [int(v) for v in r.execute_command("BITFIELD_RO", key, *ops)]
-    return [sum(raw[0::2]), sum(raw[1::2])]
+    # and the busiest lanes' table: each lane's hash, ended and dead (wait and run are
+    # timing), in slot order
+    lanes = [v for slot in hour_lanes(r, key) for v in slot[:3]]
+    return [sum(raw[0::2]), sum(raw[1::2]), *lanes]
 
 
 def keys_left(r: redis.Redis, q: Queue | AsyncQueue, norm: Norm) -> dict[str, Any]:
@@ -130,15 +134,6 @@ def keys_left(r: redis.Redis, q: Queue | AsyncQueue, norm: Norm) -> dict[str, An
             if prev:  # the two facades' runs may straddle an hour
                 hist = [a + b for a, b in zip(prev[1], hist)]
             out[norm(name)] = ("string", hist, r.pttl(key) > 0)
-            continue
-        if key.startswith(q.keys.base + "hl:"):
-            # the busiest lanes' hour: each lane's ended and dead compare (its wait and
-            # run are timing); the hour named by what it is
-            fields: dict[str, str] = r.hgetall(key)  # type: ignore[assignment]
-            lanes = sorted((f, v.split()[:2]) for f, v in fields.items())
-            name = q.keys.base + "hl:H"
-            prev = out.get(norm(name))
-            out[norm(name)] = ("hash", (prev[1] if prev else []) + lanes, r.pttl(key) > 0)
             continue
         if kind == "string":
             value = r.get(key)

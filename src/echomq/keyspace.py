@@ -29,7 +29,6 @@ _CLAIMREQ, _WORKER = KEY["CLAIMREQ"].suffix, KEY["WORKER"].suffix
 _LANE, _LANE_END = KEY["LANE"].suffix, KEY["LANE_END"].suffix
 _REPEAT_RECORD, _GSTARTS = KEY["REPEAT_RECORD"].suffix, KEY["GSTARTS"].suffix
 _HIST = KEY["HIST"].suffix
-_HLANES = KEY["HLANES"].suffix
 
 VERSION_KEY = "{emq}:version"
 KEYSPACE_VERSION = "1"
@@ -72,6 +71,7 @@ class Keyspace:
     gweight: str
     keeps: str
     keepuntil: str
+    lanenames: str
     meta: str
     metrics_completed: str
     metrics_failed: str
@@ -154,10 +154,6 @@ class Keyspace:
     def hist(self, hour: int) -> str:
         """The history key of one hour (server ms // 3600000): ``schema.HIST_FIELDS``."""
         return self.base + _HIST + str(int(hour))
-
-    def lanes_hist(self, hour: int) -> str:
-        """The busiest lanes' history key of one hour (``schema.HIST_LANES_CAP``)."""
-        return self.base + _HLANES + str(int(hour))
 
     def state_set(self, state: str) -> str:
         """The sorted set holding jobs in ``state`` (pending, active, scheduled, dead,

@@ -57,6 +57,7 @@ KEYS: tuple[Key, ...] = (
     _q("WAKE", "wake", "list", "wake tokens (capped) idle workers block on"),
     _q("RING", "ring", "list", "the groups that can be served now"),
     _q("GROUPS", "groups", "set", "every group that has a lane"),
+    _q("LANENAMES", "lanenames", "zset", "lanes in an hour's table; score = took a slot (ms)"),
     _q("GACTIVE", "gactive", "hash", "per-group in-flight count"),
     _q("GINDEX", "gindex", "zset", "the lanes' jobs, at their lane score (browsing across lanes)"),
     _q("GLIMIT", "glimit", "hash", "per-group concurrency limit"),
@@ -118,13 +119,6 @@ KEYS: tuple[Key, ...] = (
         "per_id",
         "string",
         "one hour of per-minute history (HIST_*): B .. HIST .. (ms // 3600000), 7 days",
-    ),
-    Key(
-        "HLANES",
-        "hl:",
-        "per_id",
-        "hash",
-        "one hour of the busiest lanes (HIST_LANE_*): lane -> 'ended dead wait_ms run_ms'",
     ),
     Key("LANE", "g:", "per_id", "zset", "a group's lane: B .. LANE .. group .. LANE_END"),
     Key("LANE_END", ":pending", "lane_end", "zset", "the end of a lane's key (see LANE)"),
@@ -255,8 +249,8 @@ FLOW_OUTCOMES: tuple[str, ...] = (
 #: sets its expiry (``PEXPIREAT`` the hour's end + ``HIST_KEEP_MS``). Per job that ended
 #: (completed or dead): its wait, from its enqueue (a kept row's ``enqueued_at``, else its
 #: id's time) to its first start, in units of ``HIST_WAIT_UNIT_MS`` (rounded), and its
-#: run, from its last start to its end, in ms. 101 bits a minute: 758 bytes an hour, in
-#: the server's 768-byte allocation class.
+#: run, from its last start to its end, in ms. 101 bits a minute; with the busiest
+#: lanes' table (below) 890 bytes an hour, in the server's 896-byte allocation class.
 HIST_FIELDS: tuple[tuple[str, int], ...] = (
     ("completed", 20),
     ("dead", 16),
@@ -273,32 +267,66 @@ HIST_AT: dict[str, int] = {
 }
 #: Each field's BITFIELD type, by name.
 HIST_TYPE: dict[str, str] = {name: f"u{w}" for name, w in HIST_FIELDS}
-#: The marker bit's offset (past the 60 slots).
-HIST_MARK = 60 * HIST_SLOT_BITS
-#: A history key's length in bytes.
+#: The busiest lanes' table (issue 29 item 5), in the same hour key past the 60 slots
+#: and the bit at 60 * HIST_SLOT_BITS (the marker of the first layout, set in the keys
+#: it wrote: the table starts past it, so an old key's lanes read empty). First the
+#: ``HIST_LANES`` slots' hashes, 32 bits each from the byte-aligned bit
+#: ``HIST_LANE_HASH_AT`` (so one ``GETRANGE`` reads them all, a cheaper call than a
+#: ``GET`` per slot): a lane's (a job's ``group``) 32-bit djb2 (``h = (h * 33 + byte) %
+#: 2**32`` from 5381, over the name's bytes; 0 taken as 1), 0 for an empty slot. Then the
+#: slots' sums, :data:`HIST_LANE_FIELDS` (name, bit width) in order, slot i's at
+#: ``HIST_LANES_AT + i * HIST_LANE_BITS`` (:func:`hist_lane_at`): ``ended``, its jobs
+#: that ended in the hour (completed or dead), ``dead`` the dead among them, ``wait``
+#: their summed wait in ``HIST_WAIT_UNIT_MS`` units and ``run_ms`` their summed run
+#: (saturating, as the minutes). A grouped ending reads the hashes, adds to its lane's
+#: slot, else takes the first empty one, else (reading the endeds, one ``BITFIELD_RO``)
+#: takes over the slot with the fewest endings (ties: the first), starting it afresh (no
+#: count inherited): a lane's figures are exact from when it took its slot in the hour,
+#: low if it lost it; those writes go in the BITFIELD that counts the minute. The names:
+#: a lane that takes a slot is added to the queue's ``lanenames`` (score: that time),
+#: whose members older than ``HIST_KEEP_MS`` + an hour go when an hour's first lane
+#: takes its slot; a read names each hash from it (``#`` and 8 hex digits where none
+#: matches). Flat jobs write none of this.
+HIST_LANE_FIELDS: tuple[tuple[str, int], ...] = (
+    ("ended", 20),
+    ("dead", 15),
+    ("wait", 33),
+    ("run_ms", 31),
+)
+#: How many lanes an hour keeps.
+HIST_LANES = 8
+#: The first slot's hash (bit offset, a whole byte: ``HIST_LANE_HASH_AT // 8``).
+HIST_LANE_HASH_AT = (60 * HIST_SLOT_BITS + 1 + 7) // 8 * 8
+#: One lane's sums in bits.
+HIST_LANE_BITS = sum(w for _, w in HIST_LANE_FIELDS)
+#: Each lane sum's bit offset in its slot, by name.
+HIST_LANE_AT: dict[str, int] = {
+    name: sum(w for _, w in HIST_LANE_FIELDS[:i]) for i, (name, _) in enumerate(HIST_LANE_FIELDS)
+}
+#: Each lane field's BITFIELD type, by name (``hash`` included).
+HIST_LANE_TYPE: dict[str, str] = {"hash": "u32", **{n: f"u{w}" for n, w in HIST_LANE_FIELDS}}
+#: The first slot's sums (past the hashes).
+HIST_LANES_AT = HIST_LANE_HASH_AT + HIST_LANES * 32
+#: The marker bit's offset (past the lanes' table).
+HIST_MARK = HIST_LANES_AT + HIST_LANES * HIST_LANE_BITS
+#: A history key's length in bytes: 890, with the string's 5-byte header and its
+#: terminating zero within the server's 896-byte allocation class (one byte more would
+#: take the 1,024-byte class: hence 99 bits of sums a lane).
 HIST_BYTES = HIST_MARK // 8 + 1
+
+
+def hist_lane_at(slot: int, name: str) -> int:
+    """The bit offset of lane slot ``slot``'s field ``name`` (``hash`` or one of
+    :data:`HIST_LANE_FIELDS`) in an hour key."""
+    if name == "hash":
+        return HIST_LANE_HASH_AT + 32 * slot
+    return HIST_LANES_AT + slot * HIST_LANE_BITS + HIST_LANE_AT[name]
+
+
+#: The first layout's length (no lanes' table): such a key still reads (its lanes empty).
+HIST_BYTES_V1 = 60 * HIST_SLOT_BITS // 8 + 1
 #: How long an hour's key stays after its hour ends.
 HIST_KEEP_MS = 7 * 86_400_000
-
-#: The busiest lanes' history (issue 29 item 5): per queue-hour one hash,
-#: ``B + "hl:" + hour``, a field per lane (a job's ``group``; see
-#: :data:`HIST_LANE_NAME_MAX`) holding ``"ended dead wait_ms run_ms"`` (decimal integers,
-#: one space apart): the lane's jobs that ended in the hour (completed or dead), the dead
-#: among them, and their summed wait (enqueue to first start) and run (last start to
-#: end) in ms. A grouped ending reads and rewrites its lane's field (``HGET``, ``HSET``;
-#: a batch once per lane). Bounded whatever the number of lanes: a lane new to the hour
-#: counts the fields (``HLEN``, O(1)); the first makes the key's expiry (``PEXPIREAT``
-#: the hour's end + ``HIST_KEEP_MS``, as ``hist:<hour>``); past ``HIST_LANES_CAP`` the
-#: ``HIST_LANES_TRIM`` fewest-ended of the others (ties: the lower name) are deleted, so
-#: a lane's figures for an hour are exact unless it was trimmed in that hour (then low).
-#: Flat jobs write none of this.
-HIST_LANES_CAP = 10
-#: How many lanes a trim deletes (never the lane just added).
-HIST_LANES_TRIM = 5
-#: A lane name longer than this many bytes is kept as its first ``MAX - 9`` bytes, ``~``
-#: and the 8 hex digits of its 32-bit djb2 hash (``h = (h * 33 + byte) % 2**32`` from
-#: 5381, over the whole name): the key's bytes stay bounded whatever the lanes' ids.
-HIST_LANE_NAME_MAX = 40
 
 #: The dedup modes (:class:`echomq.lifecycle.dedup.Dedup`); ``simple`` travels as ``''``.
 DEDUP_MODES: tuple[str, ...] = ("simple", "throttle", "debounce", "keep_last")

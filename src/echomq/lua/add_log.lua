@@ -11,6 +11,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
 local lk, tk = KEYS[2] .. LOGS, KEYS[2] .. LOGTIMES
 local now = now_ms()

@@ -23,6 +23,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include audit
 --! include bulk
 local rid = ARGV[6] or ''

@@ -32,6 +32,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include flow
 --! include audit
 if ARGV[3] == 'root' then

@@ -13,6 +13,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include audit
 local id, jk = ARGV[1], KEYS[2]
 local f = redis.call('HMGET', jk, 'state', 'attempts', 'cancel')

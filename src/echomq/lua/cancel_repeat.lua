@@ -9,6 +9,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include audit
 local name = ARGV[1]
 if redis.call('ZREM', B .. REPEAT, name) == 0 then return 0 end

@@ -17,6 +17,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include history
 local maxs = tonumber(ARGV[1])
 local now = now_ms()
@@ -46,8 +47,7 @@ for _, id in ipairs(ids) do
     local d = redis.call('HGET', jk, 'dedup')
     if d then release_dedup(id, d) end
     local wait, run = job_times(id, f[7], f[8], f[9], now)
-    local ht = count_metric(B .. METRICS_FAILED, 1, now, wait, run)
-    if f[1] then count_lane(now, ht, f[1], 1, 1, wait, run) end
+    count_metric(B .. METRICS_FAILED, 1, now, wait, run, f[1])
     emit(cjson.encode({event = 'dead', job = id, error = err}))
     -- a flow child's death is its ending (the worker's beat relays after this call)
     if f[6] then

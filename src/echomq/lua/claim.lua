@@ -45,6 +45,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 -- flow control's helpers (lib/limits), made only for a queue whose meta says it has
 -- some (`limits`): each helper is a closure made anew on every call that defines it
 local function limits_lib()

@@ -21,13 +21,14 @@
 --          released, its tombstone in `settled` (one ZADD for the call; expired ones
 --          trimmed from the oldest end, by time, lib/common; a kept row leaves none: it
 --          stays, and its trim leaves one later); metrics:completed counted
---          once by the number completed, with the history series (lib/common
+--          once by the number completed, with the history series (lib/series
 --          count_metric: the minute's slot of hist:<hour>, completed + n and the jobs'
 --          summed wait and run read from their rows' started_at, last_started_at and
 --          enqueued_at; its expiry on the key's first write); a grouped job's lane in
---          the busiest lanes' hl:<hour> (lib/common count_lane: its field's ended and
---          sums, a batch once per lane; a lane new to the hour may set the key's expiry
---          or trim the fewest-ended lanes past the cap); under a concurrency cap
+--          the same key's busiest lanes' table (lib/series lane_ops: one GETRANGE of
+--          the slots' hashes, the lane's slot written in the same BITFIELD, a batch once
+--          per lane; a lane taking a slot over reads the endeds (BITFIELD_RO) and is
+--          ZADDed to lanenames, the hour's first lane trims lanenames by age); under a concurrency cap
 --          (meta `concurrency`) one wake token per job; event 'completed' per job, in order. A repeat
 --          answers -1 / 'gone'.
 --          A flow child (field `parent`): its ending, outcome completed with the
@@ -48,6 +49,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include history
 -- a kept row stays as history: state completed, finished_at, result (when sent),
 -- indexed in `completed` (and `keepuntil` for its own keep_ms); then the completed
@@ -99,8 +101,7 @@ if #KEYS >= 2 then
     delete_row(id, jk, f[4], f[7])
     tombstone(id, now, nows)
   end
-  local ht = count_metric(B .. METRICS_COMPLETED, 1, now, wait, run)
-  if f[3] then count_lane(now, ht, f[3], 1, 0, wait, run) end
+  count_metric(B .. METRICS_COMPLETED, 1, now, wait, run, f[3])
   cap_freed(1)
   emit(ev('completed', id))
   if relay then return 2 end
@@ -149,20 +150,20 @@ local retain = nil  -- the queue's completed retention, read on the first kept r
 local rows = {}  -- the deleted rows' keys: one DEL for the call
 local gone = {}  -- their ids, for the tombstones
 local waits, runs = 0, 0  -- the jobs' summed wait and run (the history series)
-local lanes, lane_order = nil, nil  -- per lane: {jobs, wait, run}; lanes in first-seen order
+local lanes, lane_of = nil, nil  -- per lane {name, jobs, wait, run}, in first-seen order
 for _, j in ipairs(jobs) do
   local id, jk = j[1], j[2]
   local w, r = job_times(id, j[9], j[10], j[11], now)
   waits, runs = waits + w, runs + r
   if j[3] then
-    if not lanes then lanes, lane_order = {}, {} end
-    local sums = lanes[j[3]]
+    if not lanes then lanes, lane_of = {}, {} end
+    local sums = lane_of[j[3]]
     if not sums then
-      sums = {0, 0, 0}
-      lanes[j[3]] = sums
-      lane_order[#lane_order + 1] = j[3]
+      sums = {j[3], 0, 0, 0}
+      lane_of[j[3]] = sums
+      lanes[#lanes + 1] = sums
     end
-    sums[1], sums[2], sums[3] = sums[1] + 1, sums[2] + w, sums[3] + r
+    sums[2], sums[3], sums[4] = sums[2] + 1, sums[3] + w, sums[4] + r
   end
   local own, count, age = 0, nil, nil
   if j[5] then
@@ -193,13 +194,7 @@ for _, j in ipairs(jobs) do
 end
 if #rows > 0 then del_all(rows) end
 if #gone > 0 then tombstones(gone, now, nows) end
-local ht = count_metric(B .. METRICS_COMPLETED, #jobs, now, waits, runs)
-if lanes then
-  for _, g in ipairs(lane_order) do
-    local sums = lanes[g]
-    count_lane(now, ht, g, sums[1], 0, sums[2], sums[3])
-  end
-end
+count_metric(B .. METRICS_COMPLETED, #jobs, now, waits, runs, lanes)
 cap_freed(#jobs)
 for _, id in ipairs(ids) do emit(ev('completed', id)) end
 if relay then out[#out + 1] = ''; out[#out + 1] = 'relay' end

@@ -9,6 +9,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 local id, token = ARGV[1], ARGV[2]
 local jk = KEYS[2]
 local f, refusal = fenced(jk, token, 'group')

@@ -18,6 +18,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include audit
 --! include flow
 --! include bulk

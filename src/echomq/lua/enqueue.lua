@@ -53,6 +53,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 -- check, then write: every argument that can fail is read before the first write
 local function finite(v)
   local x = tonumber(v)

@@ -30,6 +30,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include flow
 local function finite(v)
   local x = tonumber(v)

@@ -10,6 +10,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 local deadline = now_ms() + tonumber(ARGV[1])
 local lockttl = tonumber(ARGV[2])
 local out = {}

@@ -15,6 +15,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include flow
 --! include audit
 local id, jk, err = ARGV[1], KEYS[2], ARGV[2]

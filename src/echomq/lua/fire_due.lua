@@ -17,6 +17,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 local name, slot, id = ARGV[1], tonumber(ARGV[2]), ARGV[4]
 local rk = B .. REPEAT_RECORD .. name
 local score = redis.call('ZSCORE', B .. REPEAT, name)

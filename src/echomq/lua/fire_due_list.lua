@@ -8,6 +8,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 local now = now_ms()
 local out = {now}
 local due = redis.call('ZRANGEBYSCORE', B .. REPEAT, '-inf', now, 'WITHSCORES',

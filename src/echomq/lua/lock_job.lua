@@ -9,6 +9,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 local f, refusal = fenced(KEYS[2], ARGV[2])
 if not f then return refusal end
 redis.call('SET', KEYS[2] .. LOCK, ARGV[2], 'PX', tonumber(ARGV[3]))

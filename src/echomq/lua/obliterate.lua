@@ -31,9 +31,9 @@
 --             metrics, lane structures (and gindex), wake, the registry, the settled
 --             tombstones, the workers registry, the keep index and the retention marker,
 --             the flow control keys (rate, grate, gwait; a lane's gs:<group> with its
---             lane in step 1), the history series (hist:<hour>, and the busiest
---             lanes' hl:<hour>, for each hour of the last 7 days and two more:
---             derived from the server clock), the flow keys
+--             lane in step 1), the history series (hist:<hour> for each hour of
+--             the last 7 days and two more: derived from the server clock; lanenames),
+--             the flow keys
 --             (waiting, outbox, outmsg, flowkept);
 --          4. only with 'sweep': every other key under the base (an orphan dedup key or
 --             log list, keys other modules added), by SCAN MATCH from the cursor kept
@@ -52,6 +52,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include audit
 --! include flow
 --! include bulk
@@ -168,16 +169,13 @@ local function run()
     B .. RING, B .. GACTIVE, B .. GLIMIT, B .. GWEIGHT, B .. GPAUSED,
     B .. GTURN, B .. WAKE, B .. REPEAT, B .. GINDEX, B .. SETTLED, B .. WORKERS,
     B .. KEEPUNTIL, B .. KEEPS, B .. SEQ, B .. RATE, B .. GRATE, B .. GWAIT, B .. DEDUPS,
-    B .. WAITING, B .. OUTBOX, B .. OUTMSG, B .. FLOWKEPT)
+    B .. WAITING, B .. OUTBOX, B .. OUTMSG, B .. FLOWKEPT, B .. LANENAMES)
   -- the history series: an hour's key expires HIST_KEEP_MS after its hour ends, so the
   -- keys that can exist are those of the hours since then, derived from the clock
   do
     local hour = math.floor(now_ms() / 3600000)
     local hk = {}
-    for h = hour - HIST_KEEP_MS / 3600000 - 1, hour + 1 do
-      hk[#hk + 1] = B .. HIST .. h
-      hk[#hk + 1] = B .. HLANES .. h
-    end
+    for h = hour - HIST_KEEP_MS / 3600000 - 1, hour + 1 do hk[#hk + 1] = B .. HIST .. h end
     redis.call('UNLINK', unpack(hk))
   end
 

@@ -14,6 +14,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include limits
 --! include oldest
 local t = redis.call('TIME')

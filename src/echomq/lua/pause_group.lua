@@ -10,6 +10,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include audit
 redis.call('SADD', B .. GPAUSED, ARGV[1])
 redis.call('SADD', B .. GROUPS, ARGV[1])

@@ -8,6 +8,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include audit
 -- a score no slot reaches (2^53 - 1 ms: past the year 285,000)
 local NEVER = 9007199254740991

@@ -10,6 +10,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include audit
 local id, jk = ARGV[1], KEYS[2]
 if redis.call('EXISTS', jk) == 0 then return -1 end

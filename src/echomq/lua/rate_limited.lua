@@ -20,6 +20,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include limits
 local id, token, ms, scope = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local jk = KEYS[2]

@@ -11,6 +11,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 local ids = redis.call('ZRANGEBYSCORE', B .. ACTIVE, '-inf', now_ms(),
   'LIMIT', 0, tonumber(ARGV[1]))
 if #ids == 0 then return 0 end

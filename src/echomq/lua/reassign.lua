@@ -8,6 +8,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include audit
 local id, jk, to = ARGV[1], KEYS[2], ARGV[2]
 local f = redis.call('HMGET', jk, 'state', 'group')

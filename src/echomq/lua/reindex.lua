@@ -31,6 +31,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include audit
 --! include bulk
 local phase, page, from, off = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])

@@ -12,6 +12,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include audit
 local d = ARGV[1]
 local dk = B .. DEDUP .. d

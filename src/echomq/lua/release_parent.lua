@@ -11,6 +11,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include flow
 --! include audit
 local id, jk = ARGV[1], KEYS[2]

@@ -24,6 +24,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include audit
 --! include flow
 local id, jk, rid = ARGV[1], KEYS[2], ARGV[4] or ''

@@ -17,6 +17,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include audit
 local name, kind, spec = ARGV[1], ARGV[2], ARGV[3]
 local rk = B .. REPEAT_RECORD .. name

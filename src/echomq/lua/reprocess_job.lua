@@ -16,6 +16,7 @@
 local B = KEYS[4]
 --! include keys
 --! include common
+--! include series
 --! include audit
 local jk, id = KEYS[1], ARGV[1]
 if redis.call('EXISTS', jk) == 0 then return -1 end

@@ -23,6 +23,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include audit
 local jk, id, nid = KEYS[2], ARGV[1], ARGV[2]
 local f = redis.call('HMGET', jk, 'state', 'rerun_as', 'payload', 'name', 'group',

@@ -21,6 +21,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include flow
 if #ARGV % 5 ~= 0 then
   return redis.error_reply('EMQARG resolve_child takes quintuples')

@@ -12,6 +12,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include audit
 local meta = B .. META
 local changed = redis.call('HDEL', meta, 'paused') == 1

@@ -10,6 +10,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include audit
 redis.call('SREM', B .. GPAUSED, ARGV[1])
 ring_sync(ARGV[1])

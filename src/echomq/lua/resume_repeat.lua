@@ -12,6 +12,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include audit
 local name = ARGV[1]
 local rk = B .. REPEAT_RECORD .. name

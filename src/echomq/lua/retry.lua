@@ -10,8 +10,8 @@
 --          token.
 -- Writes:  failures+1, last_error, ZREM active, lane slot back (+ ring), lock deleted,
 --          schedule or dead (+ metrics:failed and the history series' dead count, wait
---          and run, lib/common count_metric; a grouped job's lane in hl:<hour>,
---          count_lane; its dedup key released), a wake token
+--          and run, lib/series count_metric; a grouped job's lane in the same key's
+--          lanes' table, + lanenames when it takes a slot; its dedup key released), a wake token
 --          under a concurrency cap (meta `concurrency`); event 'retrying' or 'dead'.
 --          A kept row (field `keep`) also appends {attempt, time, error} to its capped
 --          error history job:<id>:errors (newest 20), and gets died_at when it dies.
@@ -22,6 +22,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include history
 local id, token, err = ARGV[1], ARGV[2], ARGV[3]
 local jk = KEYS[2]
@@ -51,8 +52,7 @@ if failures >= maxa then
   local count, age = tonumber(r[1]), tonumber(r[2])
   if count or age then trim_settled(B .. DEAD, count, age, false, now, TRIM_STEP) end
   local wait, run = job_times(id, f[7], f[8], f[9], now)
-  local ht = count_metric(B .. METRICS_FAILED, 1, now, wait, run)
-  if f[3] then count_lane(now, ht, f[3], 1, 1, wait, run) end
+  count_metric(B .. METRICS_FAILED, 1, now, wait, run, f[3])
   emit(cjson.encode({event = 'dead', job = id, error = err, failures = failures}))
   -- a flow child's death is its ending: outcome failed, its error named
   if f[6] then

@@ -10,6 +10,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include audit
 if ARGV[2] == '' then
   redis.call('HDEL', B .. GLIMIT, ARGV[1])

@@ -16,6 +16,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include limits
 --! include audit
 local g = ARGV[1]

@@ -10,6 +10,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include audit
 redis.call('HDEL', B .. GTURN, ARGV[1])
 if ARGV[2] == '1' then

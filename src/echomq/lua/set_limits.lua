@@ -22,6 +22,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include limits
 --! include audit
 local which, a, b, actor, rid = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]

@@ -20,6 +20,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include audit
 --! include history
 local names = {'keep_completed', 'keep_completed_ms', 'keep_dead', 'keep_dead_ms'}

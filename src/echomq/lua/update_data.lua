@@ -9,6 +9,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include audit
 if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
 redis.call('HSET', KEYS[2], 'payload', ARGV[2])

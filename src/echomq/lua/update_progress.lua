@@ -8,6 +8,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
 redis.call('HSET', KEYS[2], 'progress', ARGV[2])
 local value = ARGV[2]

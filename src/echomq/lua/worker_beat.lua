@@ -23,6 +23,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 --! include limits
 local wid, ttl, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local now = now_ms()

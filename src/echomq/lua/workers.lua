@@ -10,6 +10,7 @@
 local B = KEYS[1]
 --! include keys
 --! include common
+--! include series
 local idx = B .. WORKERS
 local out = {now_ms()}
 for _, wid in ipairs(redis.call('ZREVRANGE', idx, 0, tonumber(ARGV[1]) - 1)) do

@@ -20,7 +20,17 @@ from .. import checks
 from ..context import Context, as_str
 from ..errors import InvalidArgument
 from ..results.views import BusiestLanes, History, LaneStat, Series, Throughput
-from ..schema import HIST_AT, HIST_FIELDS, HIST_SLOT_BITS, HIST_TYPE, HIST_WAIT_UNIT_MS
+from ..schema import (
+    HIST_AT,
+    HIST_FIELDS,
+    HIST_LANE_FIELDS,
+    HIST_LANE_TYPE,
+    HIST_LANES,
+    HIST_SLOT_BITS,
+    HIST_TYPE,
+    HIST_WAIT_UNIT_MS,
+    hist_lane_at,
+)
 from ..scripts import Batch, Cmd, Plan
 from . import decode
 from .limits import MAX_MINUTES
@@ -37,6 +47,30 @@ _OPS: tuple[Any, ...] = tuple(
     for part in ("GET", HIST_TYPE[name], slot * HIST_SLOT_BITS + HIST_AT[name])
 )
 _NFIELDS = len(HIST_FIELDS)
+#: A slot's fields as the read takes them: its hash, then its sums.
+_LANE_READ = ("hash", *(name for name, _ in HIST_LANE_FIELDS))
+_LANE_OPS: tuple[Any, ...] = tuple(
+    part
+    for slot in range(HIST_LANES)
+    for name in _LANE_READ
+    for part in ("GET", HIST_LANE_TYPE[name], hist_lane_at(slot, name))
+)
+_NLANE = len(_LANE_READ)
+#: How many names a read of the lanes looks at, at most, to name the hashes (pages of
+#: ``_NAMES_PAGE``, newest first): past it a hash shows as ``#`` and its hex digits.
+_NAMES_MAX = 100_000
+_NAMES_PAGE = 1000
+
+
+def lane_hash(name: str | bytes) -> int:
+    """A lane's hash in the hour's table (``schema.HIST_LANE_FIELDS``): djb2 of its
+    name's UTF-8 bytes, 32 bits, never 0."""
+    h = 5381
+    for b in name.encode() if isinstance(name, str) else name:
+        h = (h * 33 + b) & 0xFFFFFFFF
+    return h or 1
+
+
 #: What each field's unit is in ms (1 for a count): the wait is kept in coarser units.
 _SCALE = tuple(HIST_WAIT_UNIT_MS if name == "wait" else 1 for name, _ in HIST_FIELDS)
 
@@ -128,10 +162,14 @@ def busiest_lanes(ctx: Context, span: str = "1h", top: int = 5) -> Plan[BusiestL
     (``"1h"``: the current hour, and the one before unless this is its last minute;
     ``"24h"``: 24 or 25 hours; ``"7d"``: 168).
 
-    Each hour keeps its busiest lanes only (``schema.HIST_LANES_CAP``, the fewest-ended
-    trimmed as more come): a lane's figures are low by what it ended in an hour where
-    it was trimmed. One ``HGETALL`` of at most ``HIST_LANES_CAP`` fields per hour, in
-    one round trip (168 small commands for 7 days).
+    Each hour keeps its busiest lanes only, in its history key (``schema.HIST_LANES``
+    slots, a lane's hash and sums; the fewest-ended taken over by a new lane): a lane's
+    figures are low by what it ended in an hour before it took its slot or after it lost
+    it. One ``BITFIELD_RO`` of fixed ``GET`` operations per hour (a key of the first
+    layout, or none, answers zeros: no lanes), in one round trip; then the names, from
+    the queue's ``lanenames`` (the lanes that took a slot since the window's first hour,
+    newest first, in pages of 1,000 until every hash is named; at most 100,000): a hash
+    no name matches shows as ``#`` and its 8 hex digits.
 
     Args:
         span: ``"1h"``, ``"24h"`` or ``"7d"``.
@@ -150,13 +188,41 @@ def busiest_lanes(ctx: Context, span: str = "1h", top: int = 5) -> Plan[BusiestL
     top = checks.integer(top, "top", 1, 100)
     first, end, _, _ = _window(span, decode.time_ms((yield Cmd(("TIME",)))))
     hours = list(range(first // 60, end // 60 + 1))
-    replies = yield Batch(tuple(Cmd(("HGETALL", ctx.keys.lanes_hist(h))) for h in hours))
-    sums: dict[str, list[int]] = {}  # lane -> [ended, dead, wait ms, run ms]
+    replies = yield Batch(tuple(Cmd(("BITFIELD_RO", ctx.keys.hist(h), *_LANE_OPS)) for h in hours))
+    sums: dict[int, list[int]] = {}  # hash -> [ended, dead, wait ms, run ms]
     for raw in replies:
-        for lane, value in decode.pairs(raw or []):
-            cell = sums.setdefault(as_str(lane), [0, 0, 0, 0])
-            for k, part in enumerate(as_str(value).split()[:4]):
-                cell[k] += int(part)
-    ranked = sorted(sums.items(), key=lambda kv: (-kv[1][0], kv[0]))[:top]
+        values = [int(v or 0) for v in raw]
+        for slot in range(HIST_LANES):
+            h, ended, dead, wait, run = values[slot * _NLANE : (slot + 1) * _NLANE]
+            if h == 0:
+                continue
+            cell = sums.setdefault(h, [0, 0, 0, 0])
+            cell[0] += ended
+            cell[1] += dead
+            cell[2] += wait * HIST_WAIT_UNIT_MS
+            cell[3] += run
+    names = yield from _lane_names(ctx, set(sums), hours[0] * 3_600_000)
+    named = [(names.get(h, f"#{h:08x}"), cell) for h, cell in sums.items()]
+    ranked = sorted(named, key=lambda kv: (-kv[1][0], kv[0]))[:top]
     lanes = [LaneStat(lane, n - dead, dead, wait, run) for lane, (n, dead, wait, run) in ranked]
     return BusiestLanes(span, hours[0], hours[-1], lanes, len(sums))
+
+
+def _lane_names(ctx: Context, hashes: set[int], since_ms: int) -> Plan[dict[int, str]]:
+    """hash -> name for ``hashes``, from the queue's ``lanenames`` (members that took a
+    slot at ``since_ms`` or later), newest first; the first name of a hash wins."""
+    out: dict[int, str] = {}
+    offset = 0
+    while len(out) < len(hashes) and offset < _NAMES_MAX:
+        page = yield Cmd(
+            ("ZREVRANGEBYSCORE", ctx.keys.lanenames, "+inf", since_ms, "LIMIT", offset, _NAMES_PAGE)
+        )
+        for raw in page or []:
+            name = as_str(raw)
+            h = lane_hash(name)
+            if h in hashes and h not in out:
+                out[h] = name
+        if len(page or []) < _NAMES_PAGE:
+            break
+        offset += _NAMES_PAGE
+    return out

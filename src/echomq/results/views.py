@@ -164,8 +164,9 @@ class History:
 class LaneStat:
     """One lane's endings over a :class:`BusiestLanes` window: jobs completed, jobs
     dead, and their summed wait (enqueue to first start) and run (last start to end) in
-    ms. ``lane`` is the group as the keys hold it (a name over
-    ``schema.HIST_LANE_NAME_MAX`` bytes: its head, ``~`` and a hash)."""
+    ms. ``lane`` is the group's name, or ``#`` and the 8 hex digits of its hash
+    (``schema.HIST_LANE_FIELDS``) when the queue's ``lanenames`` no longer names it
+    (an obliterated queue's, or two names of one hash: the one seen last is named)."""
 
     lane: str
     completed: int
@@ -190,8 +191,9 @@ class BusiestLanes:
     first (ties by name), at hourly resolution: the window is the whole server hours
     ``first_hour`` .. ``end_hour`` (ms // 3600000; the last one so far), those the
     queue's :class:`History` of the same span reads. Each hour keeps its busiest lanes
-    only (``schema.HIST_LANES_CAP``): a lane's counts are low by what it ended in an hour
-    where it was trimmed (``lanes_seen``: how many lanes the hours held, all told)."""
+    only (``schema.HIST_LANES`` slots, the fewest-ended taken over by a new lane): a
+    lane's counts are low by what it ended in an hour before it took its slot or after
+    it lost it (``lanes_seen``: how many lanes the hours held, all told)."""
 
     span: str
     first_hour: int

@@ -21,6 +21,8 @@ local WAKE = 'wake'
 local RING = 'ring'
 -- every group that has a lane
 local GROUPS = 'groups'
+-- lanes in an hour's table; score = took a slot (ms)
+local LANENAMES = 'lanenames'
 -- per-group in-flight count
 local GACTIVE = 'gactive'
 -- the lanes' jobs, at their lane score (browsing across lanes)
@@ -99,8 +101,6 @@ local REPEAT_RECORD = 'repeat:'
 local GSTARTS = 'gs:'
 -- one hour of per-minute history (HIST_*): B .. HIST .. (ms // 3600000), 7 days
 local HIST = 'hist:'
--- one hour of the busiest lanes (HIST_LANE_*): lane -> 'ended dead wait_ms run_ms'
-local HLANES = 'hl:'
 -- a group's lane: B .. LANE .. group .. LANE_END
 local LANE = 'g:'
 -- the end of a lane's key (see LANE)
@@ -113,8 +113,8 @@ local PRIORITY_MAX = 1048576
 local DEDUP_HOLD = 4503599627370496
 -- the history series: a queue-hour's key, 60 minute slots (schema.HIST_FIELDS)
 local HIST_SLOT_BITS = 101
-local HIST_MARK = 6060
-local HIST_MARK_ARG = '6060'
+local HIST_MARK = 7112
+local HIST_MARK_ARG = '7112'
 local HIST_KEEP_MS = 604800000
 local HIST_WAIT_UNIT_MS = 4
 local HIST_COMPLETED_AT = 0
@@ -125,7 +125,26 @@ local HIST_COMPLETED_T = 'u20'
 local HIST_DEAD_T = 'u16'
 local HIST_WAIT_T = 'u34'
 local HIST_RUN_MS_T = 'u31'
--- the busiest lanes' history: hl:<hour> (schema.HIST_LANE*)
-local HIST_LANES_CAP = 10
-local HIST_LANES_TRIM = 5
-local HIST_LANE_NAME_MAX = 40
+-- the busiest lanes' table in the hour key (schema.HIST_LANE*)
+local HIST_LANES = 8
+local HIST_LANES_AT = 6320
+local HIST_LANE_HASH_AT = 6064
+local HIST_LANE_HASH_BYTE = 758
+-- the hashes' bytes as GETRANGE's text arguments (a number argument costs a format)
+local HIST_LANE_HASH_FIRST_ARG = '758'
+local HIST_LANE_HASH_LAST_ARG = '789'
+local HIST_LANE_BITS = 99
+-- each slot's offset of a sum, 4 digits a slot (the scripts cut the slot's out)
+local HIST_LANE_ENDED_ARGS = '63206419651866176716681569147013'
+local HIST_LANE_DEAD_ARGS = '63406439653866376736683569347033'
+local HIST_LANE_WAIT_ARGS = '63556454655366526751685069497048'
+local HIST_LANE_RUN_MS_ARGS = '63886487658666856784688369827081'
+local HIST_LANE_ENDED_AT = 0
+local HIST_LANE_DEAD_AT = 20
+local HIST_LANE_WAIT_AT = 35
+local HIST_LANE_RUN_MS_AT = 68
+local HIST_LANE_HASH_T = 'u32'
+local HIST_LANE_ENDED_T = 'u20'
+local HIST_LANE_DEAD_T = 'u15'
+local HIST_LANE_WAIT_T = 'u33'
+local HIST_LANE_RUN_MS_T = 'u31'
