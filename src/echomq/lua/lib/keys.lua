@@ -127,6 +127,8 @@ local HIST_WAIT_T = 'u34'
 local HIST_RUN_MS_T = 'u31'
 -- the busiest lanes' table in the hour key (schema.HIST_LANE*)
 local HIST_LANES = 8
+-- the admission filter: a job id's mixed djb2 under this admits (schema.HIST_LANE_ADMIT)
+local HIST_LANE_ADMIT_BELOW = 268435456
 local HIST_LANES_AT = 6320
 local HIST_LANE_HASH_AT = 6064
 local HIST_LANE_HASH_BYTE = 758
