@@ -279,8 +279,9 @@ HIST_TYPE: dict[str, str] = {name: f"u{w}" for name, w in HIST_FIELDS}
 #: that ended in the hour (completed or dead), ``dead`` the dead among them, ``wait``
 #: their summed wait in ``HIST_WAIT_UNIT_MS`` units and ``run_ms`` their summed run
 #: (saturating, as the minutes). A grouped ending reads the hashes, adds to its lane's
-#: slot, else takes the first empty one, else (reading the endeds, one ``BITFIELD_RO``)
-#: takes over the slot with the fewest endings (ties: the first), starting it afresh (no
+#: slot, else takes the first empty one, else, if its job id admits it
+#: (:data:`HIST_LANE_ADMIT`; reading the endeds, one ``BITFIELD_RO``) takes over the
+#: slot with the fewest endings (ties: the first), starting it afresh (no
 #: count inherited): a lane's figures are exact from when it took its slot in the hour,
 #: low if it lost it; those writes go in the BITFIELD that counts the minute. The names:
 #: a lane that takes a slot is added to the queue's ``lanenames`` (score: that time),
