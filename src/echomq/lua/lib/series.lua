@@ -93,10 +93,11 @@ local function lane_ops(hk, raw, ops, lanes, n, wait, run, dead, now, id)
     local empty = not pick and slot_of(raw, '\0\0\0\0')
     local admit = pick or empty
     if not admit then
-      -- the admission filter: the job id's djb2 times HIST_LANE_ADMIT_MIX mod 2^32 (its
-      -- 16-bit halves 40503 and 31161: each product under 2^53, exact in a double)
+      -- the admission filter: the job id's djb2 times HIST_LANE_ADMIT_MIX mod 2^32 (by
+      -- its 16-bit halves: each product under 2^53, exact in a double)
       local _, x = lane_pat(lane[5])
-      admit = (x * 31161 + x * 40503 % 65536 * 65536) % 4294967296 < HIST_LANE_ADMIT_BELOW
+      admit = (x * HIST_LANE_ADMIT_MIX_LO + x * HIST_LANE_ADMIT_MIX_HI % 65536 * 65536)
+        % 4294967296 < HIST_LANE_ADMIT_BELOW
     end
     local by = m == 1 and '1' or fmt('%d', m)
     local units = fmt('%d', math.floor((lane[3] + HIST_WAIT_UNIT_MS / 2) / HIST_WAIT_UNIT_MS))
@@ -195,7 +196,8 @@ local function count_metric(mk, n, now, wait, run, lanes, id)
     -- one job, its lane in no slot and none empty: the admission filter (lane_ops'),
     -- decided here so that a lane not admitted costs a flat ending's call
     local _, x = lane_pat(id)
-    if (x * 31161 + x * 40503 % 65536 * 65536) % 4294967296 >= HIST_LANE_ADMIT_BELOW then
+    if (x * HIST_LANE_ADMIT_MIX_LO + x * HIST_LANE_ADMIT_MIX_HI % 65536 * 65536)
+      % 4294967296 >= HIST_LANE_ADMIT_BELOW then
       lanes = nil
     end
   end
