@@ -182,7 +182,7 @@ static int settle(Queue *queue, Done *jobs, size_t ndone) {
         if (!lanes) lanes = RedisModule_PoolAlloc(ctx, sizeof(*lanes) * ndone);
         size_t k = 0;
         while (k < nlanes && !str_eq(lanes[k].group, jobs[i].group)) k++;
-        if (k == nlanes) lanes[nlanes++] = (LaneEnd){jobs[i].group, 0, 0, 0};
+        if (k == nlanes) lanes[nlanes++] = (LaneEnd){jobs[i].group, 0, 0, 0, jobs[i].id};
         lanes[k].n += 1;
         lanes[k].wait += job_wait[i];
         lanes[k].run += job_run[i];

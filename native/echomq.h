@@ -312,11 +312,13 @@ void unhold(Queue *queue, Str held);
 void make_ready(Queue *queue, Str id, Str row, Str group, Str score);
 void release_dedup(Queue *queue, Str id, Str dedup);
 void delete_row(Queue *queue, Str id, Str row, Str dedup, int kids);
-/* a lane's endings for the hour's busiest lanes' table: its group, jobs, wait and run */
+/* a lane's endings for the hour's busiest lanes' table: its group, jobs, wait and run,
+ * and its (first) job's id for the admission filter */
 typedef struct {
     Str group;
     long long n;
     double wait, run;
+    Str id;
 } LaneEnd;
 void count_metric(Queue *queue, const char *metric_key, long long count, long long now,
                   double wait, double run, const LaneEnd *lanes, size_t nlanes);

@@ -14,6 +14,12 @@ static uint32_t lane_hash(Str group) {
     return h ? h : 1;
 }
 
+/* lib/series' admission filter (schema.hist_lane_admits): the job id's djb2, mixed by
+ * Fibonacci hashing (djb2's low bits are its bytes' sum), under 2^32 / HIST_LANE_ADMIT */
+static int lane_admits(Str id) {
+    return (uint32_t)(lane_hash(id) * EMQ_HIST_LANE_ADMIT_MIX) < EMQ_HIST_LANE_ADMIT_BELOW;
+}
+
 /* a non-negative integer's decimal text as a string (ctx NULL: never freed) */
 static RedisModuleString *llstr(RedisModuleCtx *ctx, long long v) {
     char rev[24], out[24];
@@ -34,8 +40,8 @@ static RedisModuleString *forever(const char *text) {
 
 /* lib/series' lane_ops: the busiest lanes' writes for the hour key (schema.HIST_LANE*),
  * appended to ops (the BITFIELD that counts the minute): the slots' hashes read in
- * place (key API; the scripts' GETRANGE); each lane adds to its slot, else takes the first empty one, else takes over
- * the fewest-ended (the first of equals; the endeds read then, once: one BITFIELD_RO),
+ * place (key API; the scripts' GETRANGE); each lane adds to its slot, else takes the first
+ * empty one, else, if its job id admits it (lane_admits), takes over the fewest-ended (the first of equals; the endeds read then, once: one BITFIELD_RO),
  * starting it afresh; a lane taking a slot is ZADDed to lanenames, the hour's first lane
  * trims lanenames by age. Returns the number of ops written */
 size_t lane_ops(Queue *queue, Str hist, RedisModuleString **ops, const LaneEnd *lanes,
@@ -100,6 +106,8 @@ size_t lane_ops(Queue *queue, Str hist, RedisModuleString **ops, const LaneEnd *
             }
             if (cur[i] == 0 && empty < 0) empty = i;
         }
+        /* not admitted: no lane writes, no endings read, no name (the minute counts it) */
+        if (pick < 0 && empty < 0 && !lane_admits(lanes[k].id)) continue;
         double units = floor((lanes[k].wait + EMQ_HIST_WAIT_UNIT_MS / 2.0) /
                              (double)EMQ_HIST_WAIT_UNIT_MS);
         RedisModuleString *by = m == 1 ? one : llstr(ctx, m), *wait = llstr(ctx, (long long)units),

@@ -24,7 +24,7 @@ static int dead_letter(Queue *queue, Str id, Str row, Str error, int kept, long 
         trim_settled(queue, dead, limits, 0, now, TRIM_STEP, NONE);
     double wait, run;
     row_times(queue, id, row, now, &wait, &run);
-    LaneEnd lane = {group, 1, wait, run};
+    LaneEnd lane = {group, 1, wait, run, id};
     count_metric(queue, EMQ_K_METRICS_FAILED, 1, now, wait, run, &lane, group.ptr ? 1 : 0);
     /* lua-cjson's key order for this table (its hash order, fixed for these keys) */
     Str json = cat3(queue, str_c("{\"error\":"), error_json, str_c(",\"failures\":"));

@@ -126,6 +126,9 @@
 #define EMQ_HIST_RUN_MS_T "u31"
 /* the busiest lanes' table in the hour key (schema.HIST_LANE*) */
 #define EMQ_HIST_LANES 8
+/* the admission filter: a job id's mixed djb2 under this admits (HIST_LANE_ADMIT) */
+#define EMQ_HIST_LANE_ADMIT_BELOW 268435456U
+#define EMQ_HIST_LANE_ADMIT_MIX 2654435769U
 #define EMQ_HIST_LANES_AT 6320LL
 #define EMQ_HIST_LANE_HASH_AT 6064LL
 #define EMQ_HIST_LANE_HASH_BYTE 758LL

@@ -50,6 +50,9 @@ def hist_layout() -> dict[str, str]:
     out["HIST_LANE_HASH_AT"] = str(schema.HIST_LANE_HASH_AT)
     out["HIST_LANE_HASH_BYTE"] = str(schema.HIST_LANE_HASH_AT // 8)
     out["HIST_LANE_BITS"] = str(schema.HIST_LANE_BITS)
+    out["HIST_LANE_ADMIT_BELOW"] = str(2**32 // schema.HIST_LANE_ADMIT)
+    out["HIST_LANE_ADMIT_MIX_HI"] = str(schema.HIST_LANE_ADMIT_MIX >> 16)
+    out["HIST_LANE_ADMIT_MIX_LO"] = str(schema.HIST_LANE_ADMIT_MIX & 0xFFFF)
     for name, _ in schema.HIST_LANE_FIELDS:
         out[f"HIST_LANE_{name.upper()}_AT"] = str(schema.HIST_LANE_AT[name])
     return out

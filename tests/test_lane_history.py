@@ -18,6 +18,7 @@ import redis
 from conftest import _built, dump, hour_lanes, plant_lane, queue_keys
 from echomq import AsyncQueue, BusiestLanes, InvalidArgument, Queue, StaleToken
 from echomq.embedded import EmbeddedServer
+from echomq.ids import new_id
 from echomq.reads.series import lane_hash
 from echomq.schema import (
     HIST_AT,
@@ -33,6 +34,7 @@ from echomq.schema import (
     HIST_SLOT_BITS,
     HIST_TYPE,
     HIST_WAIT_UNIT_MS,
+    hist_lane_admits,
     hist_lane_at,
 )
 
@@ -70,8 +72,14 @@ def H(name: str) -> int:
     return lane_hash(name)
 
 
-def run_jobs(q: Queue, groups: list[str | None], *, dead: bool = False) -> list[str]:
-    ids = [q.enqueue({"i": i}, group=g, max_attempts=1) for i, g in enumerate(groups)]
+def run_jobs(
+    q: Queue, groups: list[str | None], *, dead: bool = False, job_ids: list[str] | None = None
+) -> list[str]:
+    """Enqueue, claim and end one job per group (job_ids: the caller's ids, in order)."""
+    chosen = job_ids or [None] * len(groups)
+    ids = [
+        q.enqueue({"i": i}, group=g, max_attempts=1, job_id=chosen[i]) for i, g in enumerate(groups)
+    ]
     got = q.claim_many(len(ids), lock_ms=60_000)
     assert sorted(j.id for j in got) == sorted(ids)
     for job in got:
@@ -174,11 +182,15 @@ def test_batches_deaths_and_stalls_count_per_lane(q: Queue, r: redis.Redis) -> N
 
 def test_more_lanes_than_slots_the_busiest_stay_exact(q: Queue, r: redis.Redis) -> None:
     # two busy lanes, then many more lanes than slots: the table stays at its slots,
-    # the busy lanes' counts exact, the newest lane holds the slot it took over
+    # the busy lanes' counts exact; the first others take the empty slots, a later one
+    # takes over a slot only if its job id admits it (then holds it afresh)
     run_jobs(q, ["busy"] * 6 + ["second"] * 4)
     others = [f"l{i:02d}" for i in range(3 * HIST_LANES)]
-    for name in others:
-        run_jobs(q, [name, "busy", "second"])
+    admitted = []
+    for k, name in enumerate(others):
+        ids = run_jobs(q, [name, "busy", "second"])
+        if k < HIST_LANES - 2 or hist_lane_admits(ids[0]):
+            admitted.append(name)
     keys = hist_keys(r, q)
     got = counts(r, q)
     assert got[H("busy")] == [6 + len(others), 0]
@@ -187,17 +199,69 @@ def test_more_lanes_than_slots_the_busiest_stay_exact(q: Queue, r: redis.Redis) 
         (key,) = keys
         table = hour_lanes(r, key)
         assert all(slot[0] for slot in table) and len({s[0] for s in table}) == HIST_LANES
-        # the newest lane holds a slot, afresh: its own one ending
-        assert [s[1:3] for s in table if s[0] == H(others[-1])] == [(1, 0)]
+        # the newest admitted lane holds a slot, afresh: its own one ending
+        assert [s[1:3] for s in table if s[0] == H(admitted[-1])] == [(1, 0)]
         assert r.strlen(key) == HIST_BYTES
     busy = q.busiest_lanes("1h", top=3)
     assert [(x.lane, x.completed) for x in busy.lanes[:2]] == [
         ("busy", 6 + len(others)),
         ("second", 4 + len(others)),
     ]
-    # every lane that took a slot is named: more names than slots
-    assert r.zcard(q.keys.lanenames) == 2 + len(others)
+    # every lane that took a slot is named, no other
+    assert set(r.zrange(q.keys.lanenames, 0, -1)) == {"busy", "second", *admitted}
     assert busy.lanes_seen == len(got)
+
+
+def minutes_completed(r: redis.Redis, key: str) -> int:
+    ops: list[Any] = []
+    for m in range(60):
+        ops += ["GET", HIST_TYPE["completed"], m * HIST_SLOT_BITS + HIST_AT["completed"]]
+    return sum(int(v) for v in r.execute_command("BITFIELD_RO", key, *ops))
+
+
+def end_one(q: Queue, group: str, job_id: str) -> None:
+    assert q.enqueue({"g": group}, group=group, job_id=job_id, max_attempts=1) == job_id
+    job = q.claim(lease_ms=60_000)
+    assert job is not None and job.id == job_id
+    assert q.complete(job.id, job.token) is None
+
+
+def test_a_full_table_admits_a_lane_by_its_job_ids(q: Queue, r: redis.Redis) -> None:
+    # the admission filter (schema.hist_lane_admits): with every slot taken, a lane
+    # not in the table takes over a slot only on an admitting job id; chosen ids make
+    # it deterministic
+    fill = [f"f{i}" for i in range(HIST_LANES)]
+    run_jobs(q, fill)
+    (key,) = hist_keys(r, q)
+    before, table_before = minutes_completed(r, key), hour_lanes(r, key)
+    names = set(r.zrange(q.keys.lanenames, 0, -1))
+    assert names == set(fill)
+    # one ending of a new lane, its id not admitted: only the minute counts it
+    shy = next(i for i in iter(new_id, "") if not hist_lane_admits(i))
+    end_one(q, "shy", shy)
+    if hist_keys(r, q) != {key}:
+        pytest.skip("the hour turned during the test")
+    assert hour_lanes(r, key) == table_before
+    assert minutes_completed(r, key) == before + 1  # the minute counted it
+    assert set(r.zrange(q.keys.lanenames, 0, -1)) == names
+    assert r.hget(q.keys.metrics_completed, "count") == str(HIST_LANES + 1)
+    # a busy lane: its endings not admitted leave no trace in the table; the first
+    # admitted one takes over the fewest-ended slot (all 1: the first) and from there
+    # every ending counts
+    ids = iter(new_id, "")
+    hot = [next(i for i in ids if not hist_lane_admits(i)) for _ in range(5)]
+    hot += [next(i for i in ids if hist_lane_admits(i))]
+    hot += [next(ids) for _ in range(10)]
+    first = 5
+    for i in hot:
+        end_one(q, "hot", i)
+    if hist_keys(r, q) != {key}:
+        pytest.skip("the hour turned during the test")
+    table = hour_lanes(r, key)
+    assert table[0][0] == H("hot") and table[0][1:3] == (len(hot) - first, 0)
+    assert [s[0] for s in table[1:]] == [H(f) for f in fill[1:]]
+    assert set(r.zrange(q.keys.lanenames, 0, -1)) == names | {"hot"}
+    assert q.busiest_lanes("1h", top=1).lanes[0].lane == "hot"
 
 
 def test_a_batch_of_more_new_lanes_than_slots(q: Queue, r: redis.Redis) -> None:
@@ -383,20 +447,27 @@ def _table_bytes(r: redis.Redis, key: str) -> bytes:
 def test_native_writes_the_bytes_the_scripts_write(server: EmbeddedServer, qname: str) -> None:
     """The same grouped workload on both executors (more lanes than slots, batches,
     deaths, long names): the same bytes in the hour's lanes' table (wait and run zeroed:
-    timing), the same names, the same expiry."""
+    timing), the same names, the same expiry. The same job ids on both (the admission
+    filter decides by them)."""
     r = redis.Redis.from_url(server.url)
     rs = redis.Redis.from_url(server.url, decode_responses=True)
     pictures = []
+    # every fifth id admits (the rest not): both sides of the filter, every run
+    fresh = iter(new_id, "")
+    same = [next(i for i in fresh if hist_lane_admits(i) == (k % 5 == 0)) for k in range(48)]
     for executor in ("scripts", "native"):
         with Queue(f"{qname}-{executor}", url=server.url, executor=executor) as q:
             groups: list[str | None] = [f"g{i % 14}" for i in range(40)] + ["g3"] * 5 + [None]
-            run_jobs(q, groups[:20])
-            ids = [q.enqueue({"i": i}, group=g, max_attempts=1) for i, g in enumerate(groups[20:])]
+            run_jobs(q, groups[:20], job_ids=same[:20])
+            ids = [
+                q.enqueue({"i": i}, group=g, max_attempts=1, job_id=same[20 + i])
+                for i, g in enumerate(groups[20:])
+            ]
             got = q.claim_many(len(ids), lock_ms=60_000)
             assert q.complete_many([(j.id, j.token) for j in got[:15]]) == []
             for j in got[15:]:
                 assert q.retry(j.id, j.token, "boom") == "dead"
-            run_jobs(q, ["y" * 60, "y" * 60 + "z"])
+            run_jobs(q, ["y" * 60, "y" * 60 + "z"], job_ids=same[46:])
             keys = sorted(hist_keys(rs, q))
             pictures.append(
                 (

@@ -279,8 +279,9 @@ HIST_TYPE: dict[str, str] = {name: f"u{w}" for name, w in HIST_FIELDS}
 #: that ended in the hour (completed or dead), ``dead`` the dead among them, ``wait``
 #: their summed wait in ``HIST_WAIT_UNIT_MS`` units and ``run_ms`` their summed run
 #: (saturating, as the minutes). A grouped ending reads the hashes, adds to its lane's
-#: slot, else takes the first empty one, else (reading the endeds, one ``BITFIELD_RO``)
-#: takes over the slot with the fewest endings (ties: the first), starting it afresh (no
+#: slot, else takes the first empty one, else, if its job id admits it
+#: (:data:`HIST_LANE_ADMIT`; reading the endeds, one ``BITFIELD_RO``) takes over the
+#: slot with the fewest endings (ties: the first), starting it afresh (no
 #: count inherited): a lane's figures are exact from when it took its slot in the hour,
 #: low if it lost it; those writes go in the BITFIELD that counts the minute. The names:
 #: a lane that takes a slot is added to the queue's ``lanenames`` (score: that time),
@@ -295,6 +296,49 @@ HIST_LANE_FIELDS: tuple[tuple[str, int], ...] = (
 )
 #: How many lanes an hour keeps.
 HIST_LANES = 8
+#: The admission filter (a power of two): an ending of a lane not in the table, when no
+#: slot is empty, takes over the fewest-ended slot only for 1 in ``HIST_LANE_ADMIT`` job
+#: ids (:func:`hist_lane_admits`); the others count in the minute only (no lane writes,
+#: no endings read, no ``ZADD``), so many evenly busy lanes do not churn the table. A busy
+#: lane gets in after about ``HIST_LANE_ADMIT`` of its endings, its count exact from then.
+HIST_LANE_ADMIT = 16
+#: Fibonacci hashing's multiplier (2**32 / the golden ratio), mixing a job id's djb2.
+HIST_LANE_ADMIT_MIX = 2654435769
+
+
+def hist_lane_hash(text: str) -> int:
+    """A lane's (or job id's) 32-bit djb2 as the hour's table holds it.
+
+    Args:
+        text: the lane's name (a job's ``group``) or a job id.
+
+    Returns:
+        ``h = (h * 33 + byte) % 2**32`` from 5381 over the UTF-8 bytes; 0 taken as 1.
+    """
+    h = 5381
+    for b in text.encode():
+        h = (h * 33 + b) % 2**32
+    return h or 1
+
+
+def hist_lane_admits(job_id: str) -> bool:
+    """Whether this job's ending may take over a full table's slot for its lane.
+
+    The whole id is hashed (ids may be caller-chosen), then mixed (djb2's low bits
+    depend only on the bytes' sum, and consecutive ids differ in their last byte), so
+    scripts and module decide the same without a clock.
+
+    Args:
+        job_id: the ending job's id.
+
+    Returns:
+        True for about 1 in :data:`HIST_LANE_ADMIT` ids: ``hist_lane_hash(job_id) *
+        HIST_LANE_ADMIT_MIX % 2**32 < 2**32 // HIST_LANE_ADMIT``.
+    """
+    mixed = hist_lane_hash(job_id) * HIST_LANE_ADMIT_MIX % 2**32
+    return mixed < 2**32 // HIST_LANE_ADMIT
+
+
 #: The first slot's hash (bit offset, a whole byte: ``HIST_LANE_HASH_AT // 8``).
 HIST_LANE_HASH_AT = (60 * HIST_SLOT_BITS + 1 + 7) // 8 * 8
 #: One lane's sums in bits.

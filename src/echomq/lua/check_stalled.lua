@@ -47,7 +47,7 @@ for _, id in ipairs(ids) do
     local d = redis.call('HGET', jk, 'dedup')
     if d then release_dedup(id, d) end
     local wait, run = job_times(id, f[7], f[8], f[9], now)
-    count_metric(B .. METRICS_FAILED, 1, now, wait, run, f[1])
+    count_metric(B .. METRICS_FAILED, 1, now, wait, run, f[1], id)
     emit(cjson.encode({event = 'dead', job = id, error = err}))
     -- a flow child's death is its ending (the worker's beat relays after this call)
     if f[6] then

@@ -101,7 +101,7 @@ if #KEYS >= 2 then
     delete_row(id, jk, f[4], f[7])
     tombstone(id, now, nows)
   end
-  count_metric(B .. METRICS_COMPLETED, 1, now, wait, run, f[3])
+  count_metric(B .. METRICS_COMPLETED, 1, now, wait, run, f[3], id)
   cap_freed(1)
   emit(ev('completed', id))
   if relay then return 2 end
@@ -150,7 +150,8 @@ local retain = nil  -- the queue's completed retention, read on the first kept r
 local rows = {}  -- the deleted rows' keys: one DEL for the call
 local gone = {}  -- their ids, for the tombstones
 local waits, runs = 0, 0  -- the jobs' summed wait and run (the history series)
-local lanes, lane_of = nil, nil  -- per lane {name, jobs, wait, run}, in first-seen order
+-- per lane {name, jobs, wait, run, its first job's id (the admission filter)}, in first-seen order
+local lanes, lane_of = nil, nil
 for _, j in ipairs(jobs) do
   local id, jk = j[1], j[2]
   local w, r = job_times(id, j[9], j[10], j[11], now)
@@ -159,7 +160,7 @@ for _, j in ipairs(jobs) do
     if not lanes then lanes, lane_of = {}, {} end
     local sums = lane_of[j[3]]
     if not sums then
-      sums = {j[3], 0, 0, 0}
+      sums = {j[3], 0, 0, 0, id}
       lane_of[j[3]] = sums
       lanes[#lanes + 1] = sums
     end

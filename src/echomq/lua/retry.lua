@@ -52,7 +52,7 @@ if failures >= maxa then
   local count, age = tonumber(r[1]), tonumber(r[2])
   if count or age then trim_settled(B .. DEAD, count, age, false, now, TRIM_STEP) end
   local wait, run = job_times(id, f[7], f[8], f[9], now)
-  count_metric(B .. METRICS_FAILED, 1, now, wait, run, f[3])
+  count_metric(B .. METRICS_FAILED, 1, now, wait, run, f[3], id)
   emit(cjson.encode({event = 'dead', job = id, error = err, failures = failures}))
   -- a flow child's death is its ending: outcome failed, its error named
   if f[6] then

@@ -127,6 +127,11 @@ local HIST_WAIT_T = 'u34'
 local HIST_RUN_MS_T = 'u31'
 -- the busiest lanes' table in the hour key (schema.HIST_LANE*)
 local HIST_LANES = 8
+-- the admission filter: a job id's mixed djb2 under this admits (schema.HIST_LANE_ADMIT)
+local HIST_LANE_ADMIT_BELOW = 268435456
+-- HIST_LANE_ADMIT_MIX's 16-bit halves (each product with a u32 exact in a double)
+local HIST_LANE_ADMIT_MIX_HI = 40503
+local HIST_LANE_ADMIT_MIX_LO = 31161
 local HIST_LANES_AT = 6320
 local HIST_LANE_HASH_AT = 6064
 local HIST_LANE_HASH_BYTE = 758

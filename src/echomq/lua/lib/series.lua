@@ -73,26 +73,39 @@ end
 -- BITFIELD, after its minute's operations): lanes is one lane's name (its figures the
 -- metric's) or a list of {name, n, wait, run}; dead: whether the endings are deaths.
 -- raw: the slots' hashes' bytes (count_metric's GETRANGE); each lane adds to its slot,
--- else takes the first empty one, else takes over the fewest-ended (the first of equals; the endeds read then, once), starting it afresh.
+-- else takes the first empty one, else, if its job id admits it (id: the one lane's job;
+-- a listed lane's 5th: its first job's; schema.hist_lane_admits), takes over the
+-- fewest-ended (the first of equals; the endeds read then, once), starting it afresh;
+-- a lane not admitted writes nothing here (the minute counts its endings).
 -- A lane that takes a slot is named in LANENAMES (score now); the hour's first lane
 -- (its first slot empty: slots fill in order and never empty) trims the names older
 -- than the series keeps
-local function lane_ops(hk, raw, ops, lanes, n, wait, run, dead, now)
+local function lane_ops(hk, raw, ops, lanes, n, wait, run, dead, now, id)
   local fmt = string.format
   -- the endeds, read only when a lane must take over a slot; until then this call's
   -- own changes: `fresh` slots taken over (their old count gone), `delta` added
   local ended, fresh, delta = nil, {}, {}
-  if type(lanes) == 'string' then lanes = {{lanes, n, wait, run}} end
+  if type(lanes) == 'string' then lanes = {{lanes, n, wait, run, id}} end
   for _, lane in ipairs(lanes) do
     local g, m = lane[1], lane[2]
     local pat, h = lane_pat(g)
     local pick = slot_of(raw, pat)
     local empty = not pick and slot_of(raw, '\0\0\0\0')
+    local admit = pick or empty
+    if not admit then
+      -- the admission filter: the job id's djb2 times HIST_LANE_ADMIT_MIX mod 2^32 (by
+      -- its 16-bit halves: each product under 2^53, exact in a double)
+      local _, x = lane_pat(lane[5])
+      admit = (x * HIST_LANE_ADMIT_MIX_LO + x * HIST_LANE_ADMIT_MIX_HI % 65536 * 65536)
+        % 4294967296 < HIST_LANE_ADMIT_BELOW
+    end
     local by = m == 1 and '1' or fmt('%d', m)
     local units = fmt('%d', math.floor((lane[3] + HIST_WAIT_UNIT_MS / 2) / HIST_WAIT_UNIT_MS))
     local ms = fmt('%d', lane[4])
     local j = #ops
-    if pick then
+    if not admit then
+      -- not admitted: no lane writes, no endings read, no name
+    elseif pick then
       local s = HIST_LANES_AT + (pick - 1) * HIST_LANE_BITS
       ops[j + 1], ops[j + 2], ops[j + 3], ops[j + 4] = 'INCRBY', HIST_LANE_ENDED_T,
         fmt('%d', s + HIST_LANE_ENDED_AT), by
@@ -155,9 +168,9 @@ end
 -- in HIST_WAIT_UNIT_MS units (rounded), the run in ms; saturating), the key's expiry on
 -- its first write (the marker bit's old value 0: PEXPIREAT the hour's end +
 -- HIST_KEEP_MS). lanes (grouped endings only): the busiest lanes' table of the same key
--- (lane_ops), written by the same BITFIELD. Every number argument costs the server a
+-- (lane_ops; id: the one job's id, for the admission filter), written by the same BITFIELD. Every number argument costs the server a
 -- format: the constants go as text, '1' for one job (the hot path)
-local function count_metric(mk, n, now, wait, run, lanes)
+local function count_metric(mk, n, now, wait, run, lanes, id)
   -- one job (the hot path) counts by the text '1': a number argument costs a format
   local by = n == 1 and '1' or n
   redis.call('HINCRBY', mk, 'count', by)
@@ -179,6 +192,15 @@ local function count_metric(mk, n, now, wait, run, lanes)
   -- the hot path: one job whose lane holds a slot: its sums go in the minute's call as
   -- written here (an ops table and unpack cost more), the offsets cut from text
   local pick = type(lanes) == 'string' and slot_of(raw, (lane_pat(lanes)))
+  if not pick and type(lanes) == 'string' and not slot_of(raw, '\0\0\0\0') then
+    -- one job, its lane in no slot and none empty: the admission filter (lane_ops'),
+    -- decided here so that a lane not admitted costs a flat ending's call
+    local _, x = lane_pat(id)
+    if (x * HIST_LANE_ADMIT_MIX_LO + x * HIST_LANE_ADMIT_MIX_HI % 65536 * 65536)
+      % 4294967296 >= HIST_LANE_ADMIT_BELOW then
+      lanes = nil
+    end
+  end
   if pick then
     local sub, k = string.sub, 4 * pick
     if done then
@@ -206,7 +228,7 @@ local function count_metric(mk, n, now, wait, run, lanes)
       'INCRBY', HIST_WAIT_T, fmt('%d', at + HIST_WAIT_AT), wsum,
       'INCRBY', HIST_RUN_MS_T, fmt('%d', at + HIST_RUN_MS_AT), rsum,
       'SET', 'u1', HIST_MARK_ARG, '1'}
-    lane_ops(hk, raw, ops, lanes, n, wait, run, not done, now)
+    lane_ops(hk, raw, ops, lanes, n, wait, run, not done, now, id)
     r = redis.call('BITFIELD', hk, unpack(ops))
   elseif done then
     r = redis.call('BITFIELD', hk, 'OVERFLOW', 'SAT', 'INCRBY', HIST_COMPLETED_T,
