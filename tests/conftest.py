@@ -253,6 +253,11 @@ def pq(proxy: FaultProxy, qname: str) -> Iterator[Queue]:
     q.close()
 
 
+def hist_keys(r: redis.Redis, queue: Queue | AsyncQueue) -> set[str]:
+    """The queue's history keys (``hist:<hour>``)."""
+    return {k for k in queue_keys(r, queue) if k.startswith(queue.keys.base + "hist:")}
+
+
 def hour_lanes(r: redis.Redis, key: str) -> list[tuple[int, int, int, int, int]]:
     """An hour key's busiest lanes' table, slot by slot: (hash, ended, dead, wait in
     ``HIST_WAIT_UNIT_MS`` units, run ms); an empty slot is all zeros."""

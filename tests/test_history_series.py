@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import redis
 
-from conftest import dump, queue_keys
+from conftest import dump, hist_keys, queue_keys
 from echomq import History, InvalidArgument, JobGone, Queue, ids
 from echomq.schema import (
     HIST_AT,
@@ -26,13 +26,9 @@ from echomq.schema import (
     HIST_TYPE,
     HIST_WAIT_UNIT_MS,
 )
+from worker_support import server_ms
 
 pytestmark = [pytest.mark.both_executors]
-
-
-def now_ms(r: redis.Redis) -> int:
-    sec, usec = r.time()
-    return int(sec) * 1000 + int(usec) // 1000
 
 
 def slot(r: redis.Redis, q: Queue, minute: int) -> dict[str, int]:
@@ -45,19 +41,15 @@ def slot(r: redis.Redis, q: Queue, minute: int) -> dict[str, int]:
     return {name: int(v) for (name, _), v in zip(HIST_FIELDS, raw)}
 
 
-def hist_keys(r: redis.Redis, q: Queue) -> set[str]:
-    return {k for k in queue_keys(r, q) if k.startswith(q.keys.base + "hist:")}
-
-
 def test_a_completion_counts_in_its_minute_with_its_wait_and_run(q: Queue, r: redis.Redis) -> None:
     job = q.enqueue({"n": 1})  # a minted id: its time is its enqueue
     time.sleep(0.06)
     got = q.claim()
     assert got is not None and got.id == job
     time.sleep(0.08)
-    before = now_ms(r)
+    before = server_ms(r)
     assert q.complete(job, got.token) is None
-    after = now_ms(r)
+    after = server_ms(r)
     minute = after // 60000
     if before // 60000 != minute:  # the minute turned in between: read the one it used
         minute = before // 60000 if slot(r, q, before // 60000)["completed"] else minute
@@ -202,7 +194,7 @@ def test_obliterate_removes_every_hour_key(q: Queue, r: redis.Redis) -> None:
     q.complete(job, got.token)
     # an hour key from 3 days ago (as the scripts wrote it then) and the oldest that
     # can still exist
-    hour = now_ms(r) // 3_600_000
+    hour = server_ms(r) // 3_600_000
     for h in (hour - 72, hour - HIST_KEEP_MS // 3_600_000 - 1):
         r.execute_command("BITFIELD", q.keys.hist(h), "SET", "u1", HIST_MARK, 1)
         r.pexpireat(q.keys.hist(h), (h + 1) * 3_600_000 + HIST_KEEP_MS)
@@ -216,8 +208,8 @@ def test_obliterate_removes_every_hour_key(q: Queue, r: redis.Redis) -> None:
 def test_id_times_match_the_minted_ones(q: Queue, r: redis.Redis) -> None:
     # the scripts read a minted id's time as ids.minted_at_ms does: a job minted 3 s
     # ago and claimed at once waited 3 s
-    job = ids.encode((now_ms(r) - 3000 - ids.EPOCH_MS) << (ids.NODE_BITS + ids.SEQ_BITS))
-    assert abs(ids.minted_at_ms(job) - (now_ms(r) - 3000)) < 50
+    job = ids.encode((server_ms(r) - 3000 - ids.EPOCH_MS) << (ids.NODE_BITS + ids.SEQ_BITS))
+    assert abs(ids.minted_at_ms(job) - (server_ms(r) - 3000)) < 50
     q.enqueue("x", job_id=job)
     got = q.claim()
     assert got is not None
@@ -282,7 +274,7 @@ def test_the_exporter_adds_up_closed_minutes_once(q: Queue, r: redis.Redis) -> N
     assert seen is not None
     # five jobs ended three minutes ago (as the transitions write them), the tally
     # last counted ten minutes ago
-    minute = now_ms(r) // 60000 - 3
+    minute = server_ms(r) // 60000 - 3
     at = (minute % 60) * HIST_SLOT_BITS
     key = q.keys.hist(minute // 60)
     ops: list[Any] = ["OVERFLOW", "SAT"]

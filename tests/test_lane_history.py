@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import redis
 
-from conftest import _built, dump, hour_lanes, plant_lane, queue_keys
+from conftest import _built, dump, hist_keys, hour_lanes, plant_lane, queue_keys
 from echomq import AsyncQueue, BusiestLanes, InvalidArgument, Queue, StaleToken
 from echomq.embedded import EmbeddedServer
 from echomq.ids import new_id
@@ -37,17 +37,9 @@ from echomq.schema import (
     hist_lane_admits,
     hist_lane_at,
 )
+from worker_support import server_ms
 
 pytestmark = [pytest.mark.both_executors]
-
-
-def now_ms(r: redis.Redis) -> int:
-    sec, usec = r.time()
-    return int(sec) * 1000 + int(usec) // 1000
-
-
-def hist_keys(r: redis.Redis, q: Queue) -> set[str]:
-    return {k for k in queue_keys(r, q) if k.startswith(q.keys.base + "hist:")}
 
 
 def lanes(r: redis.Redis, q: Queue) -> dict[int, list[int]]:
@@ -121,7 +113,7 @@ def test_a_grouped_completion_counts_in_its_lane_with_wait_and_run(
     got = q.claim()
     assert got is not None and got.id == job
     time.sleep(0.06)
-    before = now_ms(r)
+    before = server_ms(r)
     assert q.complete(job, got.token) is None
     (key,) = hist_keys(r, q)
     hour = int(key.rsplit(":", 1)[1])
@@ -136,12 +128,12 @@ def test_a_grouped_completion_counts_in_its_lane_with_wait_and_run(
     assert r.pexpiretime(key) == (hour + 1) * 3_600_000 + HIST_KEEP_MS
     # the name, at the time it took its slot
     ((name, score),) = r.zrange(q.keys.lanenames, 0, -1, withscores=True)
-    assert name == "tenant-a" and before <= score <= now_ms(r)
+    assert name == "tenant-a" and before <= score <= server_ms(r)
     assert r.pttl(q.keys.lanenames) == -1
     # the read
     busy = q.busiest_lanes("1h")
     assert isinstance(busy, BusiestLanes)
-    assert busy.end_hour == now_ms(r) // 3_600_000 and busy.first_hour in (hour - 1, hour)
+    assert busy.end_hour == server_ms(r) // 3_600_000 and busy.first_hour in (hour - 1, hour)
     (lane,) = busy.lanes
     assert (lane.lane, lane.completed, lane.dead, lane.wait_ms, lane.run_ms) == (
         "tenant-a",
@@ -298,7 +290,7 @@ def test_a_lane_no_longer_named_shows_as_its_hash(q: Queue, r: redis.Redis) -> N
 
 
 def test_the_hours_first_lane_trims_old_names(q: Queue, r: redis.Redis) -> None:
-    now = now_ms(r)
+    now = server_ms(r)
     r.zadd(q.keys.lanenames, {"stale": now - HIST_KEEP_MS - 3_600_000 - 5, "recent": now - 9})
     run_jobs(q, [None, "fresh"])
     assert set(r.zrange(q.keys.lanenames, 0, -1)) == {"recent", "fresh"}
@@ -311,9 +303,9 @@ def test_the_hours_first_lane_trims_old_names(q: Queue, r: redis.Redis) -> None:
 
 def test_a_key_of_the_first_layout_reads_and_grows(q: Queue, r: redis.Redis) -> None:
     # the first layout: 60 slots and the marker at 60 * HIST_SLOT_BITS, 758 bytes
-    hour = now_ms(r) // 3_600_000
+    hour = server_ms(r) // 3_600_000
     key = q.keys.hist(hour)
-    minute = (now_ms(r) // 60000) % 60
+    minute = (server_ms(r) // 60000) % 60
     at = minute * HIST_SLOT_BITS
     r.execute_command(
         "BITFIELD", key, "SET", HIST_TYPE["completed"], at + HIST_AT["completed"], 5,
@@ -356,7 +348,7 @@ def test_spans_and_arguments(q: Queue, r: redis.Redis) -> None:
     for top in (0, 101, "3"):
         with pytest.raises(InvalidArgument):
             q.busiest_lanes("1h", top=top)  # type: ignore[arg-type]
-    now = now_ms(r)
+    now = server_ms(r)
     hour = now // 3_600_000
     for span, hours in (("1h", (1, 2)), ("24h", (24, 25)), ("7d", (168,))):
         busy = q.busiest_lanes(span)
@@ -374,7 +366,7 @@ def test_spans_and_arguments(q: Queue, r: redis.Redis) -> None:
 
 def test_obliterate_leaves_nothing(q: Queue, r: redis.Redis) -> None:
     run_jobs(q, ["a", "b"])
-    hour = now_ms(r) // 3_600_000
+    hour = server_ms(r) // 3_600_000
     for h in (hour - 72, hour - HIST_KEEP_MS // 3_600_000 - 1):
         plant_lane(r, q, h, 0, "a", (1, 0, 0, 0), h * 3_600_000)
         r.pexpireat(q.keys.hist(h), (h + 1) * 3_600_000 + HIST_KEEP_MS)
@@ -406,7 +398,7 @@ def test_emq_stats_lanes_text_and_json(
     # a lane's name is job text to the tools: one no enqueue would take (written by
     # someone else) prints escaped
     evil = "\x1b[31mred\u202e"
-    now = now_ms(r)
+    now = server_ms(r)
     hour = now // 3_600_000
     plant_lane(r, q, hour, HIST_LANES - 1, evil, (2, 0, 3, 20), now)
     before = dump(r, q)
