@@ -42,8 +42,8 @@ static RedisModuleString *forever(const char *text) {
  * appended to ops (the BITFIELD that counts the minute): the slots' hashes read in
  * place (key API; the scripts' GETRANGE); each lane adds to its slot, else takes the first
  * empty one, else, if its job id admits it (lane_admits), takes over the fewest-ended (the first of equals; the endeds read then, once: one BITFIELD_RO),
- * starting it afresh; a lane taking a slot is ZADDed to lanenames, the hour's first lane
- * trims lanenames by age. Returns the number of ops written */
+ * starting it afresh; a lane taking a slot is ZADDed to lanenames and trims up to 8 names
+ * past their age (trim_before). Returns the number of ops written */
 size_t lane_ops(Queue *queue, Str hist, RedisModuleString **ops, const LaneEnd *lanes,
                        size_t nlanes, int dead, long long now) {
     static RedisModuleString *gets[3 * EMQ_HIST_LANES], *incrby, *set, *hash_t, *types[4], *zero,
@@ -147,13 +147,6 @@ size_t lane_ops(Queue *queue, Str hist, RedisModuleString **ops, const LaneEnd *
                 i = 0;
                 for (int s = 1; s < EMQ_HIST_LANES; s++)
                     if (ended[s] < ended[i]) i = s;
-            } else if (i == 0) {
-                /* the hour's first lane: the names no hour keeps any longer go */
-                char upto[32];
-                int len = snprintf(upto, sizeof(upto), "(%lld",
-                                   now - EMQ_HIST_KEEP_MS - 3600000LL);
-                RedisModule_Call(ctx, "ZREMRANGEBYSCORE", "!bcb", names.ptr, names.len, "-inf",
-                                 upto, (size_t)len);
             }
             OP(set, hash_t, hash_at[i], llstr(ctx, h));
             OP(set, types[0], sum_at[0][i], by);
@@ -162,6 +155,9 @@ size_t lane_ops(Queue *queue, Str hist, RedisModuleString **ops, const LaneEnd *
             OP(set, types[3], sum_at[3][i], run);
             RedisModule_Call(ctx, "ZADD", "!bbb", names.ptr, names.len, stamp.ptr, stamp.len,
                              lanes[k].group.ptr, lanes[k].group.len);
+            /* the names no hour key keeps any longer go, a few per name written: bounded
+             * whatever the churn (lib/common trim_before's twin) */
+            trim_before(queue, names, (double)(now - EMQ_HIST_KEEP_MS - 3600000LL), 8);
             cur[i] = h;
             fresh[i] = 1;
             delta[i] = m;

@@ -285,9 +285,9 @@ HIST_TYPE: dict[str, str] = {name: f"u{w}" for name, w in HIST_FIELDS}
 #: count inherited): a lane's figures are exact from when it took its slot in the hour,
 #: low if it lost it; those writes go in the BITFIELD that counts the minute. The names:
 #: a lane that takes a slot is added to the queue's ``lanenames`` (score: that time),
-#: whose members older than ``HIST_KEEP_MS`` + an hour go when an hour's first lane
-#: takes its slot; a read names each hash from it (``#`` and 8 hex digits where none
-#: matches). Flat jobs write none of this.
+#: whose members older than ``HIST_KEEP_MS`` + an hour go, up to 8 each time a name is
+#: written (bounded per call whatever the churn); a read names each hash from it
+#: (``#`` and 8 hex digits where none matches). Flat jobs write none of this.
 HIST_LANE_FIELDS: tuple[tuple[str, int], ...] = (
     ("ended", 20),
     ("dead", 15),

@@ -28,7 +28,7 @@
 --          the same key's busiest lanes' table (lib/series lane_ops: one GETRANGE of
 --          the slots' hashes, the lane's slot written in the same BITFIELD, a batch once
 --          per lane; a lane taking a slot over reads the endeds (BITFIELD_RO) and is
---          ZADDed to lanenames, the hour's first lane trims lanenames by age); under a concurrency cap
+--          ZADDed to lanenames, trimming up to 8 names past their age); under a concurrency cap
 --          (meta `concurrency`) one wake token per job; event 'completed' per job, in order. A repeat
 --          answers -1 / 'gone'.
 --          A flow child (field `parent`): its ending, outcome completed with the

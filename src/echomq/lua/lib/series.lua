@@ -77,9 +77,8 @@ end
 -- a listed lane's 5th: its first job's; schema.hist_lane_admits), takes over the
 -- fewest-ended (the first of equals; the endeds read then, once), starting it afresh;
 -- a lane not admitted writes nothing here (the minute counts its endings).
--- A lane that takes a slot is named in LANENAMES (score now); the hour's first lane
--- (its first slot empty: slots fill in order and never empty) trims the names older
--- than the series keeps
+-- A lane that takes a slot is named in LANENAMES (score now), and trims up to 8 of the
+-- names older than the series keeps (trim_before: bounded per call)
 local function lane_ops(hk, raw, ops, lanes, n, wait, run, dead, now, id)
   local fmt = string.format
   -- the endeds, read only when a lane must take over a slot; until then this call's
@@ -138,10 +137,6 @@ local function lane_ops(hk, raw, ops, lanes, n, wait, run, dead, now, id)
         for k = 2, HIST_LANES do
           if ended[k] < ended[i] then i = k end
         end
-      elseif i == 1 then
-        -- the hour's first lane: the names no hour keeps any longer go
-        redis.call('ZREMRANGEBYSCORE', B .. LANENAMES, '-inf',
-          fmt('(%d', now - HIST_KEEP_MS - 3600000))
       end
       local s = HIST_LANES_AT + (i - 1) * HIST_LANE_BITS
       ops[j + 1], ops[j + 2], ops[j + 3], ops[j + 4] = 'SET', HIST_LANE_HASH_T,
@@ -155,6 +150,9 @@ local function lane_ops(hk, raw, ops, lanes, n, wait, run, dead, now, id)
       ops[j + 17], ops[j + 18], ops[j + 19], ops[j + 20] = 'SET', HIST_LANE_RUN_MS_T,
         fmt('%d', s + HIST_LANE_RUN_MS_AT), ms
       redis.call('ZADD', B .. LANENAMES, fmt('%d', now), g)
+      -- the names no hour key keeps any longer go, a few per name written (lib/common
+      -- trim_before: bounded whatever the churn, and it keeps up with any rate)
+      trim_before(B .. LANENAMES, now - HIST_KEEP_MS - 3600000, 8)
       raw = string.sub(raw, 1, 4 * i - 4) .. pat .. string.sub(raw, 4 * i + 1)
       fresh[i], delta[i] = true, m
       if ended then ended[i] = math.min(m, 1048575) end
