@@ -2,8 +2,10 @@
 
 For the lifecycle enqueue -> claim -> complete of no-op jobs, each row runs the same
 number of jobs on one private server (an ``EmbeddedServer`` with echomq's module
-loaded) under ``executor="scripts"``, ``executor="native"`` and, as the floor, a raw
-redis-py loop that pushes and pops the same number of items on a list. Workloads:
+loaded) under ``executor="scripts"`` (the scripts by ``FCALL`` of their Functions form,
+the default on Redis 7), ``eval`` (the same scripts by ``EVALSHA``, ``EMQ_FUNCTIONS=0``:
+a server without Functions, and the cluster), ``executor="native"`` and, as the floor,
+a raw redis-py loop that pushes and pops the same number of items on a list. Workloads:
 
 - ``one by one``: ``enqueue``, ``claim``, ``complete``, one call each (the raw loop:
   ``LPUSH`` then ``BRPOP``, one round trip each);
@@ -15,7 +17,7 @@ redis-py loop that pushes and pops the same number of items on a list. Workloads
 Per job it prints:
 
 - ``own us``: the server's time in the commands the client sent, from ``INFO
-  commandstats`` (``usec`` of ``evalsha`` and the pause gate's ``hexists`` for scripts,
+  commandstats`` (``usec`` of ``fcall`` or ``evalsha`` and the pause gate's ``hexists`` for scripts,
   of the ``emq.*`` commands for native, of ``lpush``/``brpop``/``rpop`` for raw; a
   script's or a module command's time includes the commands it runs);
 - ``cpu us``: the server process's CPU (``INFO cpu``, user + sys), which also counts
@@ -24,7 +26,8 @@ Per job it prints:
   those run inside a script or a module command included (``INFO commandstats``
   ``calls``; the ``INFO`` calls of the bench itself left out).
 
-Then the ratios native/scripts and native/raw of both times. Each figure is the
+Then the ratios scripts/eval (what Functions save), native/scripts, scripts/raw and
+native/raw of both times. Each figure is the
 lowest of ``--repeat`` runs (``--median`` for the median), the three kinds interleaved
 so that the machine's drift hits them alike: on a machine shared with other work, other
 processes only ever add to a run's time, so the lowest is the closest to the cost.
@@ -35,11 +38,12 @@ server ran (what a script spends its time on).
 one private server per kind, the same workloads after a warm-up): what no neighbour on
 a shared machine can disturb, and the figure to quote for native/scripts.
 
-``--functions`` measures, under callgrind, what Redis 7 Functions would save of a
-script call's fixed cost: per call, an ``EVALSHA`` of ``return 1`` against an ``FCALL``
-of a function returning 1, and an ``EVALSHA`` of each lifecycle script's prologue (its
-header, ``local B = KEYS[1]`` and the lib helpers spliced in, then ``return 1``)
-against an ``FCALL`` of a library that defines the same helpers once, at load. The
+``--functions`` measures, under callgrind, the fixed cost alone (the figures that led
+to the Functions form, kept to compare): per call, an ``EVALSHA`` of ``return 1``
+against an ``FCALL`` of a function returning 1, and an ``EVALSHA`` of each lifecycle
+script's prologue (its header, ``local B = KEYS[1]`` and the lib helpers spliced in,
+then ``return 1``) against an ``FCALL`` of a library that defines the same helpers
+once, at load. The
 second pair is an upper bound of the saving: a real port would pass the queue's base
 to the helpers (they read ``B`` as an upvalue), which costs a little back.
 
@@ -67,10 +71,11 @@ from echomq.scripts import _INCLUDE as INCLUDE
 from echomq.scripts import script
 from echomq.worker.plans import complete_and_claim
 
-KINDS = ("scripts", "native", "raw")
+KINDS = ("scripts", "eval", "native", "raw")
 #: The commands each kind sends itself (their usec include what runs inside them).
 SENT = {
-    "scripts": ("evalsha", "hexists"),
+    "scripts": ("fcall", "hexists"),
+    "eval": ("evalsha", "hexists"),
     "native": ("emq.enqueue", "emq.claim", "emq.complete"),
     "raw": ("lpush", "brpop", "rpop"),
 }
@@ -85,6 +90,30 @@ def stats(r: redis.Redis) -> tuple[Stats, float]:
     per = {k.removeprefix("cmdstat_"): (int(v["calls"]), int(v["usec"])) for k, v in cs.items()}
     cpu = r.info("cpu")
     return per, float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+
+
+def queue(kind: str, name: str, url: str) -> Queue:
+    """A queue of ``kind`` (``eval``: the scripts sent by ``EVALSHA``)."""
+    old = os.environ.get("EMQ_FUNCTIONS")
+    os.environ["EMQ_FUNCTIONS"] = "0" if kind == "eval" else "1"
+    try:
+        q = Queue(name, url=url, executor="native" if kind == "native" else "scripts")
+    finally:
+        if old is None:
+            del os.environ["EMQ_FUNCTIONS"]
+        else:
+            os.environ["EMQ_FUNCTIONS"] = old
+    q.counts()  # the fence, the executor's MODULE LIST and the scripts
+    assert q.ctx.executor.native is (kind == "native")
+    assert q.ctx.executor.fcall is (kind != "eval")
+    return q
+
+
+def ratios(label: str, a: dict[str, float], *more: dict[str, float]) -> list[list[Any]]:
+    """The ratio rows of one workload: per pair, each figure's ratio."""
+    pairs = (("scripts", "eval"), ("native", "scripts"), ("scripts", "raw"), ("native", "raw"))
+    figs = (a, *more)
+    return [[label, f"{x}/{y}", *(f[x] / f[y] for f in figs)] for x, y in pairs]
 
 
 def one_by_one(q: Queue, n: int) -> None:
@@ -141,7 +170,7 @@ def measure(r: redis.Redis, kind: str, run: Callable[[], None], n: int, detail: 
 
 def instructions(jobs: int, batched_jobs: int, batch: int) -> None:
     """Ir per job of each workload and kind, each kind on its own server under callgrind."""
-    rows: list[list[Any]] = [["workload", "kind", "Ir/job", "native/scripts", "native/raw"]]
+    rows: list[list[Any]] = [["workload", "kind", "Ir/job"]]
     for label, n, b in (("one by one", jobs, 1), (f"batches of {batch}", batched_jobs, batch)):
         ir: dict[str, float] = {}
         for kind in KINDS:
@@ -152,9 +181,7 @@ def instructions(jobs: int, batched_jobs: int, batch: int) -> None:
                     cg.take()
                     raw(r, n, b)
                 else:
-                    with Queue(f"bench-cost-cg-{kind}", url=cg.url, executor=kind) as q:
-                        q.counts()
-                        assert q.ctx.executor.native is (kind == "native")
+                    with queue(kind, f"bench-cost-cg-{kind}", cg.url) as q:
                         for _ in range(2):  # a warm-up, then the run counted
                             cg.take()
                             if b == 1:
@@ -164,8 +191,8 @@ def instructions(jobs: int, batched_jobs: int, batch: int) -> None:
                 ir[kind] = cg.take() / n
                 r.close()
         for kind in KINDS:
-            rows.append([label, kind, ir[kind], "", ""])
-        rows.append([label, "ratio", "", ir["native"] / ir["scripts"], ir["native"] / ir["raw"]])
+            rows.append([label, kind, ir[kind]])
+        rows += ratios(label, ir)
     report(rows)
 
 
@@ -272,11 +299,9 @@ def main() -> None:
                         got[kind].append(measure(r, kind, work, n, detail[kind]))
                         continue
                     name = f"bench-cost-{os.getpid()}-{next(_names)}"
-                    with Queue(name, url=url, executor=kind) as q:
-                        q.counts()  # the fence, the executor's MODULE LIST and the scripts
+                    with queue(kind, name, url) as q:
                         q.enqueue_many([None])
                         q.complete_many([(c.id, c.token) for c in q.claim_many(1)])
-                        assert q.ctx.executor.native is (kind == "native")
                         work = (
                             (lambda q=q, n=n: one_by_one(q, n))
                             if batch == 1
@@ -288,10 +313,7 @@ def main() -> None:
                 details.append((label, kind, n * args.repeat, detail[kind]))
             own = {k: pick(x[0] for x in got[k]) for k in KINDS}
             cpu = {k: pick(x[1] for x in got[k]) for k in KINDS}
-            rows.append([label, "native/scripts", own["native"] / own["scripts"],
-                         cpu["native"] / cpu["scripts"], "", ""])  # fmt: skip
-            rows.append([label, "native/raw", own["native"] / own["raw"],
-                         cpu["native"] / cpu["raw"], "", ""])  # fmt: skip
+            rows += [[*row, "", ""] for row in ratios(label, own, cpu)]
         report(rows)
         if args.detail:
             for label, kind, jobs, per in details:

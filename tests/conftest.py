@@ -10,7 +10,11 @@ is skipped, with the build's warning.
 ``executor``: the queues the fixtures make use ``scripts`` unless a test module is
 marked ``pytest.mark.both_executors``: its tests then run once per executor
 (``scripts`` and ``native``), so the lifecycle, lanes and operator-plane suites prove the
-native twins equal to the scripts. ``EMQ_TEST_EXECUTOR`` changes the default.
+native twins equal to the scripts. ``EMQ_TEST_EXECUTOR`` changes the default. The
+scripts go as ``FCALL`` of their Functions form on the single node (echomq.functions);
+a module marked ``pytest.mark.evalsha_too`` as well runs a third time as ``eval``: the
+scripts sent as ``EVALSHA`` (``EMQ_FUNCTIONS=0``), the form a server without Functions
+and the cluster run.
 
 ``server``: a module marked ``pytest.mark.both_servers`` runs each test that uses the
 server once on the single node (id ``single``) and once on the private Redis Cluster
@@ -63,6 +67,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "both_servers: run the module's server tests on the single node and on the cluster",
     )
     config.addinivalue_line(
+        "markers", "evalsha_too: a both_executors module also runs its scripts by EVALSHA"
+    )
+    config.addinivalue_line(
         "markers", "single_node(reason): left out of a both_servers module's cluster run"
     )
     config.addinivalue_line(
@@ -87,7 +94,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     servers = "server" in metafunc.fixturenames and marked("both_servers")
     if not servers:
         if executors:
-            metafunc.parametrize("executor", EXECUTORS, indirect=True)
+            kinds_of = EXECUTORS + (("eval",) if marked("evalsha_too") else ())
+            metafunc.parametrize("executor", kinds_of, indirect=True)
         return
     kinds = SERVERS[:1] if marked("single_node") else SERVERS
     # function scope: the tests keep their order (pytest would otherwise regroup a
@@ -96,10 +104,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("server", kinds, indirect=True, scope="function")
         return
     # the cluster's nodes load no module: the native executor runs on the single node
+    single = EXECUTORS + (("eval",) if marked("evalsha_too") else ())
     runs = [
         pytest.param(ex, kind.values[0], id=f"{ex}-{kind.id}", marks=kind.marks)
         for kind in kinds
-        for ex in (EXECUTORS if kind.values[0] == "single" else EXECUTORS[:1])
+        for ex in (single if kind.values[0] == "single" else EXECUTORS[:1])
     ]
     metafunc.parametrize(("executor", "server"), runs, indirect=True, scope="function")
 
@@ -137,12 +146,24 @@ def cluster() -> Iterator[LocalCluster]:
 
 
 @pytest.fixture()
-def executor(request: pytest.FixtureRequest, server: EmbeddedServer) -> str:
-    """The executor of the queues the fixtures make (see the module docstring)."""
+def executor(
+    request: pytest.FixtureRequest, server: EmbeddedServer, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    """The executor of the queues the fixtures make (see the module docstring); ``eval``
+    is ``scripts`` sent as ``EVALSHA``."""
     choice: str = getattr(request, "param", None) or os.environ.get("EMQ_TEST_EXECUTOR", "scripts")
     if choice == "native" and server.module_path is None:
         pytest.skip("the echomq native module is not built")
+    if choice == "eval":
+        monkeypatch.setenv("EMQ_FUNCTIONS", "0")
+        return "scripts"
     return choice
+
+
+@pytest.fixture()
+def evalsha(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Queues made from now on send their scripts as ``EVALSHA`` (``EMQ_FUNCTIONS=0``)."""
+    monkeypatch.setenv("EMQ_FUNCTIONS", "0")
 
 
 @pytest.fixture()
@@ -211,6 +232,13 @@ def dump(r: redis.Redis, queue: Queue | AsyncQueue) -> dict[str, Any]:
             value = r.dump(key)
         out[key] = (kind, value, r.pttl(key) > 0)
     return out
+
+
+def script_calls(r: redis.Redis) -> int:
+    """How many script calls the server ran: ``EVALSHA`` and ``FCALL`` (a script's
+    Functions form) together (INFO commandstats)."""
+    stats = r.info("commandstats")
+    return sum(int(stats.get(f"cmdstat_{c}", {}).get("calls", 0)) for c in ("evalsha", "fcall"))
 
 
 def native(queue: Queue | AsyncQueue) -> bool:

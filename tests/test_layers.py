@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "results",
             "connect",
             "native",
+            "functions",
             "context",
         },
     ),

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import redis
 
-from conftest import claim_records, dump, native, queue_keys, tombstones
+from conftest import claim_records, dump, native, queue_keys, script_calls, tombstones
 from echomq import (
     InvalidArgument,
     InvalidJobId,
@@ -32,7 +32,7 @@ from echomq.results import Counts, JobRow
 from echomq.schema import SEQ_SPAN
 
 # run under both executors: the native twins must equal the scripts
-pytestmark = [pytest.mark.both_executors, pytest.mark.both_servers]
+pytestmark = [pytest.mark.both_executors, pytest.mark.both_servers, pytest.mark.evalsha_too]
 
 BAD_IDS = [
     "",
@@ -73,10 +73,6 @@ def row(r: redis.Redis, q: Queue, jid: str) -> dict[str, str]:
             assert got[name].isdigit() and len(got[name]) == 13, got
             got[name] = T
     return got
-
-
-def evalsha_calls(r: redis.Redis) -> int:
-    return int(r.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
 
 
 def command_calls(r: redis.Redis) -> dict[str, int]:
@@ -330,10 +326,10 @@ def test_enqueue_is_one_round_trip(server, qname: str, r: redis.Redis) -> None:
     client = counting_client(server.url)
     q = Queue(qname, client=client)
     q.counts()  # the version fence is paid once per runner
-    start, calls = CountingConnection.writes, evalsha_calls(r)
+    start, calls = CountingConnection.writes, script_calls(r)
     q.enqueue({"x": 1}, dedup_id="d", priority=1, delay_ms=5)
     assert CountingConnection.writes - start == 1
-    assert evalsha_calls(r) - calls == 1
+    assert script_calls(r) - calls == 1
     client.close()
 
 
@@ -346,10 +342,10 @@ def test_enqueue_many_in_one_round_trip(server, qname: str, r: redis.Redis) -> N
     q = Queue(qname, client=client)
     q.counts()
     n = 2 * ENQUEUE_CHUNK + 7
-    start, calls = CountingConnection.writes, evalsha_calls(r)
+    start, calls = CountingConnection.writes, script_calls(r)
     got = q.enqueue_many({"i": i} for i in range(n))
     assert CountingConnection.writes - start == 1  # one pipelined write
-    assert evalsha_calls(r) - calls == 3  # three script calls of <= ENQUEUE_CHUNK jobs
+    assert script_calls(r) - calls == 3  # three script calls of <= ENQUEUE_CHUNK jobs
     assert len(got) == n and len(set(got)) == n
     assert got == sorted(got)  # minted in order
     assert r.zcard(q.keys.pending) == n
@@ -488,10 +484,10 @@ def test_pause_gate_answers_none_and_leaves_pending_untouched(q: Queue, r: redis
     got = q.enqueue_many(["a", "b", "c"])
     r.hset(q.keys.meta, "paused", "1")
     assert q.is_paused() is True
-    before, calls = dump(r, q), evalsha_calls(r)
+    before, calls = dump(r, q), script_calls(r)
     assert q.claim() is None
     assert q.claim_many(3) == []
-    assert evalsha_calls(r) == calls  # the claim script never ran
+    assert script_calls(r) == calls  # the claim script never ran
     assert dump(r, q) == before
     r.hdel(q.keys.meta, "paused")
     assert q.is_paused() is False

@@ -142,7 +142,7 @@ def test_the_server_agrees_with_the_local_sha(r: redis.Redis) -> None:
 # ---------------------------------------------------------------- EVALSHA first
 
 
-def test_evalsha_first_reload_once_never_eval(q: Queue, r: redis.Redis) -> None:
+def test_evalsha_first_reload_once_never_eval(evalsha: None, q: Queue, r: redis.Redis) -> None:
     q.counts()  # fenced and loaded
     r.script_flush()
     before = stats(r)
@@ -159,7 +159,9 @@ def test_evalsha_first_reload_once_never_eval(q: Queue, r: redis.Redis) -> None:
     assert r.zcard(q.keys.pending) == 2
 
 
-def test_a_batch_after_flush_reloads_each_script_once(q: Queue, r: redis.Redis) -> None:
+def test_a_batch_after_flush_reloads_each_script_once(
+    evalsha: None, q: Queue, r: redis.Redis
+) -> None:
     jid = q.enqueue("x")
     r.script_flush()
     before = stats(r)

@@ -19,7 +19,7 @@ import pytest
 import redis
 import redis.asyncio
 
-from conftest import dump
+from conftest import dump, script_calls
 from echomq import AsyncQueue, JobGone, Queue, ServerUnavailable, new_id
 from echomq.embedded import EmbeddedServer, free_port
 from echomq.errors import OutcomeUnknown
@@ -32,8 +32,11 @@ from worker_support import wait_until
 kept = pytest.mark.skipif(not FAST_PATH, reason="the fast path is off (EMQ_FAST_PATH=0)")
 
 
-def calls(r: redis.Redis, command: str = "evalsha") -> int:
-    """How many times the server ran ``command`` so far."""
+def calls(r: redis.Redis, command: str | None = None) -> int:
+    """How many times the server ran ``command`` so far (default: script calls,
+    ``EVALSHA`` and ``FCALL`` together)."""
+    if command is None:
+        return script_calls(r)
     return int(r.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0))
 
 

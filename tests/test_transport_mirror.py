@@ -122,9 +122,10 @@ def test_the_cluster_senders_are_one_logic() -> None:
 
 
 def shape(cmd: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A command without its ids and names: the command, the script's sha (or the
-    loaded body's length), how many arguments."""
-    head = cmd[1] if cmd[0] == "EVALSHA" else len(str(cmd[2])) if cmd[0] == "SCRIPT" else None
+    """A command without its ids and names: the command, the script's sha or function
+    (or the loaded body's length), how many arguments."""
+    calls, loads = ("EVALSHA", "FCALL"), ("SCRIPT", "FUNCTION")
+    head = cmd[1] if cmd[0] in calls else len(str(cmd[2])) if cmd[0] in loads else None
     return (cmd[0], head, len(cmd))
 
 
@@ -150,6 +151,7 @@ def test_the_halves_send_the_same_exchanges(
     with Queue(qname + "-sync", url=server.url, executor="scripts") as q:
         recording(q.runner.transport, sync_sent)
         r.script_flush()
+        r.execute_command("FUNCTION", "FLUSH")
         q.enqueue_many(["a", "b"])
         claimed = q.claim_many(2)
         q.complete(claimed[0].id, claimed[0].token)
@@ -161,6 +163,7 @@ def test_the_halves_send_the_same_exchanges(
         try:
             recording(aq.runner.transport, async_sent)
             r.script_flush()
+            r.execute_command("FUNCTION", "FLUSH")
             await aq.enqueue_many(["a", "b"])
             claimed = await aq.claim_many(2)
             await aq.complete(claimed[0].id, claimed[0].token)
@@ -171,4 +174,5 @@ def test_the_halves_send_the_same_exchanges(
 
     asyncio.run(verbs())
     assert sync_sent == async_sent
-    assert any(cmds[0][0] == "SCRIPT" for _, cmds in sync_sent)  # the reload ran
+    # the reload ran: the Functions form's (FCALL is the default here)
+    assert any(cmds[0][0] == "FUNCTION" for _, cmds in sync_sent)

@@ -269,13 +269,17 @@ _KEYLESS = {"MULTI", "EXEC", "UNWATCH", "CLIENT ID"}
 
 def _monitored(server: Any, q: Queue, act: Any) -> list[tuple[str, ...]]:
     """The commands this queue's clients sent while ``act()`` ran (MONITOR), as
-    ``(command, first key-ish argument)``; EVALSHA as ``("EVALSHA", script name)``."""
+    ``(command, first key-ish argument)``; a script call (``EVALSHA`` or ``FCALL``) as
+    ``("SCRIPT", script name)``."""
     from echomq.scripts import all_scripts
 
     names = {s.sha: s.name for s in all_scripts()}
+    names |= {s.library.name: s.name for s in all_scripts() if s.library}
     mon = redis.Redis.from_url(server.url, decode_responses=True)
-    for s in all_scripts():  # no NOSCRIPT retry in the picture
+    for s in all_scripts():  # no NOSCRIPT (or Function not found) retry in the picture
         mon.script_load(s.body)
+        if s.library:
+            mon.execute_command("FUNCTION", "LOAD", "REPLACE", s.library.code)
     seen: list[tuple[str, ...]] = []
     with mon.monitor() as m:
         act()
@@ -289,10 +293,10 @@ def _monitored(server: Any, q: Queue, act: Any) -> list[tuple[str, ...]]:
                 continue  # a script's own commands
             words = cmd.split(" ")
             verb = words[0].upper()
-            if verb == "EVALSHA":
-                name = names.get(words[1], words[1])
+            if verb in ("EVALSHA", "FCALL"):
+                name = names.get(words[1].strip('"'), words[1])
                 if name in _CLAIM_PATH:  # not the beat's (should a slow machine reach it)
-                    seen.append(("EVALSHA", name))
+                    seen.append(("SCRIPT", name))
             elif (verb in _CLAIM_PATH and q.name in cmd) or cmd in _KEYLESS:
                 seen.append((verb,))
     return seen
@@ -321,11 +325,11 @@ def test_the_idle_claim_keeps_its_wire_exchange(q: Queue, server: Any) -> None:
     # fewer than it asked for: no claim behind it) and the next wait: WATCH and the gate
     # read, then BLPOP with the claim behind it.
     assert seen == [
-        ("EVALSHA", "enqueue"),
+        ("SCRIPT", "enqueue"),
         ("MULTI",),
-        ("EVALSHA", "claim"),
+        ("SCRIPT", "claim"),
         ("EXEC",),
-        ("EVALSHA", "complete"),
+        ("SCRIPT", "complete"),
         ("CLIENT",),
         ("WATCH",),
         ("HEXISTS",),
@@ -338,7 +342,7 @@ def test_claim_many_is_one_gate_read_then_the_claim_script(q: Queue, server: Any
     q.enqueue("a")
     got: list[Any] = []
     seen = _monitored(server, q, lambda: got.extend(q.claim_many(3)))
-    assert seen == [("HEXISTS",), ("EVALSHA", "claim")]
+    assert seen == [("HEXISTS",), ("SCRIPT", "claim")]
     assert len(got) == 1 and q.counts().active == 1
     q.pause()
     seen = _monitored(server, q, lambda: got.extend(q.claim_many(3)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
 import redis
 
 from echomq import JobContext, Queue, Worker, WorkerConfig
@@ -85,13 +86,19 @@ def test_stopping_a_worker_waiting_with_a_claim_unblocks_it_at_once(
     assert w.stats.claimed == 0
 
 
-def test_a_script_flush_while_waiting_with_a_claim_is_recovered(q: Queue, r: redis.Redis) -> None:
+@pytest.mark.parametrize("flush", ["SCRIPT", "FUNCTION"])
+def test_a_script_flush_while_waiting_with_a_claim_is_recovered(
+    q: Queue, r: redis.Redis, flush: str
+) -> None:
     async def handle(job: JobContext) -> None:
         pass
 
     with running(Worker(q, handle, config=SLOW_BEAT)) as w:
         wait_until(lambda: waker_state(w) == "waiting_with_claim")
-        r.script_flush()  # the queued EVALSHA will answer NOSCRIPT inside EXEC
+        # the queued claim will answer NOSCRIPT (EVALSHA) or Function not found
+        # (FCALL, the default on this server) inside EXEC; FUNCTION FLUSH is also a
+        # restarted server's state
+        r.execute_command(flush, "FLUSH")
         jid = q.enqueue("after the flush")
         wait_until(lambda: q.counts().completed == 1, timeout=3)
         assert q.job_state(jid) is None and w.stats.errors == 0

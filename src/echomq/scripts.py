@@ -27,6 +27,8 @@ from typing import Any, TypeVar
 import redis
 import redis.asyncio
 
+from . import functions
+from .functions import Library
 from .replies import CLUSTER_REPLIES, cluster_unavailable  # noqa: F401 (their old home)
 
 T = TypeVar("T")
@@ -37,11 +39,13 @@ _INCLUDE = re.compile(r"^--! include (\w+)\s*$", re.MULTILINE)
 
 @dataclass(frozen=True)
 class Script:
-    """One Lua transition: its name, full body and locally computed sha1."""
+    """One Lua transition: its name, full body and locally computed sha1, and its
+    Functions form (:mod:`echomq.functions`; none for a cluster's sharded form)."""
 
     name: str
     body: str
     sha: str
+    library: Library | None = None
 
 
 # A top-level definition in a lib file: `local function name(` or `local NAME =`.
@@ -101,10 +105,20 @@ def script(name: str) -> Script:
         source = (root / "lib" / f"{lib}.lua").read_text(encoding="utf-8")
         spliced[lib] = "" if lib in _INLINED else splice_lib(source, used)
         used += spliced[lib]
-    body = _INCLUDE.sub(lambda m: spliced[m.group(1)], text)
-    for lib in _INLINED & set(spliced):
-        body = inline_constants((root / "lib" / f"{lib}.lua").read_text(encoding="utf-8"), body)
-    return Script(name, body, hashlib.sha1(body.encode()).hexdigest())
+    inlined = [
+        (root / "lib" / f"{lib}.lua").read_text(encoding="utf-8") for lib in _INLINED & set(spliced)
+    ]
+
+    def splice(code: str) -> str:
+        code = _INCLUDE.sub(lambda m: spliced[m.group(1)], code)
+        for lib in inlined:
+            code = inline_constants(lib, code)
+        return code
+
+    body = splice(text)
+    flags, prelude, helpers, rest = functions.split(text)
+    form = functions.library(name, flags, prelude, splice(helpers), splice(rest))
+    return Script(name, body, hashlib.sha1(body.encode()).hexdigest(), form)
 
 
 #: Libs of constants (strings, whole numbers) put in place of their names rather than
@@ -173,14 +187,27 @@ Plan = Generator[Op, Any, T]
 
 
 def is_noscript(exc: BaseException) -> bool:
-    return isinstance(exc, redis.exceptions.NoScriptError) or (
-        isinstance(exc, redis.ResponseError) and str(exc).startswith("NOSCRIPT")
-    )
+    """Whether a reply says the script is not on the server (``NOSCRIPT`` to an
+    ``EVALSHA``, ``Function not found`` to an ``FCALL``): nothing ran, load it."""
+    if isinstance(exc, redis.exceptions.NoScriptError):
+        return True
+    if not isinstance(exc, redis.ResponseError):
+        return False
+    text = str(exc)
+    return text.startswith("NOSCRIPT") or text.startswith(_NO_FUNCTION)
 
 
-def command(op: Eval | Cmd) -> tuple[Arg, ...]:
-    """The command ``op`` sends (``EVALSHA sha numkeys keys... args...`` for a script)."""
+_NO_FUNCTION = ("Function not found", "ERR Function not found")
+
+
+def command(op: Eval | Cmd, fcall: bool = False) -> tuple[Arg, ...]:
+    """The command ``op`` sends: a script as ``FCALL <function> numkeys keys...
+    args...`` when ``fcall`` (its Functions form), else as ``EVALSHA sha numkeys
+    keys... args...``."""
     if isinstance(op, Eval):
+        form = op.script.library
+        if fcall and form is not None:
+            return ("FCALL", form.name, len(op.keys), *op.keys, *op.args)
         return ("EVALSHA", op.script.sha, len(op.keys), *op.keys, *op.args)
     return op.args
 

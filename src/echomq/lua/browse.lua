@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- browse: a page of job ids in one state, bounded whatever the queue's size.
 -- Newest first (score desc, then id desc; the default) or in run order (score asc, then
 -- id asc: the order claims take a set, the schedule soonest first). For pending, the

@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- counts: jobs in every state (lanes counted in pending), the metrics and the pause.
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV     none

@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- dedup_owner: who holds a dedup id, as an enqueue would see it.
 -- KEYS[1]  the queue base emq:{q}: (the dedup key de:<id> derived from it)
 -- ARGV[1]  the dedup id

@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- fire_due_list: list the repeatables due now (a read; the fire script re-checks each).
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  budget: at most this many

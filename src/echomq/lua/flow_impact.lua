@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- flow_impact: what a drain or an obliterate of this queue does to flows (a bounded read).
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  budget: the most backlog jobs examined (1..10000): pending, its lanes'

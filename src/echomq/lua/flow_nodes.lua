@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- flow_nodes: a read of flow nodes in one queue, for flow() (the operator's tree view).
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  the most children refs this call returns in all (1..10000; flows/tree.py

@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- get_job_log_entries: a job's log lines with the server times they were written.
 -- KEYS[1]  the queue base emq:{q}:;  KEYS[2] the row emq:{q}:job:<id>
 -- ARGV[1]  tail: the newest N lines only (optional; 0 or absent = every line)

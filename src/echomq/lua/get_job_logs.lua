@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- get_job_logs: a job's log lines in append order.
 -- KEYS[1]  the queue base emq:{q}:;  KEYS[2] the row emq:{q}:job:<id>
 -- ARGV     none

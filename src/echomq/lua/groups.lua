@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- groups: one page of the queue's groups, each with its depth, in-flight count, limit,
 -- weight, pause and rate limit. The set of groups grows with the tenants, so a call reads one
 -- SSCAN page and the client walks the cursor (bounded work per call).

@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- obs_groups: one SSCAN page of a queue's groups for a metrics scrape (read-only).
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  the cursor ('0' to start);  ARGV[2] the COUNT hint

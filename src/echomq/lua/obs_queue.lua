@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- obs_queue: one queue's sizes for a metrics scrape (read-only, O(log n)).
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV     none

@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- outbox_read: the oldest entries of a queue's flow outbox (a read).
 -- KEYS[1]  the queue base emq:{q}:
 -- ARGV[1]  n, the most entries to read (1..1000)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidArgument, NativeUnavailable
+from ..functions import enabled as functions_enabled
 
 # the twins and the gated ones, declared in echomq.transitions (re-exported)
 from ..transitions import GATED as GATED
@@ -75,11 +76,15 @@ class Executor:
     Attributes:
         choice: ``auto``, ``scripts`` or ``native``.
         native: ``None`` until resolved, then whether ``EMQ.*`` commands are sent.
+        fcall: whether a script goes as ``FCALL`` of its Functions form
+            (:mod:`echomq.functions`); cleared for good when the server has none, and
+            on a cluster.
     """
 
     def __init__(self, choice: str | None = "scripts") -> None:
         self.choice = choose(choice)
         self.native: bool | None = False if self.choice == "scripts" else None
+        self.fcall = functions_enabled()
 
     def resolve(self, listing: Any) -> bool:
         """Decide once, from a ``MODULE LIST`` reply (or the error it raised).

@@ -53,6 +53,8 @@ class RunnerBase(Generic[TransportT]):
         self.executor = executor or Executor("scripts")
         self._fenced = False
         self._deferral = Deferral(client)
+        if self._deferral.on_cluster:  # scripts go as EVALSHA in their sharded form
+            self.executor.fcall = False
 
     def command(self, op: Eval | Cmd) -> tuple[Arg, ...]:
         """The command this runner sends for ``op`` (its native twin when resolved)."""

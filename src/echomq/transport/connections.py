@@ -114,6 +114,9 @@ def _utf8(conn: Any) -> bool:
     )
 
 
+_SCRIPT_CALLS = ("EVALSHA", "FCALL")
+
+
 def callbacks(client: Any) -> Any:
     """The client's response callbacks (``set_response_callback``)."""
     return getattr(client, "response_callbacks", None) or {}
@@ -125,7 +128,7 @@ def shape(callbacks: Any, cmds: Sequence[tuple[Arg, ...]], replies: list[Any]) -
     out = []
     for cmd, r in zip(cmds, replies):
         name = cmd[0]
-        if name == "EVALSHA" or isinstance(r, redis.ResponseError):
+        if name in _SCRIPT_CALLS or isinstance(r, redis.ResponseError):
             out.append(r)
             continue
         cb = callbacks.get(name)

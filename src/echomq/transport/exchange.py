@@ -77,17 +77,24 @@ def native_command(op: Eval | Cmd, executor: Executor | None) -> tuple[Arg, ...]
     """The command ``op`` sends: a script with a native twin goes as
     ``EMQ.<VERB> numkeys keys... args...`` once ``executor`` resolved to native
     (:mod:`echomq.native`), anything else as :func:`~echomq.scripts.command` builds it."""
-    if executor is not None and isinstance(op, Eval):
+    if executor is None:
+        return command(op)
+    if isinstance(op, Eval):
         twin = executor.twin(op.script.name)
         if twin is not None:
             return (twin, len(op.keys), *op.keys, *op.args)
-    return command(op)
+    return command(op, executor.fcall)
 
 
 def exchange(op: Op, executor: Executor | None = None) -> Exchange:
     """Run one operation (a batch: each of its operations) with the at-most-once
     rule and the ``NOSCRIPT`` reload; return its reply (a batch: the list of replies,
     each error as the mapped exception instance).
+
+    A script sent as ``FCALL`` (``executor.fcall``) that meets ``Function not found``
+    has its library loaded and goes again; one that meets a server without Functions
+    (:func:`no_functions`), or whose library the server will not load, goes again as
+    ``EVALSHA``, and the executor sends ``EVALSHA`` from then on. Neither ran.
 
     Raises:
         ServerUnavailable: the server could not be reached (nothing ran), or an
@@ -98,13 +105,14 @@ def exchange(op: Op, executor: Executor | None = None) -> Exchange:
     ops: tuple[Eval | Cmd, ...] = op.ops if isinstance(op, Batch) else (op,)
     results: list[Any] = [None] * len(ops)
     todo = list(range(len(ops)))
-    loaded = resent = False
+    resent = False
+    loaded: set[str] = set()  # what was loaded once: "SCRIPT", "FUNCTION"
     # ops a native command deferred to their script (EMQFLOW: a flow parent's completion)
     scripted: set[int] = set()
     while todo:
         fast = all(resendable(ops[i]) for i in todo)
+        cmds = [native_command(ops[i], None if i in scripted else executor) for i in todo]
         try:
-            cmds = [native_command(ops[i], None if i in scripted else executor) for i in todo]
             replies = yield Request(cmds, fast)
             failure: NoReply | None = None
         except NotSent as exc:
@@ -116,8 +124,13 @@ def exchange(op: Op, executor: Executor | None = None) -> Exchange:
             replies, failure = exc.got, exc
         noscript: list[int] = []
         deferred: list[int] = []
-        for i, r in zip(todo, replies):
-            if is_noscript(r) and not loaded:
+        for i, cmd, r in zip(todo, cmds, replies):
+            kind = "FUNCTION" if cmd[0] == "FCALL" else "SCRIPT"
+            if kind == "FUNCTION" and no_functions(r):
+                assert executor is not None  # FCALL is only sent for an executor
+                executor.fcall = False  # not run: again as EVALSHA, and from now on
+                deferred.append(i)
+            elif is_noscript(r) and kind not in loaded:
                 noscript.append(i)
             elif i not in scripted and _deferred(r):
                 # refused before any write: the same call again, as the script
@@ -142,10 +155,22 @@ def exchange(op: Op, executor: Executor | None = None) -> Exchange:
                 o.resent() if i in unknown and isinstance(o, Eval) else o for i, o in enumerate(ops)
             )
         if noscript:
-            loaded = True
-            scripts = {o.script.name: o.script for i in noscript if isinstance(o := ops[i], Eval)}
-            # loading is idempotent, so it may travel on the kept connection
-            yield from _load([("SCRIPT", "LOAD", s.body) for s in scripts.values()])
+            assert all(isinstance(ops[i], Eval) for i in noscript)
+            by_kind: dict[str, dict[str, Any]] = {"SCRIPT": {}, "FUNCTION": {}}
+            for i in noscript:
+                s = ops[i].script  # type: ignore[union-attr]
+                kind = "FUNCTION" if cmds[todo.index(i)][0] == "FCALL" else "SCRIPT"
+                by_kind[kind][s.name] = s
+            for kind, scripts in by_kind.items():
+                if not scripts:
+                    continue
+                loaded.add(kind)
+                # loading is idempotent, so it may travel on the kept connection
+                if kind == "SCRIPT":
+                    yield from _load([("SCRIPT", "LOAD", s.body) for s in scripts.values()])
+                elif not (yield from _load_libraries(list(scripts.values()))):
+                    assert executor is not None
+                    executor.fcall = False  # the server keeps no library: EVALSHA
         todo = sorted(noscript + unknown + deferred)
     if isinstance(op, Batch):
         return results
@@ -172,6 +197,34 @@ def _load(cmds: list[tuple[Arg, ...]]) -> Exchange:
             if isinstance(r, redis.ResponseError):
                 raise error(r)
         return
+
+
+def no_functions(reply: Any) -> bool:
+    """Whether an ``FCALL``'s error reply says the server runs no Functions: an
+    unknown command (Redis 6, a proxy) or one this user may not run (an ACL). The
+    call did not run."""
+    if not isinstance(reply, redis.ResponseError):
+        return False
+    text = str(reply).lower()
+    return "fcall" in text and ("unknown command" in text or "no permissions" in text)
+
+
+def _load_libraries(scripts: list[Any]) -> Exchange:
+    """``FUNCTION LOAD`` each script's library; whether the server took them all (a
+    library another client loaded first counts as taken). A server that refuses a
+    load (full, an ACL, no Functions) returns False: the scripts go as ``EVALSHA``."""
+    cmds: list[tuple[Arg, ...]] = [("FUNCTION", "LOAD", s.library.code) for s in scripts]
+    for attempt in (1, 2):
+        try:
+            replies = yield Request(cmds, True)
+        except (NotSent, NoReply) as exc:
+            if attempt == 2:
+                raise errors.ServerUnavailable(str(exc)) from exc
+            continue
+        return all(
+            not isinstance(r, redis.ResponseError) or "already exists" in str(r) for r in replies
+        )
+    return False  # pragma: no cover - the loop returns or raises
 
 
 def _as_text(value: Any) -> str | None:
