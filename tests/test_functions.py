@@ -5,6 +5,7 @@ has no Functions or will not load them. The same verbs answer the same either wa
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from importlib import resources
@@ -208,3 +209,42 @@ def test_a_refused_verb_by_fcall_changes_nothing(fresh: redis.Redis, q: Queue) -
         q.complete(jid, c.token + 5)
     assert getattr(exc.value, "reason", None) is not None
     assert dump(fresh, q) == before
+
+
+# ---------------------------------------------------------------- emq functions
+
+
+def _emq(url: str, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
+    from echomq.cli.app import main
+
+    code = main(["--url", url, "--json", *args])
+    out = capsys.readouterr().out
+    return code, json.loads(out) if out.strip() else None
+
+
+def test_emq_functions_lists_and_prunes_the_old_libraries(
+    server: EmbeddedServer, fresh: redis.Redis, q: Queue, capsys: pytest.CaptureFixture[str]
+) -> None:
+    q.enqueue("x")  # enqueue's library, this version's
+    old = "#!lua name=emq_enqueue_000000000000\nredis.register_function('emq_enqueue_000000000000', function() return 1 end)\n"  # noqa: E501
+    fresh.execute_command("FUNCTION", "LOAD", old)
+    other = "#!lua name=theirs\nredis.register_function('theirs', function() return 1 end)\n"
+    fresh.execute_command("FUNCTION", "LOAD", other)  # not echomq's: never touched
+    current = str(getattr(script("enqueue").library, "name", ""))
+    code, doc = _emq(server.url, capsys, "functions", "list")
+    assert code == 0 and doc == {
+        "libraries": [
+            {"library": "emq_enqueue_000000000000", "current": False},
+            {"library": current, "current": True},
+        ]
+    }
+    code, doc = _emq(server.url, capsys, "functions", "prune")  # no terminal, no --yes
+    assert code != 0 and set(libraries(fresh)) == {"emq_enqueue_000000000000", current, "theirs"}
+    code, doc = _emq(server.url, capsys, "functions", "prune", "--yes")
+    assert code == 0 and doc == {"deleted": ["emq_enqueue_000000000000"]}
+    assert set(libraries(fresh)) == {current, "theirs"}
+    assert q.enqueue("y") and fresh.zcard(q.keys.pending) == 2
+    code, doc = _emq(server.url, capsys, "functions", "prune", "--all", "--yes")
+    assert code == 0 and doc == {"deleted": [current]} and set(libraries(fresh)) == {"theirs"}
+    # a running client loads its library again on its next call
+    assert q.enqueue("z") and current in libraries(fresh) and fresh.zcard(q.keys.pending) == 3

@@ -17,6 +17,7 @@ from . import (
     bulk_cmds,  # emq bulk reprocess|remove|promote|clean
     dedup_cmds,  # emq dedup owner|release
     flow_cmds,  # emq flow show|release|fail|cancel|sweep
+    functions_cmds,  # emq functions list|prune
     group_cmds,  # emq group ..., emq reindex
     history_cmds,  # emq retention
     job_cmds,  # emq job ...
@@ -38,6 +39,7 @@ __all__ = [
     "cli",
     "dedup_cmds",
     "flow_cmds",
+    "functions_cmds",
     "group_cmds",
     "history_cmds",
     "job_cmds",
