@@ -248,3 +248,30 @@ def test_emq_functions_lists_and_prunes_the_old_libraries(
     assert code == 0 and doc == {"deleted": [current]} and set(libraries(fresh)) == {"theirs"}
     # a running client loads its library again on its next call
     assert q.enqueue("z") and current in libraries(fresh) and fresh.zcard(q.keys.pending) == 3
+
+
+def test_a_full_server_refusing_the_load_gets_evalsha(qname: str) -> None:
+    # FUNCTION LOAD needs memory, SCRIPT LOAD does not: a queue first met on a full
+    # server reads and settles by EVALSHA (its writes are refused as ServerFull either way)
+    with EmbeddedServer(module=False) as srv:
+        r = redis.Redis.from_url(srv.url, decode_responses=True)
+        q = Queue(qname, url=srv.url, executor="scripts")
+        try:
+            jid = q.enqueue("before")
+            r.execute_command("FUNCTION", "FLUSH")
+            r.config_set("maxmemory", int(r.info("memory")["used_memory"]) + 100_000)
+            r.config_set("maxmemory-policy", "noeviction")
+            with pytest.raises(redis.exceptions.OutOfMemoryError):
+                for i in range(10_000):
+                    r.set(f"fill{i}", "x" * 100)
+            before = dump(r, q)
+            c = q.counts()
+            assert c.pending == 1 and q.ctx.executor.fcall is False
+            assert libraries(r) == {} and dump(r, q) == before
+            got = q.claim()  # the claim is allowed on a full server (allow-oom)
+            assert got is not None and got.id == jid
+            q.complete(jid, got.token)
+            assert r.exists(q.keys.job(jid)) == 0 and r.zcard(q.keys.active) == 0
+        finally:
+            q.close()
+            r.close()
