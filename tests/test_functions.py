@@ -200,17 +200,6 @@ def test_a_server_without_functions_gets_evalsha_and_the_same_answers(
         r.close()
 
 
-def test_a_refused_verb_by_fcall_changes_nothing(fresh: redis.Redis, q: Queue) -> None:
-    jid = q.enqueue("x")
-    c = q.claim()
-    assert c is not None
-    before = dump(fresh, q)
-    with pytest.raises(Exception) as exc:
-        q.complete(jid, c.token + 5)
-    assert getattr(exc.value, "reason", None) is not None
-    assert dump(fresh, q) == before
-
-
 # ---------------------------------------------------------------- emq functions
 
 

@@ -185,18 +185,22 @@ def _deferred(reply: Any) -> bool:
     return isinstance(reply, redis.ResponseError) and str(reply).startswith("EMQFLOW")
 
 
-def _load(cmds: list[tuple[Arg, ...]]) -> Exchange:
+def _send_loads(cmds: list[tuple[Arg, ...]]) -> Exchange:
+    """Send loads (idempotent: once more on a fresh connection after a failure);
+    their replies."""
     for attempt in (1, 2):
         try:
-            replies = yield Request(cmds, True)
+            return (yield Request(cmds, True))
         except (NotSent, NoReply) as exc:
             if attempt == 2:
                 raise errors.ServerUnavailable(str(exc)) from exc
-            continue
-        for r in replies:
-            if isinstance(r, redis.ResponseError):
-                raise error(r)
-        return
+    raise AssertionError("unreachable: the second attempt returns or raises")
+
+
+def _load(cmds: list[tuple[Arg, ...]]) -> Exchange:
+    for r in (yield from _send_loads(cmds)):
+        if isinstance(r, redis.ResponseError):
+            raise error(r)
 
 
 def no_functions(reply: Any) -> bool:
@@ -214,17 +218,10 @@ def _load_libraries(scripts: list[Any]) -> Exchange:
     library another client loaded first counts as taken). A server that refuses a
     load (full, an ACL, no Functions) returns False: the scripts go as ``EVALSHA``."""
     cmds: list[tuple[Arg, ...]] = [("FUNCTION", "LOAD", s.library.code) for s in scripts]
-    for attempt in (1, 2):
-        try:
-            replies = yield Request(cmds, True)
-        except (NotSent, NoReply) as exc:
-            if attempt == 2:
-                raise errors.ServerUnavailable(str(exc)) from exc
-            continue
-        return all(
-            not isinstance(r, redis.ResponseError) or "already exists" in str(r) for r in replies
-        )
-    return False  # pragma: no cover - the loop returns or raises
+    replies = yield from _send_loads(cmds)
+    return all(
+        not isinstance(r, redis.ResponseError) or "already exists" in str(r) for r in replies
+    )
 
 
 def _as_text(value: Any) -> str | None:
