@@ -28,7 +28,7 @@ from echomq.results import Counts
 from test_lifecycle import run_score
 
 # run under both executors: the native twins must equal the scripts
-pytestmark = [pytest.mark.both_executors, pytest.mark.both_servers]
+pytestmark = [pytest.mark.both_executors, pytest.mark.both_servers, pytest.mark.evalsha_too]
 
 
 def server_ms(r: redis.Redis) -> int:
