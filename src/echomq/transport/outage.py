@@ -134,7 +134,8 @@ class Outage(OutageLog):
     def watch(self) -> Iterator[None]:
         """Report the call run inside: a success ends an outage, an exception is
         judged by :meth:`raised`. (The transports' ``run`` does the same inline: a
-        generator context manager costs a tenth of a one-by-one call's own work.)"""
+        generator context manager costs about 11,000 instructions, a twelfth of an
+        enqueue's own client work.)"""
         try:
             yield
         except BaseException as exc:
