@@ -13,15 +13,31 @@ scripts' one, byte for byte but the command's name (``EMQ.ENQUEUE 1 base ...`` i
 place of ``EVALSHA sha 1 base ...``), with the same reply (a count), on the same kept
 connection; the server's share is smaller (``bench/server_cost.py --callgrind``).
 
-Run: ``make -C native && .venv/bin/python bench/enqueue_client.py``.
+``--callgrind`` counts instructions instead, which the machine's noise does not move:
+the *client process's* own per call (the server is another process), for each kind and
+its asyncio twin (``redis.asyncio`` ``lpush``, ``AsyncQueue.enqueue``). Each kind's loop
+runs in a subprocess under valgrind's callgrind twice, with ``--jobs`` calls and with
+none, after the same warm-up (the fence, the kept connection, the interpreter's
+specialisation); the difference over the calls is the client's instructions per call.
+``--src`` counts another checkout's client (before/after a change); ``--keep DIR``
+keeps the callgrind files for ``callgrind_annotate``.
+
+Run: ``make -C native && .venv/bin/python bench/enqueue_client.py``;
+``.venv/bin/python bench/enqueue_client.py --callgrind`` (about 2 minutes; valgrind).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import shutil
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -31,6 +47,74 @@ from echomq import Queue, native
 from echomq.embedded import EmbeddedServer
 
 KINDS = ("raw", "scripts", "native")
+SRC = str(Path(__file__).resolve().parent.parent / "src")
+#: calls before the counted ones, in both runs of a kind (so they cancel out)
+WARM = 300
+
+#: the client process: ``WARM + n`` calls of one kind (``async-<kind>``: its asyncio twin)
+CLIENT = """
+import asyncio, sys
+sys.path.insert(0, sys.argv[1])
+import redis, redis.asyncio
+from echomq import AsyncQueue, Queue
+url, kind, n, name, warm = sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6])
+base = kind.removeprefix("async-")
+if kind.startswith("async-"):
+    async def main():
+        if base == "raw":
+            r = redis.asyncio.Redis.from_url(url)
+            call = lambda payload: r.lpush(name, "{}")
+        else:
+            call = AsyncQueue(name, url=url, executor=base).enqueue
+        for _ in range(warm + n):
+            await call({})
+    asyncio.run(main())
+else:
+    if base == "raw":
+        r = redis.Redis.from_url(url)
+        call = lambda payload: r.lpush(name, "{}")
+    else:
+        call = Queue(name, url=url, executor=base).enqueue
+    for _ in range(warm + n):
+        call({})
+"""
+
+
+def instructions(url: str, kind: str, n: int, src: str, keep: str | None) -> int:
+    """The instructions of one client process making ``WARM + n`` calls of ``kind``."""
+    out_file = "/dev/null" if keep is None else os.path.join(keep, f"cg.{kind}.{n}")
+    tool = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}"]
+    name = f"bench-cg-{kind}-{n}-{os.getpid()}"
+    done = subprocess.run(
+        [*tool, sys.executable, "-c", CLIENT, src, url, kind, str(n), name, str(WARM)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    m = re.search(r"Collected : (\d+)", done.stderr)
+    if m is None:
+        raise RuntimeError("callgrind counted nothing:\n" + done.stderr[-2000:])
+    return int(m.group(1))
+
+
+def callgrind(args: argparse.Namespace) -> None:
+    """Print the client's instructions per call, each kind sync and asyncio."""
+    if not shutil.which("valgrind"):
+        raise SystemExit("--callgrind needs valgrind (apt-get install valgrind)")
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+    kinds = [*KINDS, *(f"async-{k}" for k in KINDS)]
+    per: dict[str, float] = {}
+    with EmbeddedServer(module=True) as srv:
+        for kind in kinds:
+            base = instructions(srv.url, kind, 0, args.src, args.keep)
+            full = instructions(srv.url, kind, args.jobs, args.src, args.keep)
+            per[kind] = (full - base) / args.jobs
+    rows: list[list[Any]] = [["kind", "client Ir/call", "vs raw"]]
+    for kind, ir in per.items():
+        raw = per["async-raw" if kind.startswith("async-") else "raw"]
+        rows.append([kind, int(ir), ir / raw])
+    report(rows)
 
 
 def one_round(call: Callable[[], Any], n: int) -> tuple[float, float, float, float]:
@@ -50,9 +134,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=2000, help="enqueues per round and kind")
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--callgrind", action="store_true", help="count client instructions")
+    ap.add_argument("--src", default=SRC, help="the client's echomq (--callgrind)")
+    ap.add_argument("--keep", help="keep the callgrind files in this directory")
     args = ap.parse_args()
     if native.build(quiet=True) is None:
         raise SystemExit("the native module did not build (make -C native)")
+    if args.callgrind:
+        callgrind(args)
+        return
     got: dict[str, list[tuple[float, float, float, float]]] = {k: [] for k in KINDS}
     with EmbeddedServer(module=True) as srv:
         raw = redis.Redis.from_url(srv.url)

@@ -117,7 +117,9 @@ def enqueue(
     """
     if job_id is not None:
         ids.validate(job_id)
-    wire = gate(dedup, dedup_id, delay_ms, run_at_ms)
+    wire = (
+        None if dedup is None and dedup_id is None else gate(dedup, dedup_id, delay_ms, run_at_ms)
+    )
     if wire is not None:
         delay_ms = wire.delay_ms
     opts = _options(
@@ -129,9 +131,13 @@ def enqueue(
         max_attempts=max_attempts,
         backoff=backoff,
     )
-    keep = _keep(keep_ms)
+    keep = "" if keep_ms is None else _keep(keep_ms)
     text = checks.payload(ctx.serializer, payload)
-    opts = _with_dedup(_with_keep(hooks.trace_opts(opts), keep), wire)
+    opts = hooks.trace_opts(opts)
+    if keep:
+        opts = _with_keep(opts, keep)
+    if wire is not None:
+        opts = _with_dedup(opts, wire)
     if job_id is None and wire is None:
         # a minted id cannot be a duplicate: the short form, whose reply is a count
         jid = ids.new_id()
@@ -183,9 +189,17 @@ def _enqueue_op(ctx: Context, head: list[str], opts: list[str]) -> Eval:
     """One enqueue script call; its re-send (after a lost reply) sets the ``resent``
     option, so the script checks every id for a first run that landed. A first send
     checks only the ids the caller chose: minted ones are fresh."""
-    again = [*opts, *([""] * (RESENT_OPTION + 1 - len(opts)))]
-    again[RESENT_OPTION] = "1"
+    again: Sequence[str]
+    if opts:
+        again = [*opts, *([""] * (RESENT_OPTION + 1 - len(opts)))]
+        again[RESENT_OPTION] = "1"
+    else:
+        again = _RESENT_ALONE  # the common call: no option but the re-send's
     return Eval(script("enqueue"), (ctx.keys.base,), [*head, *opts], again=[*head, *again])
+
+
+#: The shared options of a re-send that has no other option.
+_RESENT_ALONE = (*([""] * RESENT_OPTION), "1")
 
 
 def enqueue_many(

@@ -99,6 +99,8 @@ def packed(conn: Any, cmds: Sequence[tuple[Arg, ...]]) -> Any:
     """
     if _pack_one is not None and _utf8(conn):
         try:
+            if len(cmds) == 1:  # one command (a verb's usual): no join
+                return [_pack_one(cmds[0])]
             return [b"".join([_pack_one(cmd) for cmd in cmds])]
         except (TypeError, UnicodeError):
             pass

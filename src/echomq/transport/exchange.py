@@ -11,8 +11,7 @@ once; the sync and async transports only move bytes.
 from __future__ import annotations
 
 from collections.abc import Generator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import redis
 
@@ -59,10 +58,12 @@ class NoReply(Exception):
         self.cause = cause
 
 
-@dataclass(frozen=True)
-class Request:
+class Request(NamedTuple):
     """Commands to write in one go and read back, and whether the kept connection
     may carry them (only operations that may be re-sent)."""
+
+    # a named tuple, not a frozen dataclass: one is made per call, and a frozen
+    # dataclass's __init__ costs about twice as many instructions
 
     cmds: list[tuple[Arg, ...]]
     fast: bool
@@ -110,8 +111,13 @@ def exchange(op: Op, executor: Executor | None = None) -> Exchange:
     # ops a native command deferred to their script (EMQFLOW: a flow parent's completion)
     scripted: set[int] = set()
     while todo:
-        fast = all(resendable(ops[i]) for i in todo)
-        cmds = [native_command(ops[i], None if i in scripted else executor) for i in todo]
+        if len(todo) == 1:  # one operation (a verb's usual): no lists to walk
+            i = todo[0]
+            fast = resendable(ops[i])
+            cmds = [native_command(ops[i], None if i in scripted else executor)]
+        else:
+            fast = all([resendable(ops[i]) for i in todo])
+            cmds = [native_command(ops[i], None if i in scripted else executor) for i in todo]
         try:
             replies = yield Request(cmds, fast)
             failure: NoReply | None = None
@@ -125,19 +131,23 @@ def exchange(op: Op, executor: Executor | None = None) -> Exchange:
         noscript: list[int] = []
         deferred: list[int] = []
         for i, cmd, r in zip(todo, cmds, replies):
-            kind = "FUNCTION" if cmd[0] == "FCALL" else "SCRIPT"
-            if kind == "FUNCTION" and no_functions(r):
-                assert executor is not None  # FCALL is only sent for an executor
-                executor.fcall = False  # not run: again as EVALSHA, and from now on
-                deferred.append(i)
-            elif is_noscript(r) and kind not in loaded:
-                noscript.append(i)
-            elif i not in scripted and _deferred(r):
-                # refused before any write: the same call again, as the script
-                scripted.add(i)
-                deferred.append(i)
-            else:
-                results[i] = outcome(ops[i], r)  # the one translation of every reply
+            # only an error reply can ask for a load, a fall-back or the script
+            if isinstance(r, redis.ResponseError):
+                kind = "FUNCTION" if cmd[0] == "FCALL" else "SCRIPT"
+                if kind == "FUNCTION" and no_functions(r):
+                    assert executor is not None  # FCALL is only sent for an executor
+                    executor.fcall = False  # not run: again as EVALSHA, and from now on
+                    deferred.append(i)
+                    continue
+                if is_noscript(r) and kind not in loaded:
+                    noscript.append(i)
+                    continue
+                if i not in scripted and _deferred(r):
+                    # refused before any write: the same call again, as the script
+                    scripted.add(i)
+                    deferred.append(i)
+                    continue
+            results[i] = outcome(ops[i], r)  # the one translation of every reply
         unknown = todo[len(replies) :]
         if failure is not None:
             held = [ops[i] for i in unknown if not resendable(ops[i])]
