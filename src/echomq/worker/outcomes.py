@@ -77,7 +77,7 @@ def finish_plain(eng: Engine, call: Call) -> None:
             error = asyncio.CancelledError()
         elif call.value is not None and inspect.isawaitable(call.value):
             # a plain function that returned an awaitable: awaited on the loop
-            run.task = asyncio.get_running_loop().create_task(eng._execute(run, call.value))
+            run.task = asyncio.get_running_loop().create_task(eng._execute(run, value=call.value))
             return
         else:
             run.value = call.value
