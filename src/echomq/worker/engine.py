@@ -243,12 +243,13 @@ class Engine:
             self.batcher.add(runs, pool)
             return
         timeout = self.config.job_timeout_ms
-        find, finish = self.routes.find, functools.partial(outcomes.finish_plain, self)
+        find, only = self.routes.find, self.routes.only
+        finish = functools.partial(outcomes.finish_plain, self)
         calls: list[Call] = []
         for claimed in got:
             run = _Running(JobContext(claimed, aq, loop, thread))
             running[(claimed.id, claimed.token)] = run
-            route = find(claimed.name)
+            route = only or find(claimed.name)
             if route is not None and not route[1]:
                 # a plain handler: straight to the threads, settled by finish_plain
                 # on the loop (no task or future per job: see threads.py)
