@@ -335,13 +335,16 @@ class Engine:
         if run.recorded:
             return
         run.recorded = True
+        job = run.job
         if outcome == "done":
-            self._done.append((run.job.id, run.job.attempt))
+            self._done.append((job.id, job.attempt))
             if run.value is not None:
                 self._result_of(run)
         else:
-            self._other.append((run.job, outcome, error))
-        self.nudge()
+            self._other.append((job, outcome, error))
+        nudged = self._nudged  # nudge(), inline: once per job
+        if nudged is not None and not nudged.done():
+            nudged.set_result(None)
 
     def _result_of(self, run: _Running) -> None:
         """Serialize a handler's return value for its completion (a kept job stores

@@ -89,7 +89,7 @@ def finish_plain(eng: Engine, call: Call) -> None:
         return
     if run.timer is not None:
         run.timer.cancel()
-    eng.record(run, "lost" if run.job.cancel_reason == LEASE_LOST else "done", "")
+    eng._record(run, "lost" if run.job.cancel_reason == LEASE_LOST else "done", "")
 
 
 def settle_plain(eng: Engine, run: _Running, error: BaseException) -> None:
