@@ -4,11 +4,12 @@ the decoding of its reply into :class:`Claimed` jobs; composed by ``claim``,
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
 from .. import checks
-from ..context import Context, as_str
+from ..context import Context, JsonSerializer, as_str
 from ..results import Claimed as Claimed
 from ..results import ClaimedBatch, ClaimHold
 from ..scripts import Cmd, Eval, Plan, script
@@ -65,21 +66,47 @@ def decode_claimed(ctx: Context, reply: Any) -> ClaimedBatch:
     ``[scope, ms]`` entry (flow control held the claim back) becomes the batch's
     :attr:`~echomq.results.ClaimedBatch.hold`."""
     loads = ctx.serializer.loads
+    if type(ctx.serializer) is JsonSerializer:
+        loads = _json_loads  # the same values and errors, a third of the instructions
     n = len(reply) - len(reply) % 5
+    # positional, not by keyword: the worker's hot path decodes every job it runs here
     got = ClaimedBatch(
-        Claimed(
-            id=reply[i],
-            payload=loads(reply[i + 1]),
-            token=int(reply[i + 2]),
-            name=reply[i + 3] or None,
-            group=reply[i + 4] or None,
-        )
-        for i in range(0, n, 5)
+        [
+            Claimed(
+                reply[i],
+                loads(reply[i + 1]),
+                int(reply[i + 2]),
+                reply[i + 3] or None,
+                reply[i + 4] or None,
+            )
+            for i in range(0, n, 5)
+        ]
     )
     if n < len(reply):
         scope, ms = reply[-1]
         got.hold = ClaimHold(as_str(scope), int(ms))  # type: ignore[arg-type]
     return got
+
+
+_raw_decode = json.JSONDecoder().raw_decode
+
+
+def _json_loads(text: Any) -> Any:
+    """``json.loads(text)``, for the default serializer's payloads.
+
+    ``json.loads`` runs three Python frames and two whitespace matches around one C
+    scan (about 12,000 instructions for a small payload); a payload echomq wrote is
+    exactly one JSON value with no whitespace around it, which ``raw_decode`` reads
+    alone (about 5,000). Anything else (whitespace around the value, trailing text, an
+    error, bytes) is read by ``json.loads`` itself: the same value, the same error.
+    """
+    try:
+        value, end = _raw_decode(text)
+    except Exception:
+        return json.loads(text)
+    if end != len(text):
+        return json.loads(text)
+    return value
 
 
 def claim_behind_gate(

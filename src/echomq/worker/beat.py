@@ -155,11 +155,12 @@ def _read(engine: Engine, held: dict[tuple[str, int], _Running], answer: list[An
         engine.beat_failed(got.error)
         return
     lost, cancelled = set(got.lost), set(got.cancelled)
-    for (job_id, _), run in held.items():
-        if job_id in lost:
-            engine.cancel(run, LEASE_LOST)
-        elif job_id in cancelled:
-            engine.cancel(run, CANCELLED)
+    if lost or cancelled:  # else nothing to look up for each job held
+        for (job_id, _), run in held.items():
+            if job_id in lost:
+                engine.cancel(run, LEASE_LOST)
+            elif job_id in cancelled:
+                engine.cancel(run, CANCELLED)
     failed = [a.error for a in answer[1:] if isinstance(a, Raised)]
     # the registry write's error, else an upkeep's: counted and logged once
     error = got.error if got.error is not None else failed[0] if failed else None

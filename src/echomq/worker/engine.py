@@ -53,7 +53,7 @@ from .job import CANCELLED, LEASE_LOST, SHUTDOWN, TIMEOUT, JobContext
 from .limits import Throttle
 from .outage import Outage
 from .pipeline import Pipeline
-from .routes import Routes
+from .routes import Handler, Routes
 from .stats import WorkerStats
 from .threads import Call, HandlerThreads
 from .waker import Waker
@@ -92,7 +92,8 @@ class Engine:
         self._more = True  # whether the backlog may hold more than the last claim took
         self._thread = 0
         self._running: dict[tuple[str, int], _Running] = {}
-        self._done: list[JobContext] = []  # finished, not yet taken for completion
+        # (id, token) of the jobs finished, not yet taken for completion
+        self._done: list[tuple[str, int]] = []
         self._completing: list[tuple[str, int]] = []  # completions the server has not answered
         # serialized handler results of finished jobs, sent with their completions
         self._results: dict[tuple[str, int], str] = {}
@@ -242,19 +243,21 @@ class Engine:
             self.batcher.add(runs, pool)
             return
         timeout = self.config.job_timeout_ms
-        find, finish = self.routes.find, functools.partial(outcomes.finish_plain, self)
+        find, only = self.routes.find, self.routes.only
+        finish = functools.partial(outcomes.finish_plain, self)
         calls: list[Call] = []
         for claimed in got:
             run = _Running(JobContext(claimed, aq, loop, thread))
             running[(claimed.id, claimed.token)] = run
-            route = find(claimed.name)
+            route = only or find(claimed.name)
             if route is not None and not route[1]:
                 # a plain handler: straight to the threads, settled by finish_plain
                 # on the loop (no task or future per job: see threads.py)
                 run.call = Call(route[0], run.job, finish, run)
                 calls.append(run.call)
             else:
-                run.task = loop.create_task(self._execute(run))
+                # the route found here goes along: no second look-up in the task
+                run.task = loop.create_task(self._execute(run, route))
             if timeout is not None:
                 run.timer = loop.call_later(timeout / 1000, self._cancel, run, TIMEOUT)
         if calls:
@@ -279,14 +282,20 @@ class Engine:
             run.call.dropped = True
             outcomes.settle_plain(self, run, asyncio.CancelledError())
 
-    async def _execute(self, run: _Running, value: Awaitable[Any] | None = None) -> None:
-        """An ``async def`` handler's job (one with no handler fails), or with
-        ``value``, a plain handler's that returned an awaitable: awaited here."""
+    async def _execute(
+        self,
+        run: _Running,
+        route: tuple[Handler, bool] | None = None,
+        value: Awaitable[Any] | None = None,
+    ) -> None:
+        """An ``async def`` handler's job (``route``: its handler as the claim found it;
+        ``None``: one with no handler, which fails), or with ``value``, a plain
+        handler's that returned an awaitable: awaited here."""
         job = run.job
         outcome, error = "done", ""
         try:
             if value is None:
-                fn, is_async = self.routes.pick(job.name)
+                fn, is_async = route or self.routes.pick(job.name)
                 run.is_async = is_async
                 run.value = await fn(job)
             else:
@@ -318,7 +327,7 @@ class Engine:
         for run in runs:
             if not run.recorded:
                 run.recorded = True
-                done.append(run.job)
+                done.append((run.job.id, run.job.attempt))
         if runs:
             self.nudge()
 
@@ -326,13 +335,16 @@ class Engine:
         if run.recorded:
             return
         run.recorded = True
+        job = run.job
         if outcome == "done":
-            self._done.append(run.job)
+            self._done.append((job.id, job.attempt))
             if run.value is not None:
                 self._result_of(run)
         else:
-            self._other.append((run.job, outcome, error))
-        self.nudge()
+            self._other.append((job, outcome, error))
+        nudged = self._nudged  # nudge(), inline: once per job
+        if nudged is not None and not nudged.done():
+            nudged.set_result(None)
 
     def _result_of(self, run: _Running) -> None:
         """Serialize a handler's return value for its completion (a kept job stores
@@ -351,19 +363,22 @@ class Engine:
     def _take_done(self) -> None:
         """Queue the finished jobs' completions; they stay queued (and are sent again
         after an error) until the server answers them."""
+        if not self._done:
+            return
         done, self._done = self._done, []
-        pairs = [(job.id, job.attempt) for job in done]
-        running = self._running
-        for pair in pairs:
-            running.pop(pair, None)
-        self._completing += pairs
+        pop = self._running.pop
+        for pair in done:
+            pop(pair, None)
+        self._completing += done
 
     def _count_completions(self, sent: list[tuple[str, int]], stale: list[str]) -> None:
         # a "gone" answer is a completion: ours, landed before its reply was lost
         self.stats.completed += len(sent) - len(stale)
         self.stats.stale += len(stale)
-        for pair in sent:
-            self._results.pop(pair, None)
+        results = self._results
+        if results:  # most handlers return nothing: no look-up per job then
+            for pair in sent:
+                results.pop(pair, None)
 
     # ---- the beat and shutdown ------------------------------------------------------
 

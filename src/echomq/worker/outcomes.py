@@ -77,7 +77,7 @@ def finish_plain(eng: Engine, call: Call) -> None:
             error = asyncio.CancelledError()
         elif call.value is not None and inspect.isawaitable(call.value):
             # a plain function that returned an awaitable: awaited on the loop
-            run.task = asyncio.get_running_loop().create_task(eng._execute(run, call.value))
+            run.task = asyncio.get_running_loop().create_task(eng._execute(run, value=call.value))
             return
         else:
             run.value = call.value
@@ -89,7 +89,7 @@ def finish_plain(eng: Engine, call: Call) -> None:
         return
     if run.timer is not None:
         run.timer.cancel()
-    eng.record(run, "lost" if run.job.cancel_reason == LEASE_LOST else "done", "")
+    eng._record(run, "lost" if run.job.cancel_reason == LEASE_LOST else "done", "")
 
 
 def settle_plain(eng: Engine, run: _Running, error: BaseException) -> None:

@@ -225,7 +225,8 @@ def beat(
     """
     ops: list[Eval] = []
     if held:
-        ops.append(lifecycle.extend_op(ctx, held, lease_ms, lock_ms))
+        # the jobs in hand are the claims' own: not checked again one by one
+        ops.append(lifecycle.extend_op(ctx, held, lease_ms, lock_ms, from_claim=True))
     ops.append(registry.beat_op(ctx, wid, ttl_ms, fields, held))
     replies = yield Batch(tuple(ops))
     if held and isinstance(replies[0], Exception):

@@ -30,6 +30,10 @@ class Routes:
             if not callable(fn):
                 raise InvalidArgument(f"handler for {name!r} is not callable")
         self.table = {k: (fn, is_async(fn)) for k, fn in table.items()}
+        #: The route of every job when there is one handler (no look-up per job).
+        self.only: tuple[Handler, bool] | None = None
+        if len(self.table) == 1 and DEFAULT_ROUTE in self.table:
+            self.only = self.table[DEFAULT_ROUTE]
 
     def find(self, name: str | None) -> tuple[Handler, bool] | None:
         """The handler for a job name and whether it is ``async``, or ``None``."""

@@ -50,7 +50,8 @@ async def serve(eng: Engine, aq: AsyncQueue, pool: HandlerThreads) -> None:
     try:
         while not eng.stop_requested:
             try:
-                await outcomes.send(eng, aq)
+                if eng._other:  # failures, releases, losses: rare (no coroutine else)
+                    await outcomes.send(eng, aq)
                 eng._take_done()
                 free = eng.free()
                 # while a wake task exists `_more` is False: only it claims then
@@ -76,7 +77,15 @@ async def serve(eng: Engine, aq: AsyncQueue, pool: HandlerThreads) -> None:
                 elif free > 0:
                     wake = wake or loop.create_task(wake_then_claim(eng, aq, pool))
                     waits.append(wake)
-                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                if len(waits) == 1:
+                    # only the nudge (every slot busy): awaited as it is, where
+                    # asyncio.wait would add a waiter future and a callback on each
+                    # (about 45,000 instructions a turn, a turn per claimed batch). A
+                    # cancel of this task cancels the nudge too: every reader takes a
+                    # done nudge (cancelled or set) alike, and replaces it
+                    await eng._nudged
+                else:
+                    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
                 if eng._nudged.done():
                     eng._nudged = loop.create_future()
                 ended = [task for task in rounds if task.done()]
