@@ -209,7 +209,10 @@ def test_one_drain_call_deletes_at_most_budget_jobs(q: Queue, r: redis.Redis) ->
             op = plan.send(reply)
     except StopIteration as stop:
         assert stop.value == 10
-    assert seen == [3, 3, 3, 1]
+    # at most the budget a call; a call also stops after about 1 ms of server time, so
+    # on a loaded machine one may delete fewer (seen: [3, 2, 3, 2]), never none
+    assert all(1 <= n <= 3 for n in seen) and sum(seen) == 10 and len(seen) >= 4, seen
+    assert row_keys(r, q) == set()
 
 
 def test_drain_of_an_empty_queue_writes_nothing(q: Queue, r: redis.Redis) -> None:
