@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shutil
 import stat
 import statistics
@@ -95,6 +96,17 @@ def bench_server() -> Iterator[str]:
         return
     with EmbeddedServer() as srv:
         yield srv.url
+
+
+def counted(argv: Sequence[str], out_file: str = "/dev/null") -> int:
+    """The instructions callgrind counts for one process ``argv`` (run to its end; the
+    counts go to ``out_file``, kept only when named)."""
+    tool = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}"]
+    done = subprocess.run([*tool, *argv], capture_output=True, text=True, check=True)
+    m = re.search(r"Collected : (\d+)", done.stderr)
+    if m is None:
+        raise RuntimeError("callgrind counted nothing:\n" + done.stderr[-2000:])
+    return int(m.group(1))
 
 
 def median(xs: Iterable[float]) -> float:

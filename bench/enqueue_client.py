@@ -30,10 +30,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -42,7 +40,7 @@ from typing import Any
 
 import redis
 
-from _common import report
+from _common import counted, report
 from echomq import Queue, native
 from echomq.embedded import EmbeddedServer
 
@@ -83,18 +81,9 @@ else:
 def instructions(url: str, kind: str, n: int, src: str, keep: str | None) -> int:
     """The instructions of one client process making ``WARM + n`` calls of ``kind``."""
     out_file = "/dev/null" if keep is None else os.path.join(keep, f"cg.{kind}.{n}")
-    tool = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}"]
     name = f"bench-cg-{kind}-{n}-{os.getpid()}"
-    done = subprocess.run(
-        [*tool, sys.executable, "-c", CLIENT, src, url, kind, str(n), name, str(WARM)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    m = re.search(r"Collected : (\d+)", done.stderr)
-    if m is None:
-        raise RuntimeError("callgrind counted nothing:\n" + done.stderr[-2000:])
-    return int(m.group(1))
+    argv = [sys.executable, "-c", CLIENT, src, url, kind, str(n), name, str(WARM)]
+    return counted(argv, out_file)
 
 
 def callgrind(args: argparse.Namespace) -> None:

@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
-from _common import report
+from _common import counted, report
 from echomq import Queue
 from echomq.embedded import EmbeddedServer
 
@@ -58,17 +56,7 @@ w.run()
 def instructions(url: str, name: str, kind: str, jobs: int, src: str = SRC) -> int:
     """The instructions of one worker process serving the ``jobs`` jobs of queue
     ``name`` (from its start to its stop)."""
-    tool = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
-    out = subprocess.run(
-        [*tool, sys.executable, "-c", WORKER, src, url, name, kind, str(jobs)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    m = re.search(r"Collected : (\d+)", out.stderr)
-    if m is None:
-        raise RuntimeError("callgrind counted nothing:\n" + out.stderr[-2000:])
-    return int(m.group(1))
+    return counted([sys.executable, "-c", WORKER, src, url, name, kind, str(jobs)])
 
 
 def main() -> None:

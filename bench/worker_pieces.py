@@ -14,13 +14,12 @@ needs valgrind; ``--only json`` for the pieces whose name holds the text);
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from _common import report
+from _common import counted, report
 
 SRC = str(Path(__file__).resolve().parent.parent / "src")
 
@@ -87,22 +86,10 @@ CASES = {
 }
 
 
-TOOL = ("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null")
-
-
 def count(src: str, stmt: str, runs: int) -> int:
     """The instructions of a fresh Python that sets up and runs ``stmt`` ``runs`` times."""
     prog = SETUP + f"for _ in range({runs}):\n    {stmt}\n"
-    out = subprocess.run(
-        [*TOOL, sys.executable, "-c", prog, src],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    m = re.search(r"Collected : (\d+)", out.stderr)
-    if m is None:
-        raise RuntimeError("callgrind counted nothing:\n" + out.stderr[-2000:])
-    return int(m.group(1))
+    return counted([sys.executable, "-c", prog, src])
 
 
 def main() -> None:
