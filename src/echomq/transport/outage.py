@@ -12,8 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 from .. import errors
 
@@ -129,16 +128,3 @@ class Outage(OutageLog):
             self.failed(exc)
         elif isinstance(exc, errors.EchoMQError):
             self.ok()
-
-    @contextmanager
-    def watch(self) -> Iterator[None]:
-        """Report the call run inside: a success ends an outage, an exception is
-        judged by :meth:`raised`. (The transports' ``run`` does the same inline: a
-        generator context manager costs about 11,000 instructions, a twelfth of an
-        enqueue's own client work.)"""
-        try:
-            yield
-        except BaseException as exc:
-            self.raised(exc)
-            raise
-        self.ok()
