@@ -18,11 +18,13 @@ import pytest
 import redis
 import redis.asyncio
 
+from conftest import claim_records, native
 from echomq import AsyncQueue, JobContext, Queue, Worker, WorkerConfig, lifecycle
 from echomq.context import Context
 from echomq.errors import InvalidArgument, ServerFull
 from echomq.lifecycle import claiming
 from echomq.scripts import command
+from echomq.transport.exchange import is_noscript
 from echomq.worker import plans
 from echomq.worker.waker import TRANSITIONS, WaitResult, WaitState, Waker
 from worker_support import running, wait_until
@@ -52,9 +54,9 @@ def built(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     calls: list[int] = []
     real = lifecycle.claim_op
 
-    def recording(ctx: Context, count: int, lease_ms: int, lock_ms: int) -> Any:
+    def recording(ctx: Context, count: int, lease_ms: int, lock_ms: int, **kw: Any) -> Any:
         calls.append(count)
-        return real(ctx, count, lease_ms, lock_ms)
+        return real(ctx, count, lease_ms, lock_ms, **kw)
 
     for module in (lifecycle, claiming):  # the worker's plans, and claim_many
         monkeypatch.setattr(module, "claim_op", recording)
@@ -254,9 +256,65 @@ async def test_a_cancelled_wait_falls_back_to_idle(
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         assert waker.state is WaitState.IDLE and waker.path[-1] is WaitState.IDLE
+        assert waker._conn is None  # dropped: its replies would be out of step
         assert r.zcard(aq.keys.active) == 0 and r.llen(aq.keys.wake) == 0
     finally:
         await blocker.aclose()
+
+
+async def _wake_claim(waker: Waker, aq: AsyncQueue) -> list[str]:
+    op = lifecycle.claim_op(aq.ctx, 1, 5000, 0, recorded=False)
+    woke = await waker.wait(1.0, aq.runner.command(op))  # as the worker sends it
+    assert woke.claim_sent and not is_noscript(woke.claim)  # not claimed again plainly
+    got = await aq.runner.drive(plans.claim_after_wait(aq.ctx, woke, 1, 5000, 0))
+    waker.done()
+    return [c.id for c in got]
+
+
+async def test_the_waits_keep_one_connection_and_replace_one_the_server_closed(
+    aq: AsyncQueue, r: redis.Redis, server: Any
+) -> None:
+    waker, blocker = await _waker(aq, server.url)
+    try:
+        await aq.runner.fence()
+        # the claim's library loaded (an empty claim): no "Function not found" here
+        assert await aq.runner.execute(lifecycle.claim_op(aq.ctx, 1, 5000, 0)) == []
+        first = await aq.enqueue("a")
+        assert await _wake_claim(waker, aq) == [first]
+        kept = waker.client_id
+        second = await aq.enqueue("b")
+        assert await _wake_claim(waker, aq) == [second]
+        assert waker.client_id == kept  # the same connection, its id read once
+        # the server closes it between waits (a restart, an idle timeout): the next wait
+        # reads the gate again on a fresh connection, with no error
+        assert r.client_kill_filter(_id=str(kept)) == 1
+        third = await aq.enqueue("c")
+        assert await _wake_claim(waker, aq) == [third]
+        assert waker.client_id != kept and waker.state is WaitState.IDLE
+        assert r.zrange(aq.keys.active, 0, -1) == sorted([first, second, third])
+        assert r.llen(aq.keys.wake) == 0
+        # the wait's claim is never re-sent: it leaves no request record
+        assert claim_records(r, aq) == set() and not r.exists(aq.keys.claimreqs)
+        ids = {int(c["id"]) for c in r.client_list()}
+        assert waker.client_id in ids
+        await waker.close()
+        assert waker._conn is None
+        wait_until(lambda: waker.client_id not in {int(c["id"]) for c in r.client_list()})
+    finally:
+        await blocker.aclose()
+
+
+def test_a_recorded_claim_leaves_its_record_and_a_wait_claim_none(q: Queue, r: redis.Redis) -> None:
+    q.enqueue("a")
+    q.enqueue("b")
+    recorded = lifecycle.claim_op(q.ctx, 1, 5000, 0)
+    plain = lifecycle.claim_op(q.ctx, 1, 5000, 0, recorded=False)
+    assert recorded.again is not None and len(recorded.args) == 5
+    assert plain.again is None and len(plain.args) == 4
+    q.runner.execute(plain)
+    assert claim_records(r, q) == set() and r.zcard(q.keys.active) == 1
+    q.runner.execute(recorded)
+    assert len(claim_records(r, q)) == (0 if native(q) else 1) and r.zcard(q.keys.active) == 2
 
 
 # ---- the wire: one gate read, then the claim script ------------------------------------
@@ -323,14 +381,14 @@ def test_the_idle_claim_keeps_its_wire_exchange(q: Queue, server: Any) -> None:
     # serves it; the commands queued behind it run right then: the claim rides behind
     # the wake with no round trip of its own. Then the completion (the wake claimed
     # fewer than it asked for: no claim behind it) and the next wait: WATCH and the gate
-    # read, then BLPOP with the claim behind it.
+    # read, then BLPOP with the claim behind it, on the connection the waits keep (its
+    # CLIENT ID was read when it was new, so no CLIENT now).
     assert seen == [
         ("SCRIPT", "enqueue"),
         ("MULTI",),
         ("SCRIPT", "claim"),
         ("EXEC",),
         ("SCRIPT", "complete"),
-        ("CLIENT",),
         ("WATCH",),
         ("HEXISTS",),
         ("BLPOP",),

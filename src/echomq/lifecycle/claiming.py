@@ -41,7 +41,9 @@ def request_id() -> str:
     return os.urandom(8).hex()
 
 
-def claim_op(ctx: Context, count: int, lease_ms: int, lock_ms: int) -> Eval:
+def claim_op(
+    ctx: Context, count: int, lease_ms: int, lock_ms: int, *, recorded: bool = True
+) -> Eval:
     """The claim script call: lease up to ``count`` jobs (no pause logic of its own).
 
     Send it only after :func:`claim_gate` read open; read its reply with
@@ -49,12 +51,21 @@ def claim_op(ctx: Context, count: int, lease_ms: int, lock_ms: int) -> Eval:
     lanes) the next claim tries first, so neither starves the other. The arguments
     are gated by the caller's verb (``claim_many`` checks them before any I/O).
 
-    Each call carries a fresh request id: a call re-sent after a lost reply (marked
-    as such, see ``Eval.again``) answers the jobs the first run claimed instead of
-    leasing more.
+    Args:
+        recorded: the call carries a fresh request id, so that one re-sent after a
+            lost reply (marked as such, see ``Eval.again``) answers the jobs the first
+            run claimed instead of leasing more; the server then writes a record of
+            each call that claimed a job (``claimreq:<rid>``, for 60 s). ``False``
+            for a call that is never re-sent (the claim behind the idle worker's
+            wait: a lost reply leaves its jobs to their leases): no request id, no
+            record, and no re-send form.
     """
     side = "f" if ctx.flat_first else "g"  # the script's wire word for which side first
     ctx.flat_first = not ctx.flat_first
+    if not recorded:
+        return Eval(
+            script("claim"), (ctx.keys.base,), (str(lease_ms), str(count), side, str(lock_ms))
+        )
     args = (str(lease_ms), str(count), side, str(lock_ms), request_id())
     # only the re-send reads the request's record (a first send's rid is fresh)
     return Eval(script("claim"), (ctx.keys.base,), args, again=(*args, "1"))

@@ -158,6 +158,9 @@ class Engine:
                 await beats.close()
             else:
                 await beats.leave(self)
+            if self._waker is not None:
+                with contextlib.suppress(*_RECOVERABLE):
+                    await self._waker.close()  # the connection its waits kept
             # a flow relay in flight finishes (bounded; what it leaves, a beat relays)
             await asyncio.gather(*outcomes.relaying(self), return_exceptions=True)
             # out of the registry at once (a crashed worker drops out with its ttl)

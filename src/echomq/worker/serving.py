@@ -212,7 +212,8 @@ async def wake_then_claim(eng: Engine, aq: AsyncQueue, pool: HandlerThreads) -> 
         eng.observer.limited((eng.stats.limited_ms - waited) / 1000)
         eng._more = True  # the wait a held claim answered is over: claim now
         return
-    op = lifecycle.claim_op(aq.ctx, want, cfg.lease_ms, cfg.lock)
+    # never re-sent (a lost reply leaves its jobs to their leases): no request record
+    op = lifecycle.claim_op(aq.ctx, want, cfg.lease_ms, cfg.lock, recorded=False)
     woke = await waker.wait(eng.throttle.timeout(cfg.beat / 1000), aq.runner.command(op))
     try:
         if woke.claim_sent or not eng.stop_requested:

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import redis
+
 from ..scripts import Arg
 from ..transport import HeldConnection
 
@@ -132,6 +134,8 @@ class Waker:
         self.meta_key = gate[1]
         self.state = WaitState.IDLE
         self.client_id: int | None = None  # the blocking connection's, for CLIENT UNBLOCK
+        self._client_id = 0  # the kept connection's (read when it is new)
+        self._conn: HeldConnection | None = None  # the connection the waits keep
         self.plain_until = 0.0  # monotonic time until which waits carry no claim
 
     def _enter(self, new: WaitState) -> None:
@@ -151,26 +155,62 @@ class Waker:
         if pool is None:
             return await self._on_cluster(timeout_s)
         try:
-            async with HeldConnection(pool) as conn:
-                self._enter(WaitState.READING_GATE)
-                await conn.send(("CLIENT", "ID"), ("WATCH", self.meta_key), self.gate)
-                client_id, watched, gate = await conn.read(3)
-                for reply in (client_id, watched):
-                    if isinstance(reply, Exception):
-                        raise reply
-                self.client_id = int(client_id)
-                if not isinstance(gate, Exception) and not int(gate) and self._with_claim():
-                    return await self._with_claim_behind(conn, timeout_s, claim)
-                # closed (or claims go plainly): no claim behind, the gate read again after
-                self._enter(WaitState.WAITING)
-                await conn.send(("UNWATCH",), ("BLPOP", self.wake_key, timeout_s), self.gate)
-                _, _, gate = await conn.read(3)
-                self._enter(WaitState.CLAIMING)
-                return WaitResult(claim_sent=False, gate=gate)
+            self._enter(WaitState.READING_GATE)
+            conn, client_id, gate = await self._read_gate(pool)
+            self.client_id = client_id
+            if not isinstance(gate, Exception) and not int(gate) and self._with_claim():
+                return await self._with_claim_behind(conn, timeout_s, claim)
+            # closed (or claims go plainly): no claim behind, the gate read again after
+            self._enter(WaitState.WAITING)
+            await conn.send(("UNWATCH",), ("BLPOP", self.wake_key, timeout_s), self.gate)
+            _, _, gate = await conn.read(3)
+            self._enter(WaitState.CLAIMING)
+            return WaitResult(claim_sent=False, gate=gate)
         except BaseException:
-            # cancelled or cut off between replies: the held connection was dropped
+            # cancelled or cut off between replies: the held connection is dropped
             self._enter(WaitState.IDLE)
+            await self.close()
             raise
+
+    async def _read_gate(self, pool: Any) -> tuple[HeldConnection, int, Any]:
+        """``WATCH meta`` and the gate read on the connection the waits keep (its
+        ``CLIENT ID`` read when it is new). The connection stays held from one wait to
+        the next: taking it from the pool and giving it back each time cost the wake
+        path the pool's bookkeeping, where the claim's reply waits. A kept connection
+        the server closed meanwhile (a restart, an idle timeout) is replaced once: this
+        exchange only reads, so it goes again on a fresh one."""
+        for fresh in (self._conn is None, True):
+            if self._conn is None:
+                held = HeldConnection(pool)
+                await held.__aenter__()
+                self._conn = held
+            conn = self._conn
+            cmds: tuple[Sequence[Arg], ...] = (("WATCH", self.meta_key), self.gate)
+            try:
+                if fresh:
+                    await conn.send(("CLIENT", "ID"), *cmds)
+                    client_id, watched, gate = await conn.read(3)
+                    if isinstance(client_id, Exception):
+                        raise client_id
+                    self._client_id = int(client_id)
+                else:
+                    await conn.send(*cmds)
+                    watched, gate = await conn.read(2)
+            except (OSError, redis.ConnectionError, redis.TimeoutError):
+                await self.close()
+                if fresh:
+                    raise
+                continue
+            if isinstance(watched, Exception):
+                raise watched
+            return conn, self._client_id, gate
+        raise AssertionError("unreachable")  # the second pass is fresh: it returns or raises
+
+    async def close(self) -> None:
+        """Drop the connection the waits keep (the next wait takes a fresh one)."""
+        held, self._conn = self._conn, None
+        if held is not None:
+            await held.__aexit__(ConnectionError, None, None)
 
     def _with_claim(self) -> bool:
         return time.monotonic() >= self.plain_until
