@@ -35,8 +35,8 @@
 --          lanes held by a full window or a handler wait in `gwait` off the ring, and
 --          up to 32 due ones return to the ring's head first. Without the flag no
 --          limit is read and nothing of flow control is written.
--- Writes:  ZPOPMIN pending|lane (pending: the rest of a batch in one ZPOPMIN once the
---          ring is found empty), attempts + 1 and state active (one HSET), ZADD active
+-- Writes:  ZPOPMIN pending|lane (pending: a batch in one ZPOPMIN when the ring is
+--          empty, its length read once before the loop; else one at a time, in turns), attempts + 1 and state active (one HSET), ZADD active
 --          deadline (one for the batch, after the loop), gactive/ring/gturn for lanes, the :lock key, claimreq:<rid>; event 'active'.
 --          Every row also gets started_at on its first claim (token 1) and
 --          last_started_at on every later one, in the same HSET (the first claim
@@ -138,6 +138,7 @@ local ring = B .. RING
 local out = {}
 local act = {}  -- deadline, id, ...: one ZADD active for the batch, after the loop
 local flat_dry, ring_dry = false, false
+local ring_len  -- the ring's length read before the loop, taken by the first pop_lane
 
 -- the head of pending; `want` ids are popped at once (the rest kept for the next
 -- calls) when the batch will take that many: one ZPOPMIN for a batch
@@ -168,7 +169,8 @@ end
 local lanestarts = L and {}  -- group -> starts this call made in its limited lane
 local function pop_lane()
   if ring_dry then return nil end
-  local len = redis.call('LLEN', ring)
+  local len = ring_len or redis.call('LLEN', ring)
+  ring_len = nil
   for _ = 1, len do
     local g = redis.call('LINDEX', ring, 0)
     if not g then break end
@@ -219,6 +221,15 @@ local function pop_lane()
 end
 
 local lanelogs = L and {}  -- a limited lane's group -> {per, id:token, ...}, logged after
+
+-- for a batch, the ring's length, read once before the loop (nothing above the loop
+-- moves it after here): an empty ring lets the flat side pop the whole batch in one
+-- ZPOPMIN, and a full one's first pop_lane takes this read instead of its own (a claim
+-- of one job pops once and reads it only if pending is empty, as pop_lane does)
+if count > 1 then
+  ring_len = redis.call('LLEN', ring)
+  ring_dry = ring_len == 0
+end
 
 while #out < count * 5 do
   local id, g, gper
