@@ -121,6 +121,31 @@ def test_claim_after_wait_reads_error_replies_as_the_runner_does(q: Queue) -> No
         q.runner.drive(plans.claim_after_wait(q.ctx, full, 1, 1000, 0))
 
 
+def test_the_wake_path_decodes_what_rode_along_and_only_that(
+    q: Queue, r: redis.Redis, decoded: list[list[str]]
+) -> None:
+    a = q.enqueue("a")
+    op = lifecycle.claim_op(q.ctx, 1, 1000, 0, recorded=False)
+    r.script_load(op.script.body)
+    raw = r.execute_command(*command(op))
+    # what rode along: decoded at once, by the one decoder, with no server call
+    got = plans.claimed_behind_wait(q.ctx, WaitResult(True, claim=raw))
+    assert got is not None and [c.id for c in got] == [a] and decoded == [[a]]
+    assert plans.claimed_behind_wait(q.ctx, WaitResult(True)) == []  # dropped by WATCH
+    # a claim is still to be made: none rode along, it was refused, or never ran
+    for woke in (
+        WaitResult(False, gate=0),
+        WaitResult(True, refused=redis.ResponseError("EXECABORT Transaction discarded")),
+        WaitResult(True, claim=redis.ResponseError("NOSCRIPT No matching script")),
+    ):
+        assert plans.claimed_behind_wait(q.ctx, woke) is None
+    bad = WaitResult(True, claim=redis.ResponseError("EMQARG count must be positive"))
+    with pytest.raises(InvalidArgument):
+        plans.claimed_behind_wait(q.ctx, bad)
+    assert decoded == [[a]] and active_ids(r, q) == [a]  # nothing else claimed
+    assert r.hget(q.keys.job(a), "attempts") == "1"
+
+
 def test_claim_after_a_refused_transaction_claims_plainly(q: Queue, r: redis.Redis) -> None:
     a = q.enqueue("a")
     refused = WaitResult(True, refused=redis.ResponseError("EXECABORT Transaction discarded"))

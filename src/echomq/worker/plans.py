@@ -141,22 +141,39 @@ def claim_after_wait(
         count, lease_ms, lock_ms: as for ``claim_many``.
 
     Returns:
-        The claimed jobs: decoded from the claim that rode along; or, when none
-        did, claimed now by the gate read made behind the wait; or, when the claim
-        never ran (the transaction was refused as a whole, or the script cache was
-        flushed), claimed now plainly: a fresh gate read, then the script.
+        The claimed jobs: decoded from the claim that rode along
+        (:func:`claimed_behind_wait`); or, when none did, claimed now by the gate read
+        made behind the wait; or, when the claim never ran (the transaction was refused
+        as a whole, or the script cache was flushed), claimed now plainly: a fresh gate
+        read, then the script.
     """
+    got = claimed_behind_wait(ctx, woke)
+    if got is not None:
+        return got
     if not woke.claim_sent:
         # read as the runner reads the gate read of claim_many (an error reply typed)
         gate = outcome(lifecycle.claim_gate(ctx), woke.gate)
         return (yield from lifecycle.claim_behind_gate(ctx, gate, count, lease_ms, lock_ms))
+    gate = yield lifecycle.claim_gate(ctx)
+    return (yield from lifecycle.claim_behind_gate(ctx, gate, count, lease_ms, lock_ms))
+
+
+def claimed_behind_wait(ctx: Context, woke: WaitResult) -> list[Claimed] | None:
+    """The jobs of the claim that rode behind the wait, decoded as the runner reads
+    the claim plan's reply; ``None`` when a claim must still be made (none rode along,
+    or it never ran). The idle worker's wake path calls it first: a job that woke the
+    worker starts without a plan driven through the runner.
+
+    Raises:
+        EchoMQError: the claim's error reply, typed.
+    """
+    if not woke.claim_sent:
+        return None
     reply = woke.claim
     if woke.refused is not None or is_noscript(reply):
-        gate = yield lifecycle.claim_gate(ctx)
-        return (yield from lifecycle.claim_behind_gate(ctx, gate, count, lease_ms, lock_ms))
+        return None
     if reply is None:  # WATCH dropped the transaction: the gate moved, nothing claimed
         return []
-    # it came past the runner: read as the runner reads the claim plan's reply
     got = script_outcome(reply)
     if isinstance(got, Exception):
         raise got

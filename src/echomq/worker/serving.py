@@ -216,7 +216,11 @@ async def wake_then_claim(eng: Engine, aq: AsyncQueue, pool: HandlerThreads) -> 
     op = lifecycle.claim_op(aq.ctx, want, cfg.lease_ms, cfg.lock, recorded=False)
     woke = await waker.wait(eng.throttle.timeout(cfg.beat / 1000), aq.runner.command(op))
     try:
-        if woke.claim_sent or not eng.stop_requested:
+        # the claim that rode along, decoded at once: the woken job's start waits on it
+        got = plans.claimed_behind_wait(aq.ctx, woke)
+        if got is not None:
+            eng._claimed(aq, got, want, pool)
+        elif woke.claim_sent or not eng.stop_requested:
             plan = plans.claim_after_wait(aq.ctx, woke, want, cfg.lease_ms, cfg.lock)
             eng._claimed(aq, await aq.runner.drive(plan), want, pool)
     finally:
