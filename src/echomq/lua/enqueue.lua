@@ -55,10 +55,6 @@ local B = KEYS[1]
 --! include common
 --! include series
 -- check, then write: every argument that can fail is read before the first write
-local function finite(v)
-  local x = tonumber(v)
-  return x ~= nil and x == x and x ~= math.huge and x ~= -math.huge
-end
 local n, w = tonumber(ARGV[1]), tonumber(ARGV[2])
 if not (finite(n) and n >= 0 and (w == 2 or w == 4)) then
   return redis.error_reply('EMQARG n and w must be numbers (w 2 or 4)')
@@ -83,11 +79,14 @@ if backoff == '' then backoff = nil end
 if trace == '' then trace = nil end
 if keep == '' then keep = nil end
 
-for _, opt in ipairs({{prio, 'priority'}, {maxa, 'max_attempts'}, {delay, 'delay_ms'},
-    {runat, 'run_at_ms'}, {keep, 'keep_ms'}}) do
-  if opt[1] and not finite(opt[1]) then
-    return redis.error_reply('EMQARG ' .. opt[2] .. ' is not a finite number')
-  end
+-- the numeric options, each read only when given (no table built for a call with none)
+local bad = (prio and not finite(prio) and 'priority')
+  or (maxa and not finite(maxa) and 'max_attempts')
+  or (delay and not finite(delay) and 'delay_ms')
+  or (runat and not finite(runat) and 'run_at_ms')
+  or (keep and not finite(keep) and 'keep_ms')
+if bad then
+  return redis.error_reply('EMQARG ' .. bad .. ' is not a finite number')
 end
 -- the run order's score holds the priority exactly only within this range
 if prio and math.abs(tonumber(prio)) > PRIORITY_MAX then

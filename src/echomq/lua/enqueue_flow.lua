@@ -32,10 +32,6 @@ local B = KEYS[1]
 --! include common
 --! include series
 --! include flow
-local function finite(v)
-  local x = tonumber(v)
-  return x ~= nil and x == x and x ~= math.huge and x ~= -math.huge
-end
 local n = tonumber(ARGV[1])
 if not (finite(n) and n >= 0) then return redis.error_reply('EMQARG n is not a count') end
 -- parse and check everything first

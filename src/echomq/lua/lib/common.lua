@@ -24,6 +24,12 @@ local function now_text()
   return tonumber(s), s
 end
 
+-- whether v reads as a finite number (an argument's check before any write)
+local function finite(v)
+  local x = tonumber(v)
+  return x ~= nil and x == x and x ~= math.huge and x ~= -math.huge
+end
+
 local function emit(json)
   redis.call('PUBLISH', B .. EVENTS, json)
 end
@@ -37,7 +43,9 @@ local function push_wake(n)
   local wk = B .. WAKE
   local room = WAKE_CAP - redis.call('LLEN', wk)
   if n > room then n = room end
-  if n > 0 then
+  if n == 1 then
+    redis.call('RPUSH', wk, '1')  -- most calls: no argument table to build
+  elseif n > 0 then
     local t = {}
     for i = 1, n do t[i] = '1' end
     redis.call('RPUSH', wk, unpack(t))
