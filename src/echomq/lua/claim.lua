@@ -143,12 +143,9 @@ local ring_len  -- the ring's length read before the loop, taken by the first po
 -- the head of pending; `want` ids are popped at once (the rest kept for the next
 -- calls) when the batch will take that many: one ZPOPMIN for a batch
 local buf, bi = {}, 1
--- how many to pop: 1 while the ring may serve the next one, else what the batch still
--- wants (whole, at most 1000 a call)
-local function ahead()
-  if not ring_dry then return 1 end
-  return math.min(math.ceil(count - #out / 5), 1000)
-end
+-- how many pop_flat pops: 1 while the ring may serve the next one, else what the batch
+-- still wants (whole, at most 1000 a call); `ring_dry and ...` at its two calls, where
+-- a function for it would be a closure made on every call
 local function pop_flat(want)
   if bi <= #buf then bi = bi + 1; return buf[bi - 1] end
   if flat_dry then return nil end
@@ -234,11 +231,11 @@ end
 while #out < count * 5 do
   local id, g, gper
   if side == 'f' then
-    id = pop_flat(ahead())
+    id = pop_flat(ring_dry and math.min(math.ceil(count - #out / 5), 1000) or 1)
     if not id then id, g, gper = pop_lane() end
   else
     id, g, gper = pop_lane()
-    if not id then id = pop_flat(ahead()) end
+    if not id then id = pop_flat(ring_dry and math.min(math.ceil(count - #out / 5), 1000) or 1) end
   end
   if not id then break end
   local jk = B .. JOB .. id
