@@ -36,7 +36,8 @@
 --          up to 32 due ones return to the ring's head first. Without the flag no
 --          limit is read and nothing of flow control is written.
 -- Writes:  ZPOPMIN pending|lane (pending: a batch in one ZPOPMIN when the ring is
---          empty, its length read once before the loop; else one at a time, in turns), attempts + 1 and state active (one HSET), ZADD active
+--          empty, its length read once before the loop; else one at a time, in
+--          turns), attempts + 1 and state active (one HSET), ZADD active
 --          deadline (one for the batch, after the loop), gactive/ring/gturn for lanes, the :lock key, claimreq:<rid>; event 'active'.
 --          Every row also gets started_at on its first claim (token 1) and
 --          last_started_at on every later one, in the same HSET (the first claim
@@ -143,12 +144,13 @@ local ring_len  -- the ring's length read before the loop, taken by the first po
 -- the head of pending; `want` ids are popped at once (the rest kept for the next
 -- calls) when the batch will take that many: one ZPOPMIN for a batch
 local buf, bi = {}, 1
--- how many pop_flat pops: 1 while the ring may serve the next one, else what the batch
--- still wants (whole, at most 1000 a call); `ring_dry and ...` at its two calls, where
--- a function for it would be a closure made on every call
-local function pop_flat(want)
+-- pops 1 while the ring may serve the next one, else what the batch still wants
+-- (whole, at most 1000 a call): worked out here, where a function for it would be one
+-- more closure made on every call
+local function pop_flat()
   if bi <= #buf then bi = bi + 1; return buf[bi - 1] end
   if flat_dry then return nil end
+  local want = ring_dry and math.min(math.ceil(count - #out / 5), 1000) or 1
   -- (one job: no count, so no number to format; the same reply)
   local r
   if want == 1 then
@@ -231,11 +233,11 @@ end
 while #out < count * 5 do
   local id, g, gper
   if side == 'f' then
-    id = pop_flat(ring_dry and math.min(math.ceil(count - #out / 5), 1000) or 1)
+    id = pop_flat()
     if not id then id, g, gper = pop_lane() end
   else
     id, g, gper = pop_lane()
-    if not id then id = pop_flat(ring_dry and math.min(math.ceil(count - #out / 5), 1000) or 1) end
+    if not id then id = pop_flat() end
   end
   if not id then break end
   local jk = B .. JOB .. id

@@ -42,15 +42,25 @@ class HeldConnection:
         self.conn: Any = None
 
     async def __aenter__(self) -> HeldConnection:
+        return await self.take()
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        await self.give_back(broken=exc_type is not None)
+
+    async def take(self) -> HeldConnection:
+        """Take a connection from the pool (for a holder that keeps it past one block:
+        the idle worker's waits)."""
         if takes_name(self.pool):
             self.conn = await self.pool.get_connection("_")
         else:
             self.conn = await self.pool.get_connection()
         return self
 
-    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+    async def give_back(self, *, broken: bool) -> None:
+        """Give the connection back to the pool, cut first when ``broken`` (its
+        replies may be out of step)."""
         try:
-            if exc_type is not None:
+            if broken:
                 await self.conn.disconnect()
         finally:
             await self.pool.release(self.conn)

@@ -133,8 +133,8 @@ class Waker:
         self.wake_key, self.gate = wake_key, gate
         self.meta_key = gate[1]
         self.state = WaitState.IDLE
-        self.client_id: int | None = None  # the blocking connection's, for CLIENT UNBLOCK
-        self._client_id = 0  # the kept connection's (read when it is new)
+        # the kept connection's (read when it is new), for CLIENT UNBLOCK
+        self.client_id: int | None = None
         self._conn: HeldConnection | None = None  # the connection the waits keep
         self.plain_until = 0.0  # monotonic time until which waits carry no claim
 
@@ -156,8 +156,7 @@ class Waker:
             return await self._on_cluster(timeout_s)
         try:
             self._enter(WaitState.READING_GATE)
-            conn, client_id, gate = await self._read_gate(pool)
-            self.client_id = client_id
+            conn, gate = await self._read_gate(pool)
             if not isinstance(gate, Exception) and not int(gate) and self._with_claim():
                 return await self._with_claim_behind(conn, timeout_s, claim)
             # closed (or claims go plainly): no claim behind, the gate read again after
@@ -172,7 +171,7 @@ class Waker:
             await self.close()
             raise
 
-    async def _read_gate(self, pool: Any) -> tuple[HeldConnection, int, Any]:
+    async def _read_gate(self, pool: Any) -> tuple[HeldConnection, Any]:
         """``WATCH meta`` and the gate read on the connection the waits keep (its
         ``CLIENT ID`` read when it is new). The connection stays held from one wait to
         the next: taking it from the pool and giving it back each time cost the wake
@@ -181,9 +180,7 @@ class Waker:
         exchange only reads, so it goes again on a fresh one."""
         for fresh in (self._conn is None, True):
             if self._conn is None:
-                held = HeldConnection(pool)
-                await held.__aenter__()
-                self._conn = held
+                self._conn = await HeldConnection(pool).take()
             conn = self._conn
             cmds: tuple[Sequence[Arg], ...] = (("WATCH", self.meta_key), self.gate)
             try:
@@ -192,7 +189,7 @@ class Waker:
                     client_id, watched, gate = await conn.read(3)
                     if isinstance(client_id, Exception):
                         raise client_id
-                    self._client_id = int(client_id)
+                    self.client_id = int(client_id)
                 else:
                     await conn.send(*cmds)
                     watched, gate = await conn.read(2)
@@ -203,14 +200,14 @@ class Waker:
                 continue
             if isinstance(watched, Exception):
                 raise watched
-            return conn, self._client_id, gate
+            return conn, gate
         raise AssertionError("unreachable")  # the second pass is fresh: it returns or raises
 
     async def close(self) -> None:
         """Drop the connection the waits keep (the next wait takes a fresh one)."""
         held, self._conn = self._conn, None
         if held is not None:
-            await held.__aexit__(ConnectionError, None, None)
+            await held.give_back(broken=True)
 
     def _with_claim(self) -> bool:
         return time.monotonic() >= self.plain_until
