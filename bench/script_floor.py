@@ -165,6 +165,7 @@ class Floor:
         self.check()
         got: dict[str, list[float]] = {"enqueue": [], "claim": []}
         got |= {f"{name} floor": [] for name in list(got)}
+        got |= {f"raw {name}": [] for name in ("enqueue", "claim")}
         for _ in range(calls):
             for floor in (False, True):
                 cmd = self.enqueue(floor)
@@ -179,15 +180,32 @@ class Floor:
                 claimed = self.r.execute_command(*self.claims[_claim(floor)])
                 got[_claim(floor)].append(_took(cg, t))
                 self.served(claimed)
+            # for scale, the raw loop's pair: an LPUSH, the BRPOP that finds it
+            if cg is not None:
+                cg.take()
+            else:
+                time.sleep(gap)
+            t = time.perf_counter()
+            self.r.lpush(RAW_KEY, "{}")
+            got["raw enqueue"].append(_took(cg, t))
+            t = time.perf_counter()
+            self.r.brpop([RAW_KEY])
+            got["raw claim"].append(_took(cg, t))
         unit = "Ir" if cg is not None else "µs"
         rows: list[list[object]] = [
-            ["call", f"real {unit}", f"floor {unit}", "floor/real", f"logic {unit}"]
+            ["call", f"real {unit}", f"floor {unit}", "floor/real", f"logic {unit}", "raw loop's"]
         ]
         for name in ("enqueue", "claim"):
             real = statistics.median(got[name])
             floor_v = statistics.median(got[f"{name} floor"])
-            rows.append([name, real, floor_v, round(floor_v / real, 2), real - floor_v])
+            raw = statistics.median(got[f"raw {name}"])
+            rows.append([name, real, floor_v, round(floor_v / real, 2), real - floor_v, raw])
         report(rows)
+        print("raw loop's: LPUSH for the enqueue, the BRPOP that finds it for the claim")
+
+
+#: The raw loop's list.
+RAW_KEY = "raw:floor"
 
 
 def _claim(floor: bool) -> str:
