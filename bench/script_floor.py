@@ -14,12 +14,16 @@ not take. What the floor costs is what any script issuing those commands pays.
 
 Per call, under valgrind's callgrind (a private server, ``hz 1``; each call counted
 alone, reading the command and writing the reply included; median of ``--calls``),
-the server's instructions of: the real call, its floor, and the floor's share. The
-floor is checked to be a floor before anything is counted: the same command counts
-(``INFO commandstats``) for a call of each, and the same row fields left.
+the server's instructions of: the real call, its floor, the floor's share, and for
+scale the raw loop's pair (an ``LPUSH``, the ``BRPOP`` that finds it). With
+``--cold``, the client's round trip of each in µs instead (a private server, no
+valgrind; an enqueue and its claim every ``--gap`` seconds, each form in turn;
+``--gap 0``: back to back, as an enqueue one by one). The floor is checked to be a
+floor before anything is measured: the same command counts (``INFO commandstats``)
+for a call of each, and the same row fields left.
 
 Run: ``.venv/bin/python bench/script_floor.py`` (about a minute; needs valgrind;
-``--calls``).
+``--calls``); ``--cold`` (about 15 s), ``--cold --gap 0 --calls 2000``.
 """
 
 from __future__ import annotations
