@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import argparse
 import glob
 import os
 import re
@@ -19,10 +20,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 # Let ``python bench/x.py`` run from a checkout without installing the package.
 _SRC = Path(__file__).resolve().parent.parent / "src"
@@ -107,6 +109,27 @@ def counted(argv: Sequence[str], out_file: str = "/dev/null") -> int:
     if m is None:
         raise RuntimeError("callgrind counted nothing:\n" + done.stderr[-2000:])
     return int(m.group(1))
+
+
+def wake_args(ap: argparse.ArgumentParser) -> argparse.Namespace:
+    """Parse the options of a bench that sends a job every ``--gap`` seconds to an idle
+    worker process, ``--count`` jobs a round over ``--repeat`` rounds (the worker
+    process itself gets ``--worker`` and its three arguments)."""
+    ap.add_argument("--count", type=int, default=300, help="jobs a round")
+    ap.add_argument("--gap", type=float, default=0.02, help="seconds between jobs")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds")
+    ap.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
+    return ap.parse_args()
+
+
+def wait_blocked(r: Any, label: str, timeout: float = 30.0) -> None:
+    """Return once a client of server ``r`` waits in ``BLPOP``/``BRPOP`` (a worker
+    process started and idle); ``SystemExit`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not any(c.get("cmd") in ("blpop", "brpop") for c in r.client_list()):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{label}: the worker never waited")
+        time.sleep(0.05)
 
 
 def median(xs: Iterable[float]) -> float:

@@ -47,7 +47,7 @@ from typing import Any
 
 import redis
 
-import _common  # noqa: F401  (puts src/ on the path)
+import _common  # also puts src/ on the path
 from echomq import JobContext, Queue, Worker
 from echomq.embedded import EmbeddedServer
 
@@ -136,11 +136,7 @@ def one(kind: str, count: int, gap: float) -> dict[str, float]:
         cmd = [sys.executable, __file__, "--worker", srv.url, kind, out]
         worker = subprocess.Popen(cmd)
         try:
-            deadline = time.monotonic() + 30
-            while not any(c.get("cmd") in ("blpop", "brpop") for c in r.client_list()):
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"{kind}: the worker never waited")
-                time.sleep(0.05)
+            _common.wait_blocked(r, kind)
             r.config_resetstat()
             calls = produce(srv.url, kind, count, gap)
             stats = r.info("latencystats")
@@ -184,11 +180,7 @@ def steps(marks: list[list[Any]], calls: list[tuple[float, float]], stats: Any) 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kinds", default=",".join(KINDS))
-    ap.add_argument("--count", type=int, default=300)
-    ap.add_argument("--gap", type=float, default=0.02)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
-    a = ap.parse_args()
+    a = _common.wake_args(ap)
     if a.worker:
         run_worker(*a.worker)
         return

@@ -45,7 +45,7 @@ from typing import Any
 
 import redis
 
-import _common  # puts src/ on the path
+import _common  # also puts src/ on the path
 from echomq.embedded import EmbeddedServer
 from echomq.keyspace import KEY, Keyspace
 from script_floor import floor_code
@@ -144,11 +144,7 @@ def one(shape: str, count: int, gap: float) -> list[float]:
         out = os.path.join(tmp, "got.json")
         worker = subprocess.Popen([sys.executable, __file__, "--worker", srv.url, shape, out])
         try:
-            deadline = time.monotonic() + 30
-            while not any(c.get("cmd") in ("blpop", "brpop") for c in r.client_list()):
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"{shape}: the worker never waited")
-                time.sleep(0.05)
+            _common.wait_blocked(r, shape)
             fn = "floor_enqueue" if shape == "now" else "sketch_handoff"
             base = time.monotonic()
             for i in range(count + 20):  # the first 20 warm up, not kept
@@ -171,11 +167,7 @@ def one(shape: str, count: int, gap: float) -> list[float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--count", type=int, default=300)
-    ap.add_argument("--gap", type=float, default=0.02)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
-    a = ap.parse_args()
+    a = _common.wake_args(ap)
     if a.worker:
         run_worker(*a.worker)
         return
